@@ -1,0 +1,256 @@
+// Package history defines the event log every sidebench backend writes and
+// every consumer (checker, metrics, reports) reads: typed container, pod,
+// sandbox, probe and fault events with nanosecond timestamps, plus run
+// metadata. The JSONL encoding is documented in docs/history.md.
+//
+// It imports the standard library only: the history is the contract between
+// backends and consumers, so it must not drag either side's dependencies.
+package history
+
+import (
+	"fmt"
+)
+
+// Kind is the type of an event. Its JSON form is the dotted name in
+// kindNames (e.g. "container.started").
+type Kind uint8
+
+const (
+	KindInvalid Kind = iota
+
+	// Run framing.
+	RunMeta // first line of every run: Meta
+	RunEnd  // last line of a complete run: Msg "complete" or "partial"
+
+	// Pod lifecycle (control plane and kubelet status).
+	PodCreated     // Spec; the API object exists
+	PodScheduled   // Node
+	PodDeleted     // deletionTimestamp set; Grace
+	PodTerminating // the kubelet began a whole-pod kill: Reason, Grace, Value=ordered
+	PodPhase       // Phase, Reason ("Terminated" after node shutdown)
+	PodCondition   // Cond, Value
+	PodRemoved     // the API object is gone
+
+	// Sandbox.
+	SandboxCreated // Attempt
+	SandboxLost    // the sandbox died (node reboot, runtime lost it)
+	SandboxStopped // the kubelet stopped it (pod finished)
+
+	// Container lifecycle. Container names the container; Attempt is its CRI
+	// attempt.
+	ContainerStartRequested // kubelet asked the runtime to create+start
+	ContainerRunning        // the process started (CRI state Running)
+	ContainerPostStartDone  // postStart hook returned; Value=false if it failed
+	ContainerStarted        // Started flag published: Value
+	ContainerReady          // Ready flag published: Value
+	ContainerExited         // Code, Reason
+	ContainerPreStopBegin   // Reason (why the container is killed)
+	ContainerPreStopEnd
+	ContainerStopRequested // CRI StopContainer: SIGTERM with Grace
+	ContainerKilled        // SIGKILL (Grace ran out)
+	ContainerRemoved       // record removed from the runtime (GC)
+	ContainerBackoff       // restart delayed: Grace = delay
+	ContainerImageChanged  // spec image changed: Msg = new image
+	ContainerStartFailed   // the runtime refused the start: Msg
+
+	// Probes.
+	ProbeResult // Container, Probe, Result
+
+	// Node-level components (Pod empty, Node set).
+	KubeletDown
+	KubeletUp
+	RuntimeDown
+	RuntimeUp
+	NodeDown // power-off or shutdown completed
+	NodeUp
+	NodeShutdown // graceful node shutdown began: Grace = budget
+
+	// Faults. Fault names the catalogue entry, FaultID the instance.
+	FaultBegin      // Target describes what it aims at
+	FaultEffect     // the fault was verified to have taken effect
+	FaultEnd        // the fault is over (e.g. the kubelet is back)
+	FaultNotApplied // the fault could not take effect: Msg says why
+
+	kindCount
+)
+
+var kindNames = [kindCount]string{
+	KindInvalid:             "",
+	RunMeta:                 "run.meta",
+	RunEnd:                  "run.end",
+	PodCreated:              "pod.created",
+	PodScheduled:            "pod.scheduled",
+	PodDeleted:              "pod.deleted",
+	PodTerminating:          "pod.terminating",
+	PodPhase:                "pod.phase",
+	PodCondition:            "pod.condition",
+	PodRemoved:              "pod.removed",
+	SandboxCreated:          "sandbox.created",
+	SandboxLost:             "sandbox.lost",
+	SandboxStopped:          "sandbox.stopped",
+	ContainerStartRequested: "container.start-requested",
+	ContainerRunning:        "container.running",
+	ContainerPostStartDone:  "container.poststart-done",
+	ContainerStarted:        "container.started",
+	ContainerReady:          "container.ready",
+	ContainerExited:         "container.exited",
+	ContainerPreStopBegin:   "container.prestop-begin",
+	ContainerPreStopEnd:     "container.prestop-end",
+	ContainerStopRequested:  "container.stop-requested",
+	ContainerKilled:         "container.killed",
+	ContainerRemoved:        "container.removed",
+	ContainerBackoff:        "container.backoff",
+	ContainerImageChanged:   "container.image-changed",
+	ContainerStartFailed:    "container.start-failed",
+	ProbeResult:             "probe.result",
+	KubeletDown:             "kubelet.down",
+	KubeletUp:               "kubelet.up",
+	RuntimeDown:             "runtime.down",
+	RuntimeUp:               "runtime.up",
+	NodeDown:                "node.down",
+	NodeUp:                  "node.up",
+	NodeShutdown:            "node.shutdown",
+	FaultBegin:              "fault.begin",
+	FaultEffect:             "fault.effect",
+	FaultEnd:                "fault.end",
+	FaultNotApplied:         "fault.not-applied",
+}
+
+var kindByName = func() map[string]Kind {
+	m := make(map[string]Kind, kindCount)
+	for k, n := range kindNames {
+		if n != "" {
+			m[n] = Kind(k)
+		}
+	}
+	return m
+}()
+
+func (k Kind) String() string {
+	if k < kindCount {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// ParseKind maps a JSON kind name back to its Kind.
+func ParseKind(s string) (Kind, bool) {
+	k, ok := kindByName[s]
+	return k, ok
+}
+
+// Kinds returns every valid kind.
+func Kinds() []Kind {
+	out := make([]Kind, 0, kindCount-1)
+	for k := Kind(1); k < kindCount; k++ {
+		out = append(out, k)
+	}
+	return out
+}
+
+// IsNodeLevel reports whether events of this kind concern a node rather
+// than one pod.
+func (k Kind) IsNodeLevel() bool {
+	switch k {
+	case KubeletDown, KubeletUp, RuntimeDown, RuntimeUp, NodeDown, NodeUp, NodeShutdown:
+		return true
+	}
+	return false
+}
+
+// Event is one line of a history. It is a flat value type: most fields are
+// empty for most kinds (see docs/history.md for which kind uses which).
+type Event struct {
+	// T is the time in nanoseconds on the backend's clock (sim: since trial
+	// start; real backends: Unix time).
+	T    int64
+	Kind Kind
+	// Pod is "namespace/name", unique within a run. Empty for node-level
+	// events.
+	Pod  string
+	Node string
+	// Container names the container for container.* and probe.* events.
+	Container string
+	Attempt   uint32
+	Code      int32
+	// Reason is an exit reason (Completed, Error, OOMKilled), a kill reason
+	// (PodDeleted, LivenessProbe, ...), or a phase reason (Terminated).
+	Reason string
+	// Grace is a duration in nanoseconds (stop grace, deletion grace,
+	// backoff delay, shutdown budget).
+	Grace int64
+	Phase string // Pending, Running, Succeeded, Failed
+	Cond  string // Initialized, ContainersReady, Ready
+	Value bool
+	Probe string // startup, readiness, liveness
+	// Result is a probe result: success or failure.
+	Result string
+
+	Fault   string // fault catalogue name, e.g. "kubelet-crash"
+	FaultID uint32
+	Target  string
+	Msg     string
+
+	Spec *PodSpec // pod.created only
+	Meta *Meta    // run.meta only
+}
+
+// Meta describes a run. It is the payload of the first line of a run.
+type Meta struct {
+	Scenario string `json:"scenario"`
+	// ScenarioHash identifies the scenario file content.
+	ScenarioHash string `json:"scenarioHash,omitempty"`
+	Seed         uint64 `json:"seed"`
+	Trial        int    `json:"trial"`
+	// Policy is the api.Gates string, e.g. "kep753" or
+	// "kep753+bug:reinit-mains-first".
+	Policy  string `json:"policy"`
+	Backend string `json:"backend"`
+	Version string `json:"version"`
+	// StartUnixNano anchors the run's clock: sim time 0 corresponds to it.
+	StartUnixNano int64 `json:"startUnixNano,omitempty"`
+	// Tolerance is the timing tolerance (ns) checkers allow for this backend.
+	ToleranceNanos int64 `json:"toleranceNanos,omitempty"`
+	// Extra holds backend-specific facts (kubelet version, node count...).
+	Extra map[string]string `json:"extra,omitempty"`
+}
+
+// PodSpec is the part of a pod spec a consumer needs to check ordering:
+// the containers in spec order with their roles and what they carry.
+type PodSpec struct {
+	Init          []ContainerSpec `json:"init,omitempty"`
+	Main          []ContainerSpec `json:"main"`
+	RestartPolicy string          `json:"restartPolicy"` // Always, OnFailure, Never
+	// Grace is terminationGracePeriodSeconds in nanoseconds.
+	Grace    int64 `json:"grace"`
+	Critical bool  `json:"critical,omitempty"`
+	// Labels are the pod's labels (for fault targeting and reports).
+	Labels map[string]string `json:"labels,omitempty"`
+	// Workload names the workload (template) the pod came from.
+	Workload string `json:"workload,omitempty"`
+}
+
+// ContainerSpec is one container of a PodSpec.
+type ContainerSpec struct {
+	Name      string `json:"name"`
+	Role      string `json:"role"` // init, sidecar, main
+	Image     string `json:"image,omitempty"`
+	Startup   bool   `json:"startupProbe,omitempty"`
+	Readiness bool   `json:"readinessProbe,omitempty"`
+	Liveness  bool   `json:"livenessProbe,omitempty"`
+	PostStart bool   `json:"postStart,omitempty"`
+	PreStop   bool   `json:"preStop,omitempty"`
+}
+
+// Sink receives events in order. Implementations must not keep e after
+// Write returns (the caller may reuse it).
+type Sink interface {
+	Write(e *Event) error
+}
+
+// Discard is a Sink that drops everything (for benchmarks).
+var Discard Sink = discard{}
+
+type discard struct{}
+
+func (discard) Write(*Event) error { return nil }

@@ -1,0 +1,148 @@
+package api
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Policy selects which sidecar design the reference implementation plays.
+type Policy uint8
+
+const (
+	// PolicyKEP753 is the final design (restartable init containers), GA
+	// 1.33 behaviour with reverse-order termination. The default.
+	PolicyKEP753 Policy = iota
+	// PolicyKEP753v2019 is the 2019 proposal (lifecycle.type: Sidecar):
+	// sidecars start in parallel after init containers, gate mains on
+	// readiness, obey the pod restart policy and are signalled together
+	// after the mains exit (SEMANTICS.md §3–4).
+	PolicyKEP753v2019
+	// PolicyNone has no sidecar support: sidecars run as ordinary main
+	// containers, with no ordering at all. The baseline.
+	PolicyNone
+)
+
+var policyNames = [...]string{"kep753", "kep753-2019", "none"}
+
+func (p Policy) String() string {
+	if int(p) < len(policyNames) {
+		return policyNames[p]
+	}
+	return fmt.Sprintf("Policy(%d)", uint8(p))
+}
+
+// Bug selects a deliberately wrong variant that replays a real upstream
+// regression. Bugs exist to prove the checker catches them; never a default.
+type Bug uint8
+
+const (
+	BugNone Bug = iota
+	// BugReinitMainsFirst: after sandbox recreation, main containers start
+	// before the sidecars are re-initialized (kubernetes#120247, fixed by
+	// PR #120269).
+	BugReinitMainsFirst
+	// BugRerunInitAfterGC: after a kubelet restart with exited init records
+	// garbage-collected, completed init containers are re-run (the pre-1.20
+	// behaviour fixed by PR #96572).
+	BugRerunInitAfterGC
+	// BugSidecarsWithMains: sidecars are signalled together with the main
+	// containers instead of after them (the 1.28 alpha behaviour).
+	BugSidecarsWithMains
+	// BugNoSidecarRestart: an exited sidecar is not restarted when the pod
+	// restartPolicy is Never (the pre-KEP workaround's failure mode).
+	BugNoSidecarRestart
+)
+
+var bugNames = [...]string{"", "reinit-mains-first", "rerun-init-after-gc", "sidecars-with-mains", "no-sidecar-restart"}
+
+// BugDescriptions documents each bug replica for --help and reports.
+var BugDescriptions = map[Bug]string{
+	BugReinitMainsFirst:  "after sandbox recreation, mains start before sidecars are re-initialized (kubernetes#120247)",
+	BugRerunInitAfterGC:  "after a kubelet restart with init records garbage-collected, completed init containers re-run (pre-PR #96572)",
+	BugSidecarsWithMains: "sidecars are signalled together with main containers instead of after them (1.28 alpha)",
+	BugNoSidecarRestart:  "an exited sidecar is not restarted under restartPolicy Never",
+}
+
+func (b Bug) String() string {
+	if int(b) < len(bugNames) {
+		return bugNames[b]
+	}
+	return fmt.Sprintf("Bug(%d)", uint8(b))
+}
+
+// Gates is the policy and feature-gate set the planner runs under. It is
+// an explicit argument, never a global (the kubelet's utilfeature wart).
+type Gates struct {
+	Policy Policy
+	// SidecarsRestartableDuringPodTermination is the KEP-4438 gate (a
+	// proposal, not in Kubernetes 1.37): exited sidecars are restarted while
+	// the pod terminates, until their turn to be stopped.
+	SidecarsRestartableDuringPodTermination bool
+	Bug                                     Bug
+}
+
+// GateNames lists the feature gates Gates understands, as Kubernetes names
+// them.
+var GateNames = []string{"SidecarsRestartableDuringPodTermination"}
+
+// String renders the gates in the form ParseGates accepts, e.g.
+// "kep753", "kep753+SidecarsRestartableDuringPodTermination",
+// "kep753+bug:reinit-mains-first".
+func (g Gates) String() string {
+	var b strings.Builder
+	b.WriteString(g.Policy.String())
+	if g.SidecarsRestartableDuringPodTermination {
+		b.WriteString("+SidecarsRestartableDuringPodTermination")
+	}
+	if g.Bug != BugNone {
+		b.WriteString("+bug:")
+		b.WriteString(g.Bug.String())
+	}
+	return b.String()
+}
+
+// PolicyNames returns the valid policy names.
+func PolicyNames() []string { return append([]string(nil), policyNames[:]...) }
+
+// BugNames returns the valid bug replica names.
+func BugNames() []string {
+	out := append([]string(nil), bugNames[1:]...)
+	sort.Strings(out)
+	return out
+}
+
+// ParseGates parses "POLICY[+GATE][+bug:NAME]".
+func ParseGates(s string) (Gates, error) {
+	parts := strings.Split(s, "+")
+	var g Gates
+	found := false
+	for i, n := range policyNames {
+		if n == parts[0] {
+			g.Policy, found = Policy(i), true
+		}
+	}
+	if !found {
+		return g, fmt.Errorf("unknown policy %q (allowed: %s)", parts[0], strings.Join(policyNames[:], ", "))
+	}
+	for _, p := range parts[1:] {
+		switch {
+		case p == "SidecarsRestartableDuringPodTermination":
+			g.SidecarsRestartableDuringPodTermination = true
+		case strings.HasPrefix(p, "bug:"):
+			name := strings.TrimPrefix(p, "bug:")
+			ok := false
+			for i, n := range bugNames {
+				if i > 0 && n == name {
+					g.Bug, ok = Bug(i), true
+				}
+			}
+			if !ok {
+				return g, fmt.Errorf("unknown bug replica %q (allowed: %s)", name, strings.Join(BugNames(), ", "))
+			}
+		default:
+			return g, fmt.Errorf("unknown gate %q in %q (allowed: %s, bug:NAME)", p, s, strings.Join(GateNames, ", "))
+		}
+	}
+	return g, nil
+}

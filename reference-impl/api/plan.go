@@ -1,0 +1,279 @@
+package api
+
+import (
+	"fmt"
+	"time"
+)
+
+// InputKind names what happened.
+type InputKind uint8
+
+const (
+	// InTick: nothing changed; a timer the machine asked for (WakeAt) fired.
+	InTick InputKind = iota
+	// InRelist: a full runtime snapshot (Sandbox, Records, Started). A fresh
+	// machine after a kubelet restart starts from one; the planner does not
+	// run between the records of one relist.
+	InRelist
+	// InSandbox: the sandbox changed (Sandbox).
+	InSandbox
+	// InContainer: one container record changed or vanished (Container,
+	// Record; Record.State == StateNone means removed).
+	InContainer
+	// InProbe: a probe result (Container, Probe, Result).
+	InProbe
+	// InPostStartDone: the postStart hook returned (Container, OK=false if it
+	// failed, which kills the container: FailedPostStartHook).
+	InPostStartDone
+	// InPreStopDone: the preStop hook returned (Container).
+	InPreStopDone
+	// InDelete: the API server marked the pod for deletion (Grace).
+	InDelete
+	// InNodeShutdown: graceful node shutdown kills the pod with Grace as the
+	// budget (INV-F4).
+	InNodeShutdown
+	// InImage: the spec image of Container changed to Image (INV-U1).
+	InImage
+	// InActionFailed: the runtime refused Action for Container (runtime down).
+	InActionFailed
+)
+
+var inputKindNames = [...]string{"tick", "relist", "sandbox", "container", "probe", "poststart-done", "prestop-done", "delete", "node-shutdown", "image", "action-failed"}
+
+func (k InputKind) String() string {
+	if int(k) < len(inputKindNames) {
+		return inputKindNames[k]
+	}
+	return fmt.Sprintf("InputKind(%d)", uint8(k))
+}
+
+// Input is one thing that happened, fed to Machine.Step. It is a flat value
+// so stepping does not allocate.
+type Input struct {
+	Kind      InputKind
+	Container int
+	Probe     ProbeKind
+	Result    ProbeResult
+	OK        bool
+	Grace     time.Duration
+	Image     string
+	Action    ActionKind
+	Sandbox   Sandbox
+	Record    ContainerRecord
+	// Records and Started carry an InRelist snapshot: one record per
+	// container (indexed like PodSpec.At) and the containers the API server
+	// last showed as Started.
+	Records []ContainerRecord
+	Started Set
+}
+
+// ActionKind names what the kubelet asks the runtime to do.
+type ActionKind uint8
+
+const (
+	// ActCreateSandbox: create a new sandbox (Attempt).
+	ActCreateSandbox ActionKind = iota + 1
+	// ActStartContainer: create and start Container (attempt Attempt); if the
+	// spec has a postStart hook the backend runs it and reports
+	// InPostStartDone.
+	ActStartContainer
+	// ActRunPreStop: run the preStop hook of Container; report InPreStopDone.
+	ActRunPreStop
+	// ActStopContainer: CRI StopContainer(Container, Grace): SIGTERM now,
+	// SIGKILL when Grace runs out.
+	ActStopContainer
+	// ActStopSandbox: the pod is finished on this node; stop its sandbox.
+	ActStopSandbox
+)
+
+var actionKindNames = [...]string{"", "create-sandbox", "start", "prestop", "stop", "stop-sandbox"}
+
+func (k ActionKind) String() string {
+	if int(k) < len(actionKindNames) && k != 0 {
+		return actionKindNames[k]
+	}
+	return fmt.Sprintf("ActionKind(%d)", uint8(k))
+}
+
+// KillReason says why a container or the pod is killed (typed, as in the
+// kubelet's containerKillReason).
+type KillReason uint8
+
+const (
+	KillNone KillReason = iota
+	KillPodDeleted
+	KillPodCompleted // no main container running or restartable (INV-R6, C1)
+	KillInitFailed   // regular init failed under restartPolicy Never (INV-S6)
+	KillSandboxLost  // INV-F3
+	KillNodeShutdown // INV-F4
+	KillLivenessProbe
+	KillStartupProbe
+	KillFailedPostStartHook
+	KillSpecChanged // image change, INV-U1
+	KillUnknownState // INV-F8
+)
+
+var killReasonNames = [...]string{"", "PodDeleted", "PodCompleted", "InitFailed", "SandboxLost", "NodeShutdown", "LivenessProbe", "StartupProbe", "FailedPostStartHook", "SpecChanged", "UnknownState"}
+
+func (r KillReason) String() string {
+	if int(r) < len(killReasonNames) {
+		return killReasonNames[r]
+	}
+	return fmt.Sprintf("KillReason(%d)", uint8(r))
+}
+
+// ParseKillReason is the inverse of KillReason.String.
+func ParseKillReason(s string) (KillReason, bool) {
+	for i, n := range killReasonNames {
+		if n == s {
+			return KillReason(i), true
+		}
+	}
+	return 0, false
+}
+
+// Action is one runtime call the planner decided on.
+type Action struct {
+	Kind      ActionKind
+	Container int
+	Attempt   uint32
+	Grace     time.Duration
+	Reason    KillReason
+}
+
+func (a Action) String() string {
+	switch a.Kind {
+	case ActCreateSandbox:
+		return fmt.Sprintf("create-sandbox attempt=%d", a.Attempt)
+	case ActStartContainer:
+		return fmt.Sprintf("start #%d attempt=%d", a.Container, a.Attempt)
+	case ActRunPreStop:
+		return fmt.Sprintf("prestop #%d reason=%s", a.Container, a.Reason)
+	case ActStopContainer:
+		return fmt.Sprintf("stop #%d grace=%v reason=%s", a.Container, a.Grace, a.Reason)
+	case ActStopSandbox:
+		return "stop-sandbox"
+	}
+	return a.Kind.String()
+}
+
+// Phase is the pod phase.
+type Phase uint8
+
+const (
+	PhasePending Phase = iota
+	PhaseRunning
+	PhaseSucceeded
+	PhaseFailed
+)
+
+var phaseNames = [...]string{"Pending", "Running", "Succeeded", "Failed"}
+
+func (p Phase) String() string {
+	if int(p) < len(phaseNames) {
+		return phaseNames[p]
+	}
+	return fmt.Sprintf("Phase(%d)", uint8(p))
+}
+
+// ParsePhase is the inverse of Phase.String.
+func ParsePhase(s string) (Phase, bool) {
+	for i, n := range phaseNames {
+		if n == s {
+			return Phase(i), true
+		}
+	}
+	return 0, false
+}
+
+// Terminal reports whether p is Succeeded or Failed.
+func (p Phase) Terminal() bool { return p == PhaseSucceeded || p == PhaseFailed }
+
+// PodStatus is what the kubelet publishes.
+type PodStatus struct {
+	Phase Phase
+	// Reason is set to "Terminated" for pods killed by node shutdown.
+	Reason          string
+	Initialized     bool
+	ContainersReady bool
+	Ready           bool
+	// Started and ReadySet hold the per-container Started/Ready flags.
+	Started  Set
+	ReadySet Set
+}
+
+// Condition names a pod condition.
+type Condition uint8
+
+const (
+	CondInitialized Condition = iota
+	CondContainersReady
+	CondReady
+)
+
+var conditionNames = [...]string{"Initialized", "ContainersReady", "Ready"}
+
+func (c Condition) String() string {
+	if int(c) < len(conditionNames) {
+		return conditionNames[c]
+	}
+	return fmt.Sprintf("Condition(%d)", uint8(c))
+}
+
+// ParseCondition is the inverse of Condition.String.
+func ParseCondition(s string) (Condition, bool) {
+	for i, n := range conditionNames {
+		if n == s {
+			return Condition(i), true
+		}
+	}
+	return 0, false
+}
+
+// Plan is the planner's decision for one step, the analogue of the
+// kubelet's podActions. Actions are listed in the order they must be
+// issued.
+type Plan struct {
+	Actions []Action
+	Status  PodStatus
+	// WakeAt asks to be stepped again at this time (backoff expiry, grace
+	// deadline); Never means no timer is needed.
+	WakeAt Time
+}
+
+// TraceKind names a machine transition.
+type TraceKind uint8
+
+const (
+	TracePhase TraceKind = iota + 1
+	TraceCondition
+	TraceStarted
+	TraceReady
+	// TraceTerminating: a whole-pod kill began (Reason, Grace, Ordered).
+	TraceTerminating
+	// TraceBackoff: a restart of Container is delayed until At.
+	TraceBackoff
+)
+
+// TraceEvent is one typed transition of the machine, written to the
+// history by the backend.
+type TraceEvent struct {
+	Kind      TraceKind
+	Container int
+	Value     bool
+	Phase     Phase
+	Cond      Condition
+	Reason    KillReason
+	Grace     time.Duration
+	At        Time
+}
+
+// Ready is the batch of output a machine has for its host, in the shape of
+// raft's Ready: execute the actions in order, record the trace, arm a timer
+// for WakeAt, then call Advance.
+type Ready struct {
+	Actions []Action
+	Trace   []TraceEvent
+	Status  PodStatus
+	WakeAt  Time
+}

@@ -1,0 +1,267 @@
+// Package api holds the plain data types of sidebench's reference in-node
+// sidecar implementation: the pod spec subset it understands, the runtime
+// state it observes, the inputs it is stepped with, the plan and actions it
+// decides, the policy/feature gates it runs under and the trace events it
+// emits.
+//
+// The package imports the standard library only (an import-rules test
+// enforces it) so that the planner can be used as an executable specification
+// anywhere, and so that allocation-free planning is possible.
+package api
+
+import (
+	"fmt"
+	"time"
+)
+
+// Time is a point on the backend's clock in nanoseconds. On the sim backend
+// it counts from the start of the trial; real backends use Unix nanoseconds.
+// The planner never reads a clock: every Time it sees is an argument.
+type Time int64
+
+// Add returns t+d.
+func (t Time) Add(d time.Duration) Time { return t + Time(d) }
+
+// Sub returns t-u as a duration.
+func (t Time) Sub(u Time) time.Duration { return time.Duration(t - u) }
+
+// Never is a Time that is later than every real event.
+const Never Time = 1<<63 - 1
+
+// Role says what part a container plays in the pod lifecycle.
+type Role uint8
+
+const (
+	// RoleInit is a regular init container: runs to completion, in order.
+	RoleInit Role = iota + 1
+	// RoleSidecar is an init container with restartPolicy: Always
+	// ("restartable init container" in kubelet code).
+	RoleSidecar
+	// RoleMain is an entry of spec.containers.
+	RoleMain
+)
+
+func (r Role) String() string {
+	switch r {
+	case RoleInit:
+		return "init"
+	case RoleSidecar:
+		return "sidecar"
+	case RoleMain:
+		return "main"
+	}
+	return fmt.Sprintf("Role(%d)", uint8(r))
+}
+
+// RestartPolicy is the pod-level restart policy.
+type RestartPolicy uint8
+
+const (
+	RestartAlways RestartPolicy = iota
+	RestartOnFailure
+	RestartNever
+)
+
+func (p RestartPolicy) String() string {
+	switch p {
+	case RestartAlways:
+		return "Always"
+	case RestartOnFailure:
+		return "OnFailure"
+	case RestartNever:
+		return "Never"
+	}
+	return fmt.Sprintf("RestartPolicy(%d)", uint8(p))
+}
+
+// Probe is the timing part of a Kubernetes probe. What the probe checks is
+// not modelled: the backend decides the outcome and reports it as an input.
+type Probe struct {
+	InitialDelay     time.Duration
+	Period           time.Duration
+	Timeout          time.Duration
+	SuccessThreshold int32
+	FailureThreshold int32
+	// TerminationGracePeriod is the probe-level override used when a
+	// liveness or startup probe failure kills the container (INV-P5).
+	// Zero means "use the pod's".
+	TerminationGracePeriod time.Duration
+}
+
+// Container is the subset of a Kubernetes container that matters for
+// ordering. Hooks are flags: their duration is behaviour, not spec.
+type Container struct {
+	Name  string
+	Image string
+	Role  Role
+
+	StartupProbe   *Probe
+	ReadinessProbe *Probe
+	LivenessProbe  *Probe
+
+	PostStart bool
+	PreStop   bool
+}
+
+// Probe returns the probe of the given kind, or nil.
+func (c *Container) Probe(k ProbeKind) *Probe {
+	switch k {
+	case ProbeStartup:
+		return c.StartupProbe
+	case ProbeReadiness:
+		return c.ReadinessProbe
+	case ProbeLiveness:
+		return c.LivenessProbe
+	}
+	return nil
+}
+
+// PodSpec is the pod spec subset. Containers are addressed by index into
+// the concatenation Init ++ Main (see Index), the way the kubelet's
+// podActions address containers by index into the spec.
+type PodSpec struct {
+	// Init holds spec.initContainers in spec order, sidecars included.
+	Init []Container
+	// Main holds spec.containers.
+	Main []Container
+
+	RestartPolicy RestartPolicy
+	// TerminationGracePeriod is spec.terminationGracePeriodSeconds.
+	TerminationGracePeriod time.Duration
+	// Critical marks a pod that node shutdown terminates in the critical
+	// phase (priority class system-*-critical).
+	Critical bool
+}
+
+// DefaultTerminationGracePeriod is Kubernetes' default TGPS.
+const DefaultTerminationGracePeriod = 30 * time.Second
+
+// Len returns the number of containers (init + main).
+func (s *PodSpec) Len() int { return len(s.Init) + len(s.Main) }
+
+// At returns the container with combined index i.
+func (s *PodSpec) At(i int) *Container {
+	if i < len(s.Init) {
+		return &s.Init[i]
+	}
+	return &s.Main[i-len(s.Init)]
+}
+
+// MainIndex returns the combined index of main container j.
+func (s *PodSpec) MainIndex(j int) int { return len(s.Init) + j }
+
+// IndexOf returns the combined index of the named container, or -1.
+func (s *PodSpec) IndexOf(name string) int {
+	for i := range s.Init {
+		if s.Init[i].Name == name {
+			return i
+		}
+	}
+	for j := range s.Main {
+		if s.Main[j].Name == name {
+			return len(s.Init) + j
+		}
+	}
+	return -1
+}
+
+// HasSidecars reports whether any init container is a sidecar.
+func (s *PodSpec) HasSidecars() bool {
+	for i := range s.Init {
+		if s.Init[i].Role == RoleSidecar {
+			return true
+		}
+	}
+	return false
+}
+
+// SpecError is a validation error: which container broke which rule.
+type SpecError struct {
+	Container string // empty for pod-level rules
+	Rule      string // e.g. "INV-P4" or "unique-names"
+	Msg       string
+}
+
+func (e *SpecError) Error() string {
+	if e.Container == "" {
+		return fmt.Sprintf("pod: %s: %s", e.Rule, e.Msg)
+	}
+	return fmt.Sprintf("container %q: %s: %s", e.Container, e.Rule, e.Msg)
+}
+
+// Validate checks the rules Kubernetes API validation enforces on the
+// subset, plus what the planner relies on. It returns the first problem as
+// a *SpecError.
+func (s *PodSpec) Validate() error {
+	if s.Len() == 0 || len(s.Main) == 0 {
+		return &SpecError{Rule: "containers", Msg: "a pod needs at least one main container"}
+	}
+	if s.Len() > MaxContainers {
+		return &SpecError{Rule: "containers", Msg: fmt.Sprintf("at most %d containers are supported, got %d", MaxContainers, s.Len())}
+	}
+	if s.TerminationGracePeriod < 0 {
+		return &SpecError{Rule: "terminationGracePeriodSeconds", Msg: fmt.Sprintf("must be >= 0, got %v", s.TerminationGracePeriod)}
+	}
+	if s.RestartPolicy > RestartNever {
+		return &SpecError{Rule: "restartPolicy", Msg: "must be Always, OnFailure or Never"}
+	}
+	seen := make(map[string]struct{}, s.Len())
+	for i := 0; i < s.Len(); i++ {
+		c := s.At(i)
+		if c.Name == "" {
+			return &SpecError{Container: fmt.Sprintf("#%d", i), Rule: "name", Msg: "name is required"}
+		}
+		if _, dup := seen[c.Name]; dup {
+			return &SpecError{Container: c.Name, Rule: "unique-names", Msg: "two containers have the same name; names must be unique across initContainers and containers"}
+		}
+		seen[c.Name] = struct{}{}
+		wantInit := i < len(s.Init)
+		switch {
+		case wantInit && c.Role != RoleInit && c.Role != RoleSidecar:
+			return &SpecError{Container: c.Name, Rule: "role", Msg: "an init container must have role init or sidecar"}
+		case !wantInit && c.Role != RoleMain:
+			return &SpecError{Container: c.Name, Rule: "role", Msg: "a main container must have role main (restartPolicy: Always is only allowed on init containers)"}
+		}
+		if c.Role == RoleInit {
+			switch {
+			case c.StartupProbe != nil || c.ReadinessProbe != nil || c.LivenessProbe != nil:
+				return &SpecError{Container: c.Name, Rule: "INV-P4", Msg: "probes are not allowed on a regular init container (only on sidecars, restartPolicy: Always)"}
+			case c.PostStart || c.PreStop:
+				return &SpecError{Container: c.Name, Rule: "INV-P4", Msg: "lifecycle hooks are not allowed on a regular init container (only on sidecars, restartPolicy: Always)"}
+			}
+		}
+		for k := ProbeStartup; k <= ProbeLiveness; k++ {
+			p := c.Probe(k)
+			if p == nil {
+				continue
+			}
+			switch {
+			case p.Period <= 0:
+				return &SpecError{Container: c.Name, Rule: k.String() + "Probe.periodSeconds", Msg: "must be > 0"}
+			case p.InitialDelay < 0:
+				return &SpecError{Container: c.Name, Rule: k.String() + "Probe.initialDelaySeconds", Msg: "must be >= 0"}
+			case p.FailureThreshold < 1:
+				return &SpecError{Container: c.Name, Rule: k.String() + "Probe.failureThreshold", Msg: "must be >= 1"}
+			case p.SuccessThreshold < 1:
+				return &SpecError{Container: c.Name, Rule: k.String() + "Probe.successThreshold", Msg: "must be >= 1"}
+			case k != ProbeReadiness && p.SuccessThreshold != 1:
+				return &SpecError{Container: c.Name, Rule: k.String() + "Probe.successThreshold", Msg: "must be 1 for startup and liveness probes"}
+			case p.TerminationGracePeriod < 0:
+				return &SpecError{Container: c.Name, Rule: k.String() + "Probe.terminationGracePeriodSeconds", Msg: "must be >= 0"}
+			}
+		}
+	}
+	return nil
+}
+
+// MaxContainers bounds the containers per pod so that per-pod sets fit in a
+// bitmask (Set).
+const MaxContainers = 64
+
+// Set is a set of combined container indexes.
+type Set uint64
+
+func (s Set) Has(i int) bool  { return s&(1<<uint(i)) != 0 }
+func (s Set) With(i int) Set  { return s | 1<<uint(i) }
+func (s Set) Without(i int) Set { return s &^ (1 << uint(i)) }
+func (s Set) Empty() bool     { return s == 0 }

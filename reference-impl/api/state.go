@@ -1,0 +1,256 @@
+package api
+
+import (
+	"fmt"
+	"time"
+)
+
+// SandboxState is the runtime's view of the pod sandbox.
+type SandboxState uint8
+
+const (
+	// SandboxNone: no sandbox was ever created for this pod on this node.
+	SandboxNone SandboxState = iota
+	// SandboxReady: the sandbox exists and is usable.
+	SandboxReady
+	// SandboxLost: the sandbox died or vanished (node reboot, runtime
+	// restart in kill-containers mode). INV-F3 applies.
+	SandboxLost
+)
+
+func (s SandboxState) String() string {
+	switch s {
+	case SandboxNone:
+		return "none"
+	case SandboxReady:
+		return "ready"
+	case SandboxLost:
+		return "lost"
+	}
+	return fmt.Sprintf("SandboxState(%d)", uint8(s))
+}
+
+// Sandbox is the observed pod sandbox. Attempt counts sandboxes created for
+// the pod (0 for the first), like the CRI PodSandboxMetadata.Attempt.
+type Sandbox struct {
+	State   SandboxState
+	Attempt uint32
+}
+
+// ContainerState is the CRI state of a container record.
+type ContainerState uint8
+
+const (
+	// StateNone means there is no record: never created, or removed
+	// (garbage-collected) from the runtime.
+	StateNone ContainerState = iota
+	StateCreated
+	StateRunning
+	StateExited
+	StateUnknown
+)
+
+func (s ContainerState) String() string {
+	switch s {
+	case StateNone:
+		return "none"
+	case StateCreated:
+		return "created"
+	case StateRunning:
+		return "running"
+	case StateExited:
+		return "exited"
+	case StateUnknown:
+		return "unknown"
+	}
+	return fmt.Sprintf("ContainerState(%d)", uint8(s))
+}
+
+// Reason explains an exit.
+type Reason uint8
+
+const (
+	ReasonNone Reason = iota
+	ReasonCompleted
+	ReasonError
+	ReasonOOMKilled
+	// ReasonContainerCannotRun: the runtime refused to start it.
+	ReasonContainerCannotRun
+)
+
+func (r Reason) String() string {
+	switch r {
+	case ReasonNone:
+		return ""
+	case ReasonCompleted:
+		return "Completed"
+	case ReasonError:
+		return "Error"
+	case ReasonOOMKilled:
+		return "OOMKilled"
+	case ReasonContainerCannotRun:
+		return "ContainerCannotRun"
+	}
+	return fmt.Sprintf("Reason(%d)", uint8(r))
+}
+
+// ParseReason is the inverse of Reason.String.
+func ParseReason(s string) (Reason, bool) {
+	for r := ReasonNone; r <= ReasonContainerCannotRun; r++ {
+		if r.String() == s {
+			return r, true
+		}
+	}
+	return 0, false
+}
+
+// ContainerRecord is the latest runtime record of one container of the pod
+// (the CRI ContainerStatus the kubelet's PLEG sees). Records of earlier
+// attempts are not kept: the planner, like the kubelet, decides from the
+// latest record.
+type ContainerRecord struct {
+	State ContainerState
+	// Attempt is the CRI attempt number of this record (restart count).
+	Attempt uint32
+	// SandboxAttempt is the sandbox this record belongs to.
+	SandboxAttempt uint32
+	ExitCode       int32
+	Reason         Reason
+	Image          string
+	CreatedAt      Time
+	StartedAt      Time
+	FinishedAt     Time
+}
+
+// ProbeKind names a probe.
+type ProbeKind uint8
+
+const (
+	ProbeStartup ProbeKind = iota
+	ProbeReadiness
+	ProbeLiveness
+)
+
+func (k ProbeKind) String() string {
+	switch k {
+	case ProbeStartup:
+		return "startup"
+	case ProbeReadiness:
+		return "readiness"
+	case ProbeLiveness:
+		return "liveness"
+	}
+	return fmt.Sprintf("ProbeKind(%d)", uint8(k))
+}
+
+// ProbeResult is the prober's latest verdict for one probe of one container
+// attempt.
+type ProbeResult uint8
+
+const (
+	ProbeUnknown ProbeResult = iota
+	ProbeSuccess
+	ProbeFailure
+)
+
+func (r ProbeResult) String() string {
+	switch r {
+	case ProbeUnknown:
+		return "unknown"
+	case ProbeSuccess:
+		return "success"
+	case ProbeFailure:
+		return "failure"
+	}
+	return fmt.Sprintf("ProbeResult(%d)", uint8(r))
+}
+
+// HookState tracks a lifecycle hook of the current container attempt.
+type HookState uint8
+
+const (
+	HookNone HookState = iota
+	HookRunning
+	HookDone
+)
+
+// ContainerObs is everything the kubelet knows about one container: the
+// runtime record (survives kubelet restarts) plus kubelet-local memory
+// (probe results, hooks in flight, signals sent, backoff) that a restarted
+// kubelet does not have.
+type ContainerObs struct {
+	Record ContainerRecord
+
+	// --- kubelet-local memory below; zero after a kubelet restart ---
+
+	Probe [3]ProbeResult // indexed by ProbeKind, for Record.Attempt
+	// PostStart is the postStart hook state of the current attempt.
+	PostStart HookState
+	// StartPending is set when a start was requested and the runtime has not
+	// yet reported the new attempt.
+	StartPending bool
+	StartRequestedAt Time
+
+	// PreStop is the preStop hook state during a kill.
+	PreStop          HookState
+	PreStopStartedAt Time
+	// StopRequested is set once StopContainer (SIGTERM) was sent.
+	StopRequested   bool
+	StopRequestedAt Time
+	// KillDeadline is when this container's own budget ends (single
+	// container kills: liveness/startup failure, image change).
+	KillDeadline Time
+	Killing      bool // a single-container kill is in progress
+	KillRestart  bool // restart after the single-container kill finishes
+
+	// Backoff is the crash-loop backoff applied before the next restart.
+	Backoff time.Duration
+	// Restarts counts restarts this kubelet issued (for backoff).
+	Restarts uint32
+
+	// StartedSeen records that status published Started=true for this
+	// attempt; it seeds a restarted kubelet from the API server's copy so
+	// that Started/Ready do not flap (INV-F1).
+	StartedSeen bool
+}
+
+// Termination is the kubelet-local state of a whole-pod kill in progress.
+type Termination struct {
+	Active bool
+	// Reason says why the pod is being killed.
+	Reason KillReason
+	Start  Time
+	Grace  time.Duration
+	// Ordered says sidecar termination ordering applies (the pod had a
+	// sidecar when the kill began and the policy orders termination).
+	Ordered bool
+	// RunningAtStart is the set of containers running when the kill began;
+	// only those take part in ordering (INV-T9).
+	RunningAtStart Set
+}
+
+// Deadline is the end of the shared grace budget.
+func (t *Termination) Deadline() Time { return t.Start.Add(t.Grace) }
+
+// PodObs is the pod-level part of the observed state.
+type PodObs struct {
+	// Deleted is set once the API server marked the pod for deletion
+	// (deletionTimestamp), or node shutdown decided to terminate it.
+	Deleted     bool
+	DeletedAt   Time
+	DeleteGrace time.Duration
+	// Shutdown marks a termination caused by graceful node shutdown
+	// (INV-F4: terminal phase Failed, reason Terminated).
+	Shutdown bool
+	// Done is set when the pod reached a terminal state on this node and the
+	// kubelet has nothing more to do.
+	Done bool
+}
+
+// Observed is the full input of the planner besides the spec.
+type Observed struct {
+	Sandbox    Sandbox
+	Containers []ContainerObs // indexed like PodSpec.At
+	Pod        PodObs
+	Term       Termination
+}
