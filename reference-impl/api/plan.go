@@ -60,11 +60,16 @@ type Input struct {
 	Action    ActionKind
 	Sandbox   Sandbox
 	Record    ContainerRecord
-	// Records and Started carry an InRelist snapshot: one record per
-	// container (indexed like PodSpec.At) and the containers the API server
-	// last showed as Started.
+	// Records and Status carry an InRelist snapshot: one record per
+	// container (indexed like PodSpec.At) and the pod status the API server
+	// holds (what the previous kubelet last published), which a restarted
+	// kubelet's status manager starts from so Started/Ready do not flap.
 	Records []ContainerRecord
-	Started Set
+	Status  PodStatus
+	// Deleted says the pod already has a deletionTimestamp (with Grace)
+	// when the kubelet relists: a restarted kubelet retries termination
+	// from the start with the full grace (INV-F6).
+	Deleted bool
 }
 
 // ActionKind names what the kubelet asks the runtime to do.
@@ -139,6 +144,11 @@ type Action struct {
 	Attempt   uint32
 	Grace     time.Duration
 	Reason    KillReason
+	// Restart marks a kill (ActRunPreStop/ActStopContainer of a single
+	// container) after which the container is restarted whatever the pod
+	// restart policy (spec change, probe failure under Always/OnFailure,
+	// unknown state).
+	Restart bool
 }
 
 func (a Action) String() string {
@@ -235,7 +245,14 @@ func ParseCondition(s string) (Condition, bool) {
 // issued.
 type Plan struct {
 	Actions []Action
-	Status  PodStatus
+	// KillPod asks the host (the Machine) to begin a whole-pod kill for
+	// KillReason; the next plan then carries the termination actions.
+	KillPod    bool
+	KillReason KillReason
+	// TermComplete says the whole-pod kill in progress has finished: no
+	// container of the pod is running any more.
+	TermComplete bool
+	Status       PodStatus
 	// WakeAt asks to be stepped again at this time (backoff expiry, grace
 	// deadline); Never means no timer is needed.
 	WakeAt Time

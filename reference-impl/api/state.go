@@ -202,6 +202,11 @@ type ContainerObs struct {
 	KillDeadline Time
 	Killing      bool // a single-container kill is in progress
 	KillRestart  bool // restart after the single-container kill finishes
+	KillReason   KillReason
+
+	// RestartedInTerm marks a sidecar restarted during pod termination
+	// (KEP-4438); it is SIGKILLed at its turn (alpha limitation).
+	RestartedInTerm bool
 
 	// Backoff is the crash-loop backoff applied before the next restart.
 	Backoff time.Duration
@@ -242,6 +247,8 @@ type PodObs struct {
 	// Shutdown marks a termination caused by graceful node shutdown
 	// (INV-F4: terminal phase Failed, reason Terminated).
 	Shutdown bool
+	// SandboxRequested is set while a sandbox creation is in flight.
+	SandboxRequested bool
 	// Done is set when the pod reached a terminal state on this node and the
 	// kubelet has nothing more to do.
 	Done bool

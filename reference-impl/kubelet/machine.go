@@ -1,49 +1,432 @@
 // Package kubelet is sidebench's reference in-node implementation of sidecar
 // ordering: a pure planner (Plan) in the shape of the kubelet's
 // computePodActions, and a Machine that wraps it in raft's RawNode shape.
+//
+// Neither reads a clock, starts a goroutine, draws a random number or does
+// I/O: time arrives as an argument and timers are requests (Ready.WakeAt).
+// The same inputs therefore always give the same outputs.
 package kubelet
 
-import "github.com/sidebench/sidebench/reference-impl/api"
+import (
+	"fmt"
+	"time"
+
+	"github.com/sidebench/sidebench/reference-impl/api"
+)
 
 // Machine plays the kubelet for one pod on one node.
 //
-// Host contract (see doc.go): after every Step, while HasReady(): take
-// rd := Ready(), issue rd.Actions in order, record rd.Trace, arm a timer for
-// rd.WakeAt (api.Never = none), then Advance(rd).
+// Host contract: after every Step, while HasReady(): take rd := Ready(),
+// issue rd.Actions in order, record rd.Trace, arm a timer for rd.WakeAt
+// (api.Never = none; a newer WakeAt replaces older ones), then Advance(rd).
+// Report what the runtime does as inputs: InSandbox after
+// ActCreateSandbox, InContainer (Running, then Exited) after
+// ActStartContainer, InPostStartDone, InPreStopDone after ActRunPreStop,
+// InContainer Exited after ActStopContainer, and InActionFailed when the
+// runtime refused a call.
+//
+// A kubelet restart is modelled by discarding the machine and creating a
+// new one, which knows only what it is told by an InRelist input.
 type Machine struct {
-	spec  *api.PodSpec
-	gates api.Gates
-	obs   api.Observed
+	spec      *api.PodSpec
+	specOwned bool
+	gates     api.Gates
+	kinds     []kind
+
+	obs  api.Observed
+	plan api.Plan
+
+	rd        api.Ready
+	hasReady  bool
+	last      api.PodStatus
+	published bool
+	wakeAt    api.Time
 }
 
 // NewMachine validates spec and returns a machine with no memory, as a
-// freshly started kubelet has.
+// freshly started kubelet has. The machine does not modify spec; it copies
+// it before applying a spec change (InImage).
 func NewMachine(spec *api.PodSpec, gates api.Gates) (*Machine, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	return &Machine{spec: spec, gates: gates}, nil
+	m := &Machine{spec: spec, gates: gates, kinds: kindsFor(spec, gates), wakeAt: api.Never}
+	m.obs.Containers = make([]api.ContainerObs, spec.Len())
+	m.rd.WakeAt = api.Never
+	m.plan.Actions = make([]api.Action, 0, 2*spec.Len())
+	m.rd.Actions = make([]api.Action, 0, 2*spec.Len())
+	m.rd.Trace = make([]api.TraceEvent, 0, 8)
+	return m, nil
 }
 
-// Step applies one input observed at now and replans.
-func (m *Machine) Step(now api.Time, in api.Input) error { return nil }
+// Spec returns the machine's current pod spec (after image changes).
+func (m *Machine) Spec() *api.PodSpec { return m.spec }
 
-// HasReady reports whether there is output to collect.
-func (m *Machine) HasReady() bool { return false }
-
-// Ready returns the pending output batch.
-func (m *Machine) Ready() api.Ready { return api.Ready{WakeAt: api.Never} }
-
-// Advance acknowledges that rd was executed.
-func (m *Machine) Advance(rd api.Ready) {}
+// Observed returns the machine's view of the pod, for tests and tracing.
+func (m *Machine) Observed() *api.Observed { return &m.obs }
 
 // Status returns the last computed pod status.
-func (m *Machine) Status() api.PodStatus { return api.PodStatus{} }
+func (m *Machine) Status() api.PodStatus { return m.last }
 
 // Terminating reports whether a whole-pod kill is in progress (probers stop
 // liveness probes then, INV-P6).
 func (m *Machine) Terminating() bool { return m.obs.Term.Active }
 
-// Done reports whether the pod is finished on this node: terminal, nothing
-// running, sandbox stopped.
+// Done reports whether the pod is finished on this node: terminal and
+// nothing running.
 func (m *Machine) Done() bool { return m.obs.Pod.Done }
+
+// HasReady reports whether there is output to collect.
+func (m *Machine) HasReady() bool { return m.hasReady }
+
+// Ready returns the pending output batch. Its slices are owned by the
+// machine and valid until Advance.
+func (m *Machine) Ready() api.Ready {
+	m.rd.Status = m.last
+	return m.rd
+}
+
+// Advance acknowledges that rd was executed.
+func (m *Machine) Advance(api.Ready) {
+	m.rd.Actions = m.rd.Actions[:0]
+	m.rd.Trace = m.rd.Trace[:0]
+	m.hasReady = false
+}
+
+// Step applies one input observed at now and replans.
+func (m *Machine) Step(now api.Time, in api.Input) error {
+	if err := m.apply(now, &in); err != nil {
+		return err
+	}
+	m.replan(now)
+	return nil
+}
+
+func (m *Machine) container(i int) (*api.ContainerObs, error) {
+	if i < 0 || i >= len(m.obs.Containers) {
+		return nil, fmt.Errorf("kubelet: container index %d out of range [0,%d)", i, len(m.obs.Containers))
+	}
+	return &m.obs.Containers[i], nil
+}
+
+// resetAttempt forgets what the kubelet knew about a container attempt
+// that ended or was replaced.
+func resetAttempt(c *api.ContainerObs) {
+	c.Probe = [3]api.ProbeResult{}
+	c.PostStart = api.HookNone
+	c.PreStop = api.HookNone
+	c.StopRequested = false
+	c.Killing = false
+	c.StartedSeen = false
+	c.RestartedInTerm = false
+}
+
+func (m *Machine) apply(now api.Time, in *api.Input) error {
+	o := &m.obs
+	switch in.Kind {
+	case api.InTick:
+	case api.InRelist:
+		if len(in.Records) != len(o.Containers) {
+			return fmt.Errorf("kubelet: relist has %d records, pod has %d containers", len(in.Records), len(o.Containers))
+		}
+		o.Sandbox = in.Sandbox
+		for i := range o.Containers {
+			c := &o.Containers[i]
+			c.Record = in.Records[i]
+			c.StartedSeen = in.Status.Started.Has(i) && c.Record.State == api.StateRunning
+		}
+		if !m.published {
+			m.last, m.published = in.Status, in.Status != (api.PodStatus{})
+		}
+		if in.Deleted && !o.Pod.Deleted && !o.Term.Active {
+			grace := in.Grace
+			if grace < 0 {
+				grace = m.spec.TerminationGracePeriod
+			}
+			o.Pod.Deleted, o.Pod.DeletedAt, o.Pod.DeleteGrace = true, now, grace
+			m.beginTermination(now, api.KillPodDeleted, grace)
+		}
+	case api.InSandbox:
+		newSandbox := in.Sandbox.Attempt != o.Sandbox.Attempt || o.Sandbox.State == api.SandboxNone
+		o.Sandbox = in.Sandbox
+		o.Pod.SandboxRequested = false
+		if newSandbox && in.Sandbox.State == api.SandboxReady {
+			for i := range o.Containers {
+				resetAttempt(&o.Containers[i])
+				o.Containers[i].StartPending = false
+			}
+		}
+	case api.InContainer:
+		c, err := m.container(in.Container)
+		if err != nil {
+			return err
+		}
+		old := c.Record
+		c.Record = in.Record
+		switch in.Record.State {
+		case api.StateRunning:
+			if old.State != api.StateRunning || old.Attempt != in.Record.Attempt || old.SandboxAttempt != in.Record.SandboxAttempt {
+				restartedInTerm := c.RestartedInTerm
+				resetAttempt(c)
+				c.RestartedInTerm = restartedInTerm
+				if c.StartPending && m.spec.At(in.Container).PostStart {
+					c.PostStart = api.HookRunning
+				}
+			}
+			c.StartPending = false
+		case api.StateExited, api.StateUnknown:
+			if old.State != in.Record.State || old.Attempt != in.Record.Attempt {
+				resetAttempt(c)
+			}
+			c.StartPending = false
+		case api.StateNone:
+			// Removed from the runtime (GC). Nothing the kubelet remembers
+			// about it matters any more.
+		}
+	case api.InProbe:
+		c, err := m.container(in.Container)
+		if err != nil {
+			return err
+		}
+		if in.Probe > api.ProbeLiveness {
+			return fmt.Errorf("kubelet: unknown probe kind %d", in.Probe)
+		}
+		if c.Record.State == api.StateRunning {
+			c.Probe[in.Probe] = in.Result
+		}
+	case api.InPostStartDone:
+		c, err := m.container(in.Container)
+		if err != nil {
+			return err
+		}
+		if c.PostStart != api.HookRunning {
+			return nil
+		}
+		c.PostStart = api.HookDone
+		if !in.OK && !o.Term.Active {
+			// A failed postStart hook kills the container
+			// (FailedPostStartHook); the restart policy decides the rest.
+			m.issue(now, api.Action{Kind: api.ActStopContainer, Container: in.Container, Grace: maxDuration(m.spec.TerminationGracePeriod, MinimumGracePeriod), Reason: api.KillFailedPostStartHook})
+		}
+	case api.InPreStopDone:
+		c, err := m.container(in.Container)
+		if err != nil {
+			return err
+		}
+		if c.PreStop == api.HookRunning {
+			c.PreStop = api.HookDone
+		}
+	case api.InDelete, api.InNodeShutdown:
+		if o.Pod.Done {
+			o.Pod.Deleted = o.Pod.Deleted || in.Kind == api.InDelete
+			return nil
+		}
+		grace := in.Grace
+		if grace < 0 || (in.Kind == api.InNodeShutdown && grace > m.spec.TerminationGracePeriod) {
+			grace = m.spec.TerminationGracePeriod
+		}
+		reason := api.KillPodDeleted
+		if in.Kind == api.InNodeShutdown {
+			reason = api.KillNodeShutdown
+			o.Pod.Shutdown = true
+		} else {
+			o.Pod.Deleted, o.Pod.DeletedAt, o.Pod.DeleteGrace = true, now, grace
+		}
+		if o.Term.Active {
+			// A shorter grace shortens a kill in progress; it never grows.
+			if now.Add(grace) < o.Term.Deadline() {
+				o.Term.Grace = now.Add(grace).Sub(o.Term.Start)
+			}
+			return nil
+		}
+		m.beginTermination(now, reason, grace)
+	case api.InImage:
+		c, err := m.container(in.Container)
+		if err != nil {
+			return err
+		}
+		_ = c
+		if o.Term.Active || o.Pod.Done {
+			return nil // INV-U1: no spec change takes effect during termination
+		}
+		m.ownSpec()
+		m.spec.At(in.Container).Image = in.Image
+	case api.InActionFailed:
+		switch in.Action {
+		case api.ActCreateSandbox:
+			o.Pod.SandboxRequested = false
+		case api.ActStartContainer:
+			c, err := m.container(in.Container)
+			if err != nil {
+				return err
+			}
+			c.StartPending = false
+		case api.ActStopContainer:
+			c, err := m.container(in.Container)
+			if err != nil {
+				return err
+			}
+			c.StopRequested = false
+		case api.ActRunPreStop:
+			c, err := m.container(in.Container)
+			if err != nil {
+				return err
+			}
+			if c.PreStop == api.HookRunning {
+				c.PreStop = api.HookDone
+			}
+		}
+	default:
+		return fmt.Errorf("kubelet: unknown input kind %d", in.Kind)
+	}
+	return nil
+}
+
+func maxDuration(a, b time.Duration) time.Duration {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// ownSpec copies the shared spec before the machine changes it.
+func (m *Machine) ownSpec() {
+	if m.specOwned {
+		return
+	}
+	s := *m.spec
+	s.Init = append([]api.Container(nil), s.Init...)
+	s.Main = append([]api.Container(nil), s.Main...)
+	m.spec, m.specOwned = &s, true
+}
+
+func (m *Machine) beginTermination(now api.Time, reason api.KillReason, grace time.Duration) {
+	o := &m.obs
+	var running api.Set
+	for i := range o.Containers {
+		r := &o.Containers[i].Record
+		if r.State == api.StateRunning && r.SandboxAttempt == o.Sandbox.Attempt {
+			running = running.With(i)
+		}
+	}
+	o.Term = api.Termination{
+		Active:         true,
+		Reason:         reason,
+		Start:          now,
+		Grace:          grace,
+		Ordered:        ordered(m.spec, m.kinds),
+		RunningAtStart: running,
+	}
+	m.trace(api.TraceEvent{Kind: api.TraceTerminating, Reason: reason, Grace: grace, Value: o.Term.Ordered, At: now})
+}
+
+// replan runs the planner until its output is stable: a KillPod begins a
+// termination, a completed termination ends the pod or (after sandbox
+// loss) returns to normal planning.
+func (m *Machine) replan(now api.Time) {
+	for round := 0; round < 4; round++ {
+		PlanInto(&m.plan, m.spec, m.kinds, &m.obs, m.gates, now)
+		for _, a := range m.plan.Actions {
+			m.issue(now, a)
+		}
+		if m.plan.KillPod && !m.obs.Term.Active {
+			grace := m.spec.TerminationGracePeriod
+			if m.obs.Pod.Deleted {
+				grace = m.obs.Pod.DeleteGrace
+			}
+			m.beginTermination(now, m.plan.KillReason, grace)
+			continue
+		}
+		if m.plan.TermComplete {
+			if m.obs.Term.Reason == api.KillSandboxLost {
+				m.obs.Term = api.Termination{}
+				continue
+			}
+			m.obs.Term.Active = false
+			m.obs.Pod.Done = true
+			continue
+		}
+		break
+	}
+	m.publish(now, m.plan.Status)
+	if m.plan.WakeAt != m.wakeAt {
+		m.wakeAt = m.plan.WakeAt
+		m.hasReady = true
+	}
+	m.rd.WakeAt = m.wakeAt
+}
+
+// issue records that an action was decided and queues it for the host.
+func (m *Machine) issue(now api.Time, a api.Action) {
+	o := &m.obs
+	switch a.Kind {
+	case api.ActCreateSandbox:
+		o.Pod.SandboxRequested = true
+	case api.ActStartContainer:
+		c := &o.Containers[a.Container]
+		if c.Record.State == api.StateExited {
+			c.Backoff = nextBackoff(c.Backoff, c.Record.FinishedAt.Sub(c.Record.StartedAt))
+			c.Restarts++
+		}
+		c.StartPending, c.StartRequestedAt = true, now
+		c.KillRestart = false
+		if o.Term.Active {
+			c.RestartedInTerm = true
+		}
+	case api.ActRunPreStop:
+		c := &o.Containers[a.Container]
+		c.PreStop, c.PreStopStartedAt = api.HookRunning, now
+		if !o.Term.Active && !c.Killing {
+			c.Killing, c.KillDeadline, c.KillReason, c.KillRestart = true, now.Add(a.Grace), a.Reason, a.Restart
+		}
+	case api.ActStopContainer:
+		c := &o.Containers[a.Container]
+		c.StopRequested, c.StopRequestedAt = true, now
+		if !o.Term.Active && !c.Killing {
+			c.Killing, c.KillDeadline, c.KillReason, c.KillRestart = true, now.Add(a.Grace), a.Reason, a.Restart
+		}
+	}
+	m.rd.Actions = append(m.rd.Actions, a)
+	m.hasReady = true
+}
+
+func (m *Machine) trace(e api.TraceEvent) {
+	m.rd.Trace = append(m.rd.Trace, e)
+	m.hasReady = true
+}
+
+// publish diffs the new status against the last published one and traces
+// every change. Conditions start False; a terminal phase is final.
+func (m *Machine) publish(now api.Time, st api.PodStatus) {
+	last := m.last
+	if last.Phase.Terminal() {
+		st.Phase, st.Reason = last.Phase, last.Reason
+	}
+	if !m.published || st.Phase != last.Phase {
+		m.trace(api.TraceEvent{Kind: api.TracePhase, Phase: st.Phase, At: now})
+	}
+	if st.Initialized != last.Initialized {
+		m.trace(api.TraceEvent{Kind: api.TraceCondition, Cond: api.CondInitialized, Value: st.Initialized, At: now})
+	}
+	if st.ContainersReady != last.ContainersReady {
+		m.trace(api.TraceEvent{Kind: api.TraceCondition, Cond: api.CondContainersReady, Value: st.ContainersReady, At: now})
+	}
+	if st.Ready != last.Ready {
+		m.trace(api.TraceEvent{Kind: api.TraceCondition, Cond: api.CondReady, Value: st.Ready, At: now})
+	}
+	if d := st.Started ^ last.Started; d != 0 {
+		for i := 0; i < len(m.obs.Containers); i++ {
+			if d.Has(i) {
+				m.trace(api.TraceEvent{Kind: api.TraceStarted, Container: i, Value: st.Started.Has(i), At: now})
+			}
+		}
+	}
+	if d := st.ReadySet ^ last.ReadySet; d != 0 {
+		for i := 0; i < len(m.obs.Containers); i++ {
+			if d.Has(i) {
+				m.trace(api.TraceEvent{Kind: api.TraceReady, Container: i, Value: st.ReadySet.Has(i), At: now})
+			}
+		}
+	}
+	m.last, m.published = st, true
+}

@@ -1,0 +1,704 @@
+package kubelet
+
+import (
+	"time"
+
+	"github.com/sidebench/sidebench/reference-impl/api"
+)
+
+// Timing constants of the kubelet that the invariants name.
+const (
+	// MinimumGracePeriod is minimumGracePeriodInSeconds in
+	// kuberuntime_container.go: a stop never gets less (INV-T5).
+	MinimumGracePeriod = 2 * time.Second
+	// InitialBackoff and MaxBackoff are the crash-loop backoff bounds
+	// (INV-R2): 10 s doubling to 300 s.
+	InitialBackoff = 10 * time.Second
+	MaxBackoff     = 300 * time.Second
+	// BackoffResetAfter: a container that ran this long restarts without
+	// backoff (INV-R2 "reset after 10 min of running").
+	BackoffResetAfter = 10 * time.Minute
+)
+
+// kind is the part a container plays under the active policy. Policies map
+// spec roles onto kinds once per machine, so the planner branches on kinds
+// and never re-derives policy semantics per container per step.
+type kind uint8
+
+const (
+	kindInit kind = iota
+	kindSidecar
+	kindMain
+	// kindSidecar2019 is a sidecar under the 2019 proposal: a container with
+	// lifecycle.type Sidecar, started after init containers and before mains.
+	kindSidecar2019
+)
+
+// kindsFor maps the spec's roles to kinds under gates.
+func kindsFor(spec *api.PodSpec, g api.Gates) []kind {
+	ks := make([]kind, spec.Len())
+	for i := range ks {
+		switch spec.At(i).Role {
+		case api.RoleInit:
+			ks[i] = kindInit
+		case api.RoleMain:
+			ks[i] = kindMain
+		case api.RoleSidecar:
+			switch g.Policy {
+			case api.PolicyNone:
+				// No sidecar support: the sidecar is an ordinary container.
+				ks[i] = kindMain
+			case api.PolicyKEP753v2019:
+				ks[i] = kindSidecar2019
+			default:
+				ks[i] = kindSidecar
+			}
+		}
+	}
+	return ks
+}
+
+// planner holds the arguments of one planning step. It is a value on the
+// caller's stack; nothing escapes, so planning does not allocate.
+type planner struct {
+	spec  *api.PodSpec
+	kinds []kind
+	obs   *api.Observed
+	g     api.Gates
+	now   api.Time
+	out   *api.Plan
+}
+
+// Plan computes what the kubelet should do for one pod from the spec and
+// the observed state alone, like computePodActions. A restarted kubelet is
+// Plan with an Observed whose kubelet-local fields are zero.
+func Plan(spec *api.PodSpec, obs *api.Observed, g api.Gates, now api.Time) api.Plan {
+	var out api.Plan
+	PlanInto(&out, spec, kindsFor(spec, g), obs, g, now)
+	return out
+}
+
+// PlanInto is Plan writing into out, reusing out.Actions' storage. kinds
+// must come from kindsFor(spec, g).
+func PlanInto(out *api.Plan, spec *api.PodSpec, kinds []kind, obs *api.Observed, g api.Gates, now api.Time) {
+	out.Actions = out.Actions[:0]
+	out.KillPod, out.KillReason, out.TermComplete = false, api.KillNone, false
+	out.WakeAt = api.Never
+	p := planner{spec: spec, kinds: kinds, obs: obs, g: g, now: now, out: out}
+	p.plan()
+	out.Status = p.status()
+}
+
+func (p *planner) wake(t api.Time) {
+	if t < p.out.WakeAt {
+		p.out.WakeAt = t
+	}
+}
+
+func (p *planner) act(a api.Action) { p.out.Actions = append(p.out.Actions, a) }
+
+// rec returns container i's record if it belongs to the current sandbox;
+// records of earlier sandboxes are purged init containers or dead mains
+// (INV-F3) and never count as progress in the current one.
+func (p *planner) rec(i int) *api.ContainerRecord {
+	r := &p.obs.Containers[i].Record
+	if r.State == api.StateNone || r.SandboxAttempt != p.obs.Sandbox.Attempt {
+		return nil
+	}
+	return r
+}
+
+func (p *planner) running(i int) bool {
+	r := p.rec(i)
+	return r != nil && r.State == api.StateRunning
+}
+
+func (p *planner) restartOnFailure() bool { return p.spec.RestartPolicy != api.RestartNever }
+
+func (p *planner) plan() {
+	o := p.obs
+	if o.Pod.Done {
+		return
+	}
+	if o.Term.Active {
+		p.planTermination()
+		return
+	}
+	if o.Pod.Deleted {
+		// The host begins termination on delete; a plan without it is a
+		// host bug, but do not start anything for a deleted pod.
+		p.out.KillPod, p.out.KillReason = true, api.KillPodDeleted
+		return
+	}
+	switch o.Sandbox.State {
+	case api.SandboxNone:
+		if !o.Pod.SandboxRequested {
+			p.act(api.Action{Kind: api.ActCreateSandbox, Attempt: 0})
+		}
+		return
+	case api.SandboxLost:
+		p.planSandboxLost()
+		return
+	}
+	if o.Pod.SandboxRequested {
+		return
+	}
+	p.planSingleKills()
+	var initialized bool
+	if p.g.Policy == api.PolicyKEP753v2019 {
+		initialized = p.planInit2019()
+	} else {
+		initialized = p.planInit()
+	}
+	if p.out.KillPod || !initialized {
+		return
+	}
+	p.planMains()
+}
+
+// planSandboxLost implements INV-F3: kill what still runs, then create a
+// new sandbox and re-run initialization from the first init container, or
+// end the pod under restartPolicy Never once containers were created.
+func (p *planner) planSandboxLost() {
+	o := p.obs
+	anyRunning := false
+	anyRecord := false
+	for i := range o.Containers {
+		r := &o.Containers[i].Record
+		if r.State != api.StateNone {
+			anyRecord = true
+		}
+		if r.State == api.StateRunning {
+			anyRunning = true
+		}
+	}
+	if anyRunning {
+		p.out.KillPod, p.out.KillReason = true, api.KillSandboxLost
+		return
+	}
+	if !p.restartOnFailure() && anyRecord {
+		// Never: do not create a sandbox; the pod ends (computePodActions:
+		// !shouldRestartOnFailure && attempt != 0 && statuses != 0).
+		p.out.KillPod, p.out.KillReason = true, api.KillPodCompleted
+		return
+	}
+	if p.spec.RestartPolicy == api.RestartOnFailure && len(p.spec.Init) == 0 && p.allMainsSucceeded() {
+		p.out.KillPod, p.out.KillReason = true, api.KillPodCompleted
+		return
+	}
+	if !o.Pod.SandboxRequested {
+		p.act(api.Action{Kind: api.ActCreateSandbox, Attempt: o.Sandbox.Attempt + 1})
+	}
+}
+
+func (p *planner) allMainsSucceeded() bool {
+	for i := len(p.spec.Init); i < p.spec.Len(); i++ {
+		if p.kinds[i] != kindMain {
+			continue
+		}
+		r := &p.obs.Containers[i].Record
+		if r.State != api.StateExited || r.ExitCode != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// planSingleKills continues single-container kills (probe failure, spec
+// change, failed postStart, unknown state): preStop first, then stop with
+// what remains of the container's own budget, never less than 2 s. These
+// kills carry no ordering (SEMANTICS.md §2.5).
+func (p *planner) planSingleKills() {
+	for i := range p.obs.Containers {
+		c := &p.obs.Containers[i]
+		if !c.Killing || c.StopRequested {
+			continue
+		}
+		r := p.rec(i)
+		if r == nil || (r.State != api.StateRunning && r.State != api.StateUnknown) {
+			continue
+		}
+		p.advanceKill(i, c.KillDeadline, c.KillReason)
+	}
+}
+
+// advanceKill moves container i's kill forward: run its preStop, then stop
+// it once the preStop is done or its deadline passed.
+func (p *planner) advanceKill(i int, deadline api.Time, reason api.KillReason) {
+	c := &p.obs.Containers[i]
+	spec := p.spec.At(i)
+	if spec.PreStop && c.PreStop == api.HookNone && p.now < deadline && p.rec(i) != nil && p.rec(i).State == api.StateRunning {
+		p.act(api.Action{Kind: api.ActRunPreStop, Container: i, Reason: reason})
+		p.wake(deadline)
+		return
+	}
+	if c.PreStop == api.HookRunning && p.now < deadline {
+		p.wake(deadline)
+		return
+	}
+	p.act(api.Action{Kind: api.ActStopContainer, Container: i, Grace: stopGrace(deadline, p.now), Reason: reason})
+}
+
+// stopGrace is G_final = max(G_remaining, 2 s).
+func stopGrace(deadline, now api.Time) time.Duration {
+	g := deadline.Sub(now)
+	if g < MinimumGracePeriod {
+		return MinimumGracePeriod
+	}
+	return g
+}
+
+// beginKill starts a single-container kill of i (the host records it when
+// it sees the action; see Machine.issue).
+func (p *planner) beginKill(i int, reason api.KillReason, grace time.Duration, restart bool) {
+	c := &p.obs.Containers[i]
+	if c.Killing || c.StopRequested {
+		return
+	}
+	deadline := p.now.Add(grace)
+	spec := p.spec.At(i)
+	if spec.PreStop && p.running(i) {
+		p.act(api.Action{Kind: api.ActRunPreStop, Container: i, Reason: reason, Grace: grace, Restart: restart})
+		p.wake(deadline)
+		return
+	}
+	p.act(api.Action{Kind: api.ActStopContainer, Container: i, Grace: stopGrace(deadline, p.now), Reason: reason, Restart: restart})
+}
+
+func (p *planner) podGrace() time.Duration { return p.spec.TerminationGracePeriod }
+
+func (p *planner) probeGrace(i int, k api.ProbeKind) time.Duration {
+	if pr := p.spec.At(i).Probe(k); pr != nil && pr.TerminationGracePeriod > 0 {
+		return pr.TerminationGracePeriod
+	}
+	return p.podGrace()
+}
+
+// start asks for container i to be started unless a start is in flight or
+// crash-loop backoff holds it back (INV-R2).
+func (p *planner) start(i int) {
+	c := &p.obs.Containers[i]
+	if c.StartPending || c.Killing {
+		return
+	}
+	r := &c.Record
+	attempt := uint32(0)
+	if r.State != api.StateNone {
+		attempt = r.Attempt + 1
+	}
+	if until, wait := p.backoffUntil(i); wait {
+		p.wake(until)
+		return
+	}
+	p.act(api.Action{Kind: api.ActStartContainer, Container: i, Attempt: attempt})
+}
+
+// backoffUntil reports whether a restart of i must wait, and until when.
+// The first restart after an exit is immediate; later ones wait 10 s,
+// 20 s, ... 300 s after the exit, as the kubelet's backOff does.
+func (p *planner) backoffUntil(i int) (api.Time, bool) {
+	c := &p.obs.Containers[i]
+	r := &c.Record
+	if r.State != api.StateExited || c.Backoff == 0 {
+		return 0, false
+	}
+	if r.FinishedAt.Sub(r.StartedAt) >= BackoffResetAfter {
+		return 0, false
+	}
+	until := r.FinishedAt.Add(c.Backoff)
+	if p.now < until {
+		return until, true
+	}
+	return 0, false
+}
+
+// nextBackoff is the delay that will hold back the restart after the one
+// being issued now, given the current delay and how long the container ran.
+func nextBackoff(cur time.Duration, ranFor time.Duration) time.Duration {
+	if cur == 0 || ranFor >= BackoffResetAfter {
+		return InitialBackoff
+	}
+	if n := 2 * cur; n < MaxBackoff {
+		return n
+	}
+	return MaxBackoff
+}
+
+// hasInitialized is computeInitContainerActions' podHasInitialized seed:
+// a main container Created or Running in the current sandbox means every
+// init container ran at some point, even if its record is gone (INV-F1).
+// Exited mains do not count: after a node reboot they belong to the old
+// sandbox (kubernetes#120247).
+func (p *planner) mainsSayInitialized() bool {
+	for i := len(p.spec.Init); i < p.spec.Len(); i++ {
+		r := p.rec(i)
+		if p.g.Bug == api.BugReinitMainsFirst {
+			// Bug replica: any main record, from any sandbox, counts.
+			r = &p.obs.Containers[i].Record
+			if r.State != api.StateNone {
+				return true
+			}
+			continue
+		}
+		if r != nil && (r.State == api.StateCreated || r.State == api.StateRunning) {
+			return true
+		}
+	}
+	return false
+}
+
+// planInit is computeInitContainerActions for the final design: it scans
+// init containers in reverse (completed ones may have been garbage
+// collected), starts the next one, restarts sidecars that are not running,
+// and kills sidecars whose startup or liveness probe failed. It reports
+// whether the pod has initialized.
+func (p *planner) planInit() bool {
+	spec := p.spec
+	first, last := p.nextInit(-1), p.lastInit()
+	podHasInitialized := p.mainsSayInitialized()
+	if p.g.Bug == api.BugRerunInitAfterGC && p.rerunMissingInit() {
+		return false
+	}
+	if first < 0 {
+		return true // no init containers under this policy
+	}
+	prev := podHasInitialized
+	// toStart collects init containers to start; the scan is in reverse.
+	var toStart api.Set
+	for i := last; i >= 0; i-- {
+		k := p.kinds[i]
+		if k == kindMain {
+			// PolicyNone: the "sidecar" is an ordinary container, started
+			// with the mains.
+			continue
+		}
+		c := &p.obs.Containers[i]
+		r := p.rec(i)
+		if r == nil {
+			if prev && k == kindSidecar {
+				toStart = toStart.With(i)
+			}
+			continue
+		}
+		if prev && k != kindSidecar {
+			continue
+		}
+		next := p.nextInit(i)
+		switch r.State {
+		case api.StateCreated:
+			// Stuck in Created after a transient runtime failure: start it
+			// again (INV-F7, PR #126543).
+			if !c.StartPending {
+				toStart = toStart.With(i)
+			}
+		case api.StateRunning:
+			if k != kindSidecar || c.Killing {
+				break // a regular init container: wait for it to finish
+			}
+			if spec.Init[i].StartupProbe != nil && !c.StartedSeen {
+				res := c.Probe[api.ProbeStartup]
+				if res != api.ProbeSuccess {
+					if res == api.ProbeFailure {
+						p.beginKill(i, api.KillStartupProbe, p.probeGrace(i, api.ProbeStartup), true)
+					}
+					break
+				}
+			}
+			if !p.postStartDone(i) {
+				break
+			}
+			if next < 0 {
+				podHasInitialized = true
+			} else if !prev {
+				toStart = toStart.With(next)
+			}
+			if c.Probe[api.ProbeLiveness] == api.ProbeFailure {
+				p.beginKill(i, api.KillLivenessProbe, p.probeGrace(i, api.ProbeLiveness), true)
+				break
+			}
+			if img := spec.Init[i].Image; img != "" && r.Image != "" && img != r.Image {
+				// Restart running sidecars whose definition changed (INV-U1).
+				p.beginKill(i, api.KillSpecChanged, p.podGrace(), true)
+			}
+		case api.StateExited:
+			if k == kindSidecar {
+				if p.g.Bug == api.BugNoSidecarRestart && p.spec.RestartPolicy == api.RestartNever {
+					break
+				}
+				toStart = toStart.With(i)
+				break
+			}
+			if r.ExitCode != 0 {
+				if !p.restartOnFailure() {
+					p.out.KillPod, p.out.KillReason = true, api.KillInitFailed
+					return false
+				}
+				toStart = toStart.With(i)
+				break
+			}
+			if next < 0 {
+				podHasInitialized = true
+			} else {
+				toStart = toStart.With(next)
+			}
+		default: // Unknown (INV-F8)
+			if k != kindSidecar && !p.restartOnFailure() {
+				p.out.KillPod, p.out.KillReason = true, api.KillInitFailed
+				return false
+			}
+			p.beginKill(i, api.KillUnknownState, p.podGrace(), true)
+		}
+		prev = true
+	}
+	if !prev {
+		// No init container has started yet: start the first one.
+		toStart = toStart.With(first)
+	}
+	for i := first; i >= 0; i = p.nextInit(i) {
+		if toStart.Has(i) {
+			p.start(i)
+		}
+	}
+	return podHasInitialized
+}
+
+// nextInit returns the index of the first init container after i that is
+// an init container under the policy, or -1.
+func (p *planner) nextInit(i int) int {
+	for j := i + 1; j < len(p.spec.Init); j++ {
+		if p.kinds[j] != kindMain {
+			return j
+		}
+	}
+	return -1
+}
+
+// lastInit returns the index of the last init container under the policy,
+// or -1.
+func (p *planner) lastInit() int {
+	for j := len(p.spec.Init) - 1; j >= 0; j-- {
+		if p.kinds[j] != kindMain {
+			return j
+		}
+	}
+	return -1
+}
+
+// rerunMissingInit is bug replica BugRerunInitAfterGC: a regular init
+// container without a record is started again even though the pod has
+// initialized, as kubelets before PR #96572 did after container GC.
+func (p *planner) rerunMissingInit() bool {
+	if !p.mainsSayInitialized() {
+		return false
+	}
+	for i := range p.spec.Init {
+		if p.kinds[i] == kindInit && p.rec(i) == nil {
+			p.start(i)
+			return true
+		}
+	}
+	return false
+}
+
+func (p *planner) postStartDone(i int) bool {
+	return p.obs.Containers[i].PostStart != api.HookRunning
+}
+
+// started is the Started flag: running, postStart returned and the startup
+// probe (if any) succeeded.
+func (p *planner) started(i int) bool {
+	if !p.running(i) || !p.postStartDone(i) {
+		return false
+	}
+	c := &p.obs.Containers[i]
+	if p.spec.At(i).StartupProbe == nil || c.StartedSeen {
+		return true
+	}
+	return c.Probe[api.ProbeStartup] == api.ProbeSuccess
+}
+
+// ready is the Ready flag: started and the readiness probe (if any)
+// succeeded.
+func (p *planner) ready(i int) bool {
+	if !p.started(i) {
+		return false
+	}
+	if p.spec.At(i).ReadinessProbe == nil {
+		return true
+	}
+	return p.obs.Containers[i].Probe[api.ProbeReadiness] == api.ProbeSuccess
+}
+
+// planInit2019 is initialization under the 2019 proposal: regular init
+// containers in order, then every sidecar at once, then the mains once all
+// sidecars are Ready. Sidecars obey the pod restart policy.
+func (p *planner) planInit2019() bool {
+	n := len(p.spec.Init)
+	for i := 0; i < n; i++ {
+		if p.kinds[i] != kindInit {
+			continue
+		}
+		if p.mainsSayInitialized() {
+			break
+		}
+		r := p.rec(i)
+		if r == nil || r.State == api.StateCreated {
+			p.start(i)
+			return false
+		}
+		switch r.State {
+		case api.StateRunning:
+			return false
+		case api.StateExited:
+			if r.ExitCode == 0 {
+				continue
+			}
+			if !p.restartOnFailure() {
+				p.out.KillPod, p.out.KillReason = true, api.KillInitFailed
+				return false
+			}
+			p.start(i)
+			return false
+		default:
+			p.beginKill(i, api.KillUnknownState, p.podGrace(), true)
+			return false
+		}
+	}
+	allReady := true
+	mainsUp := p.anyMainStarted()
+	for i := 0; i < n; i++ {
+		if p.kinds[i] != kindSidecar2019 {
+			continue
+		}
+		c := &p.obs.Containers[i]
+		r := p.rec(i)
+		switch {
+		case r == nil || r.State == api.StateCreated:
+			p.start(i)
+			allReady = false
+		case r.State == api.StateExited:
+			if p.shouldRestart(i) {
+				p.start(i)
+			}
+			allReady = false
+		case r.State == api.StateRunning:
+			if c.Probe[api.ProbeStartup] == api.ProbeFailure && !c.Killing {
+				p.beginKill(i, api.KillStartupProbe, p.probeGrace(i, api.ProbeStartup), p.restartOnFailure())
+			} else if c.Probe[api.ProbeLiveness] == api.ProbeFailure && !c.Killing {
+				p.beginKill(i, api.KillLivenessProbe, p.probeGrace(i, api.ProbeLiveness), p.restartOnFailure())
+			}
+			if !p.ready(i) {
+				allReady = false
+			}
+		default:
+			p.beginKill(i, api.KillUnknownState, p.podGrace(), true)
+			allReady = false
+		}
+	}
+	// Ordering is enforced only at startup (KEP-20 "only on startup"):
+	// once mains run, a sidecar restart does not hold them back.
+	return allReady || mainsUp
+}
+
+// shouldRestart is ShouldContainerBeRestarted for a container that is not
+// running.
+func (p *planner) shouldRestart(i int) bool {
+	c := &p.obs.Containers[i]
+	r := &c.Record
+	switch r.State {
+	case api.StateNone, api.StateCreated, api.StateUnknown:
+		return true
+	case api.StateRunning:
+		return false
+	}
+	if c.KillRestart {
+		return true
+	}
+	switch p.spec.RestartPolicy {
+	case api.RestartNever:
+		return false
+	case api.RestartOnFailure:
+		return r.ExitCode != 0
+	}
+	return true
+}
+
+// planMains is the second half of computePodActions: start or restart
+// main containers, kill those that failed probes or changed, and kill the
+// pod when no main container is running or will be restarted, so that
+// sidecars do not keep it alive (INV-R6).
+func (p *planner) planMains() {
+	keep := 0
+	toStart := 0
+	for i := len(p.spec.Init); i < p.spec.Len(); i++ {
+		p.planMain(i, &keep, &toStart)
+	}
+	if p.g.Policy == api.PolicyNone {
+		// Sidecars demoted to ordinary containers live in Init but behave
+		// as mains.
+		for i := range p.spec.Init {
+			if p.kinds[i] == kindMain {
+				p.planMain(i, &keep, &toStart)
+			}
+		}
+	}
+	// Under the 2019 proposal sidecars do not keep the pod alive either:
+	// only mains are counted here.
+	if keep == 0 && toStart == 0 {
+		p.out.KillPod, p.out.KillReason = true, api.KillPodCompleted
+		p.out.Actions = p.out.Actions[:0]
+	}
+}
+
+func (p *planner) planMain(i int, keep, toStart *int) {
+	c := &p.obs.Containers[i]
+	r := &c.Record
+	if r.State != api.StateRunning {
+		if r.State == api.StateUnknown && !c.Killing && !c.StopRequested {
+			p.beginKill(i, api.KillUnknownState, p.podGrace(), true)
+			*toStart++
+			return
+		}
+		if p.shouldRestart(i) {
+			*toStart++
+			p.start(i)
+		}
+		return
+	}
+	if c.Killing {
+		if c.KillRestart || p.restartOnFailure() {
+			*toStart++
+		}
+		return
+	}
+	spec := p.spec.At(i)
+	restart := p.restartOnFailure()
+	var reason api.KillReason
+	grace := p.podGrace()
+	switch {
+	case spec.Image != "" && r.Image != "" && spec.Image != r.Image:
+		reason, restart = api.KillSpecChanged, true
+	case c.Probe[api.ProbeLiveness] == api.ProbeFailure:
+		reason, grace = api.KillLivenessProbe, p.probeGrace(i, api.ProbeLiveness)
+	case c.Probe[api.ProbeStartup] == api.ProbeFailure:
+		reason, grace = api.KillStartupProbe, p.probeGrace(i, api.ProbeStartup)
+	default:
+		*keep++
+		return
+	}
+	if restart {
+		*toStart++
+	}
+	p.beginKill(i, reason, grace, restart)
+}
+
+// anyMainStarted reports whether a main container has a record in the
+// current sandbox (it started at some point in this sandbox).
+func (p *planner) anyMainStarted() bool {
+	for i := len(p.spec.Init); i < p.spec.Len(); i++ {
+		if p.kinds[i] == kindMain && p.rec(i) != nil {
+			return true
+		}
+	}
+	return false
+}

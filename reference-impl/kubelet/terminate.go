@@ -1,0 +1,133 @@
+package kubelet
+
+import (
+	"time"
+
+	"github.com/sidebench/sidebench/reference-impl/api"
+)
+
+// planTermination continues a whole-pod kill (killPodWithSyncResult plus
+// the sidecar termination ordering of kuberuntime_termination_order.go),
+// with the goroutine waits turned into deadlines:
+//
+//  1. every running container's preStop hook starts at once (INV-T1);
+//  2. a container is stopped when its preStop returned and, under
+//     ordering, its turn came: mains have no prerequisites (INV-T2); a
+//     sidecar waits for every main and for every later sidecar that was
+//     running at kill time (INV-T3, T4; containers not running then count
+//     as terminated, INV-T9);
+//  3. the stop grace is what remains of the shared budget, never less than
+//     2 s; when the budget is exhausted every remaining container is
+//     stopped at once with 2 s (INV-T5).
+func (p *planner) planTermination() {
+	t := &p.obs.Term
+	deadline := t.Deadline()
+	anyLeft := false
+	for i := range p.obs.Containers {
+		c := &p.obs.Containers[i]
+		r := p.rec(i)
+		if c.StartPending {
+			// A start already in flight when the kill began: wait for it to
+			// come up and stop it then (INV-T10 forbids new starts only).
+			anyLeft = true
+		}
+		if r == nil {
+			continue
+		}
+		if r.State != api.StateRunning {
+			if p.restartInTermination(i) {
+				anyLeft = true
+				p.start(i)
+			}
+			continue
+		}
+		anyLeft = true
+		if c.StopRequested {
+			continue // the runtime SIGKILLs it when its grace runs out
+		}
+		spec := p.spec.At(i)
+		beforeDeadline := p.now < deadline
+		if spec.PreStop && c.PreStop == api.HookNone && beforeDeadline && !c.RestartedInTerm {
+			p.act(api.Action{Kind: api.ActRunPreStop, Container: i, Reason: t.Reason})
+			p.wake(deadline)
+			continue
+		}
+		if c.PreStop == api.HookRunning && beforeDeadline {
+			p.wake(deadline)
+			continue
+		}
+		if beforeDeadline && t.Ordered && t.RunningAtStart.Has(i) && !p.turnCame(i) {
+			p.wake(deadline)
+			continue
+		}
+		grace := stopGrace(deadline, p.now)
+		if c.RestartedInTerm {
+			// KEP-4438 alpha limitation: a sidecar restarted during
+			// termination is SIGKILLed at its turn.
+			grace = 0
+		}
+		p.act(api.Action{Kind: api.ActStopContainer, Container: i, Grace: grace, Reason: t.Reason})
+	}
+	if !anyLeft {
+		p.out.TermComplete = true
+		if p.obs.Sandbox.State == api.SandboxReady && t.Reason != api.KillSandboxLost {
+			p.act(api.Action{Kind: api.ActStopSandbox})
+		}
+	}
+}
+
+// turnCame reports whether container i may be signalled under ordering.
+func (p *planner) turnCame(i int) bool {
+	k := p.kinds[i]
+	if k != kindSidecar && k != kindSidecar2019 {
+		return true
+	}
+	if p.g.Bug == api.BugSidecarsWithMains {
+		return true
+	}
+	t := &p.obs.Term
+	for j := len(p.spec.Init); j < p.spec.Len(); j++ {
+		if t.RunningAtStart.Has(j) && p.running(j) {
+			return false
+		}
+	}
+	if k == kindSidecar2019 {
+		// 2019: all sidecars together once the mains are gone.
+		return true
+	}
+	for j := i + 1; j < len(p.spec.Init); j++ {
+		if p.kinds[j] == kindSidecar && t.RunningAtStart.Has(j) && p.running(j) {
+			return false
+		}
+	}
+	return true
+}
+
+// restartInTermination implements the KEP-4438 gate: a sidecar that exits
+// while waiting for its turn is restarted, unless TGPS <= 1 s.
+func (p *planner) restartInTermination(i int) bool {
+	if !p.g.SidecarsRestartableDuringPodTermination || p.kinds[i] != kindSidecar {
+		return false
+	}
+	t := &p.obs.Term
+	c := &p.obs.Containers[i]
+	if !t.Ordered || !t.RunningAtStart.Has(i) || c.StopRequested || c.StartPending {
+		return false
+	}
+	if p.spec.TerminationGracePeriod <= time.Second || p.now >= t.Deadline() {
+		return false
+	}
+	return !p.turnCame(i)
+}
+
+// ordered reports whether a whole-pod kill of this pod uses sidecar
+// termination ordering: only when the pod has a sidecar and the policy
+// orders termination (newTerminationOrdering).
+func ordered(spec *api.PodSpec, kinds []kind) bool {
+	for i := range spec.Init {
+		if kinds[i] == kindSidecar || kinds[i] == kindSidecar2019 {
+			return true
+		}
+	}
+	return false
+}
