@@ -150,6 +150,16 @@ func (p *planner) plan() {
 	} else {
 		initialized = p.planInit()
 	}
+	if !initialized && p.anyMainStarted() && !p.out.KillPod {
+		// Every main already ran in this sandbox, so initialization is
+		// long done even if the last sidecar just exited. Deciding the
+		// mains here lets INV-R6 kill a pod whose mains are all finished
+		// instead of first restarting that sidecar, which is what kubelet
+		// v1.37 does (computeInitContainerActions returns
+		// !podHasInitialized when the last init container is a sidecar
+		// that exited). Documented in docs/reference-impl.md.
+		initialized = true
+	}
 	if p.out.KillPod || !initialized {
 		return
 	}
