@@ -1,0 +1,421 @@
+// Package metrics turns one pod's history into per-pod latency metrics
+// (ClusterLoader2 definitions where CL2 has one, sidecar-specific intervals
+// beside them), writes and reads them as JSONL (pods.jsonl), and aggregates
+// them into percentile summaries with confidence intervals (reports/stats).
+//
+// Units: every duration is in milliseconds as float64 (CL2's PerfData unit),
+// computed from the history's nanosecond timestamps: ms = ns / 1e6.
+// float64 holds integer nanoseconds exactly up to 2^53 ns (104 days), so no
+// precision is lost for any pod lifetime.
+//
+// JSON field names are camelCase (like history.Meta); metric names are the
+// snake_case CL2 transition names ("pod_startup").
+package metrics
+
+import (
+	"slices"
+
+	"github.com/sidebench/sidebench/harness/history"
+)
+
+// Metric names a per-pod latency. The names are stable: they are keys in
+// pods.jsonl and in reports.
+type Metric = string
+
+const (
+	// PodStartup is the SIG Scalability pod-startup SLI (ANCHORS.md §1.1):
+	// pod creation → every container has started, as observed. "Started" is
+	// the first container.started with Value=true, or the first
+	// container.running for a container whose history never publishes
+	// container.started (backends without the Started flag). "Every
+	// container" is sidecars plus main containers: regular init containers
+	// are excluded, as CL2 looks only at containerStatuses and the SLI
+	// excludes init containers; sidecars are included because they are
+	// long-running containers of the pod. A container that started and
+	// finished early counts as started. Absent if some container never
+	// started.
+	PodStartup Metric = "pod_startup"
+	// CreateToInitialized is pod creation → first pod.condition Initialized
+	// true.
+	CreateToInitialized Metric = "create_to_initialized"
+	// CreateToReady is pod creation → first pod.condition Ready true.
+	CreateToReady Metric = "create_to_ready"
+	// SidecarGate is the sidecar-gated interval of the first initialization:
+	// the last sidecar start (per sidecar, its latest started=true before
+	// the first main container ran; the latest over sidecars) → the first
+	// main container.running. Only for pods with sidecars and main
+	// containers; absent if a main container ran before some sidecar had
+	// started (no gate was observed, e.g. policy none).
+	SidecarGate Metric = "sidecar_gate"
+	// DeletionToExited is the first pod.deleted → the time the last
+	// container running at or after deletion exited (container.exited; a
+	// sandbox.lost or node.down ends all of the pod's containers). A sidecar
+	// restarted during termination (KEP-4438) counts until its last exit.
+	// Absent if nothing ran after deletion or some container was still
+	// running when the history ended.
+	DeletionToExited Metric = "deletion_to_exited"
+	// JobCompletion is pod creation → first terminal phase (Succeeded or
+	// Failed), for pods whose restartPolicy is not Always (Job pods).
+	JobCompletion Metric = "job_completion"
+)
+
+// Metrics lists every metric in report order.
+var Metrics = []Metric{PodStartup, CreateToInitialized, CreateToReady, SidecarGate, DeletionToExited, JobCompletion}
+
+// Restarts counts container restarts (container.running with Attempt > 0)
+// per container role.
+type Restarts struct {
+	Init    int `json:"init"`
+	Sidecar int `json:"sidecar"`
+	Main    int `json:"main"`
+}
+
+// Record is the per-pod line of pods.jsonl.
+type Record struct {
+	// Run identity, from history.Meta (empty if the run had none).
+	Scenario string `json:"scenario"`
+	Policy   string `json:"policy"`
+	Seed     uint64 `json:"seed"`
+	Trial    int    `json:"trial"`
+	Backend  string `json:"backend,omitempty"`
+
+	Pod      string `json:"pod"`
+	Workload string `json:"workload,omitempty"`
+	Node     string `json:"node,omitempty"`
+	// RestartPolicy is the pod's restartPolicy; Job is true when it is not
+	// Always (the pod is expected to finish).
+	RestartPolicy string `json:"restartPolicy,omitempty"`
+	Job           bool   `json:"job"`
+	// Containers per role, from the pod.created spec.
+	Inits    int `json:"inits"`
+	Sidecars int `json:"sidecars"`
+	Mains    int `json:"mains"`
+
+	// Phase is the last pod.phase observed ("" if none).
+	Phase   string `json:"phase"`
+	Deleted bool   `json:"deleted"`
+	// Removed is true if the history reached pod.removed; otherwise the pod
+	// was still live when the history ended.
+	Removed bool `json:"removed"`
+	// Faulted is true if a fault verifiably touched the pod, its node or the
+	// whole cluster while the pod lived: the pod's history (which includes
+	// its node's and cluster-wide events) has a fault.effect after
+	// pod.created, or a fault.end of an instance (name, FaultID) with no
+	// fault.not-applied (in effect since before the pod's history began).
+	// A fault.begin alone does not count: faults count once they took
+	// effect (ARCHITECTURE.md rule 5). Faults lists the catalogue names.
+	Faulted bool     `json:"faulted"`
+	Faults  []string `json:"faults,omitempty"`
+
+	// LatenciesMs maps a Metric to its value in milliseconds. A metric the
+	// history does not support for this pod is absent.
+	LatenciesMs map[Metric]float64 `json:"latenciesMs"`
+	Restarts    Restarts           `json:"restarts"`
+	// Notes explain missing or suspicious values (no pod.created event,
+	// negative interval).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Latency returns a metric's value in milliseconds and whether it is set.
+func (r *Record) Latency(m Metric) (float64, bool) {
+	v, ok := r.LatenciesMs[m]
+	return v, ok
+}
+
+// HasSidecars reports whether the pod's spec has at least one sidecar.
+func (r *Record) HasSidecars() bool { return r.Sidecars > 0 }
+
+// Succeeded reports whether the pod ended in phase Succeeded.
+func (r *Record) Succeeded() bool { return r.Phase == "Succeeded" }
+
+const (
+	roleInit    = "init"
+	roleSidecar = "sidecar"
+	roleMain    = "main"
+)
+
+// container is what FromEvents tracks per container.
+type container struct {
+	role         string
+	firstRunning int64 // -1 until seen
+	firstStarted int64 // first started=true; -1 until seen
+	sawStarted   bool  // any container.started event (true or false)
+	startedTimes []int64
+	running      bool
+	// ranAfterDeletion: running at pod.deleted or (re)started after it;
+	// lastExitAfterDeletion: its latest exit after pod.deleted.
+	ranAfterDeletion      bool
+	lastExitAfterDeletion int64 // -1 until seen
+}
+
+const never = -1
+
+// faultKey identifies a fault instance: catalogue name and FaultID.
+type faultKey struct {
+	name string
+	id   uint32
+}
+
+type faultSeen struct{ effect, end, notApplied bool }
+
+func msBetween(from, to int64) float64 { return float64(to-from) / 1e6 }
+
+// FromEvents computes the Record of one pod from its history: the pod's
+// events in history order, as history's per-pod partitioning delivers them
+// (the pod's own events with its node's and cluster-wide events
+// interleaved). Events of other pods are ignored. meta may be nil.
+// FromEvents does not keep events.
+func FromEvents(meta *history.Meta, pod string, events []history.Event) Record {
+	r := Record{Pod: pod, LatenciesMs: map[Metric]float64{}}
+	if meta != nil {
+		r.Scenario, r.Policy, r.Seed, r.Trial, r.Backend = meta.Scenario, meta.Policy, meta.Seed, meta.Trial, meta.Backend
+	}
+	var (
+		created, deleted   int64 = never, never
+		initialized, ready int64 = never, never
+		terminal           int64 = never
+		firstMainRunning   int64 = never
+		haveSpec           bool
+		ctrs               = map[string]*container{}
+		order              []string // container names, spec order then first appearance
+	)
+	get := func(name string) *container {
+		c := ctrs[name]
+		if c == nil {
+			c = &container{role: roleMain, firstRunning: never, firstStarted: never, lastExitAfterDeletion: never}
+			ctrs[name] = c
+			order = append(order, name)
+		}
+		return c
+	}
+	exitAll := func(t int64) {
+		for _, name := range order {
+			c := ctrs[name]
+			if c.running && c.ranAfterDeletion {
+				c.lastExitAfterDeletion = t
+			}
+			c.running = false
+		}
+	}
+	faults := map[faultKey]faultSeen{}
+	for i := range events {
+		e := &events[i]
+		if e.Pod != "" && e.Pod != pod {
+			continue
+		}
+		switch e.Kind {
+		case history.PodCreated:
+			if created == never {
+				created = e.T
+			}
+			if e.Spec != nil && !haveSpec {
+				haveSpec = true
+				r.Workload = e.Spec.Workload
+				r.RestartPolicy = e.Spec.RestartPolicy
+				r.Job = e.Spec.RestartPolicy != "" && e.Spec.RestartPolicy != "Always"
+				for _, cs := range slices.Concat(e.Spec.Init, e.Spec.Main) {
+					c := get(cs.Name)
+					c.role = cs.Role
+					switch cs.Role {
+					case roleInit:
+						r.Inits++
+					case roleSidecar:
+						r.Sidecars++
+					default:
+						r.Mains++
+					}
+				}
+			}
+		case history.PodScheduled:
+			if r.Node == "" {
+				r.Node = e.Node
+			}
+		case history.PodDeleted:
+			if deleted == never {
+				deleted = e.T
+				r.Deleted = true
+				for _, name := range order {
+					c := ctrs[name]
+					c.ranAfterDeletion = c.running
+				}
+			}
+		case history.PodPhase:
+			r.Phase = e.Phase
+			if (e.Phase == "Succeeded" || e.Phase == "Failed") && terminal == never {
+				terminal = e.T
+			}
+		case history.PodCondition:
+			if e.Value && e.Cond == "Initialized" && initialized == never {
+				initialized = e.T
+			}
+			if e.Value && e.Cond == "Ready" && ready == never {
+				ready = e.T
+			}
+		case history.PodRemoved:
+			r.Removed = true
+		case history.ContainerRunning:
+			c := get(e.Container)
+			if c.firstRunning == never {
+				c.firstRunning = e.T
+			}
+			c.running = true
+			if deleted != never {
+				c.ranAfterDeletion = true
+			}
+			if e.Attempt > 0 {
+				switch c.role {
+				case roleInit:
+					r.Restarts.Init++
+				case roleSidecar:
+					r.Restarts.Sidecar++
+				default:
+					r.Restarts.Main++
+				}
+			}
+			if c.role == roleMain && firstMainRunning == never {
+				firstMainRunning = e.T
+			}
+		case history.ContainerStarted:
+			c := get(e.Container)
+			c.sawStarted = true
+			if e.Value {
+				if c.firstStarted == never {
+					c.firstStarted = e.T
+				}
+				c.startedTimes = append(c.startedTimes, e.T)
+			}
+		case history.ContainerExited:
+			c := get(e.Container)
+			if c.running && c.ranAfterDeletion {
+				c.lastExitAfterDeletion = e.T
+			}
+			c.running = false
+		case history.SandboxLost:
+			exitAll(e.T)
+		case history.NodeDown:
+			if e.Node == "" || e.Node == r.Node {
+				exitAll(e.T)
+			}
+		case history.FaultEffect, history.FaultEnd, history.FaultNotApplied:
+			if created != never && e.T >= created { // "while it lived"
+				fs := faults[faultKey{e.Fault, e.FaultID}]
+				switch e.Kind {
+				case history.FaultEffect:
+					fs.effect = true
+				case history.FaultEnd:
+					fs.end = true
+				default:
+					fs.notApplied = true
+				}
+				faults[faultKey{e.Fault, e.FaultID}] = fs
+			}
+		}
+		if r.Node == "" && e.Node != "" && e.Pod == pod {
+			r.Node = e.Node
+		}
+	}
+	for k, fs := range faults {
+		// Effect seen during the pod's life, or the end of a fault that
+		// was in effect when the pod's history began (no not-applied).
+		if fs.effect || (fs.end && !fs.notApplied) {
+			r.Faulted = true
+			if k.name != "" && !slices.Contains(r.Faults, k.name) {
+				r.Faults = append(r.Faults, k.name)
+			}
+		}
+	}
+	slices.Sort(r.Faults)
+
+	set := func(m Metric, from, to int64) {
+		if from == never || to == never {
+			return
+		}
+		if to < from {
+			r.Notes = append(r.Notes, m+": negative interval")
+		}
+		r.LatenciesMs[m] = msBetween(from, to)
+	}
+	if created == never {
+		r.Notes = append(r.Notes, "no pod.created event: creation-based metrics omitted")
+	}
+
+	// pod_startup: all sidecars and mains started.
+	startupAt, counted := int64(never), 0
+	allStarted := true
+	for _, name := range order {
+		c := ctrs[name]
+		if c.role == roleInit {
+			continue
+		}
+		counted++
+		t := c.firstStarted
+		if !c.sawStarted {
+			t = c.firstRunning
+		}
+		if t == never {
+			allStarted = false
+			break
+		}
+		startupAt = max(startupAt, t)
+	}
+	if allStarted && counted > 0 {
+		set(PodStartup, created, startupAt)
+	}
+	set(CreateToInitialized, created, initialized)
+	set(CreateToReady, created, ready)
+	if r.Job {
+		set(JobCompletion, created, terminal)
+	}
+
+	// sidecar_gate: last sidecar start before the first main ran → that run.
+	if r.Sidecars > 0 && firstMainRunning != never {
+		gate, ok := int64(never), true
+		for _, name := range order {
+			c := ctrs[name]
+			if c.role != roleSidecar {
+				continue
+			}
+			times := c.startedTimes
+			if !c.sawStarted && c.firstRunning != never {
+				times = []int64{c.firstRunning}
+			}
+			last := int64(never)
+			for _, t := range times {
+				if t <= firstMainRunning {
+					last = max(last, t)
+				}
+			}
+			if last == never {
+				ok = false
+				break
+			}
+			gate = max(gate, last)
+		}
+		if ok {
+			set(SidecarGate, gate, firstMainRunning)
+		} else {
+			r.Notes = append(r.Notes, "sidecar_gate: a main container ran before every sidecar had started")
+		}
+	}
+
+	// deletion_to_exited.
+	if deleted != never {
+		end, anyRunning, done := int64(never), false, true
+		for _, name := range order {
+			c := ctrs[name]
+			if !c.ranAfterDeletion {
+				continue
+			}
+			anyRunning = true
+			if c.running || c.lastExitAfterDeletion == never {
+				done = false
+				break
+			}
+			end = max(end, c.lastExitAfterDeletion)
+		}
+		if anyRunning && done {
+			set(DeletionToExited, deleted, end)
+		}
+	}
+	return r
+}

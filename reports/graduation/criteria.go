@@ -1,0 +1,169 @@
+// Package graduation turns criteria files (alpha.yaml, beta.yaml, ga.yaml)
+// and a run's headline numbers into PASS / FAIL / INSUFFICIENT DATA
+// verdicts, with the number of further trials an insufficient criterion
+// still needs.
+//
+// Inputs are plain numbers (violation counts, lifecycle counts, latency
+// samples, Job outcomes), so the package depends on reports/stats only and
+// not on the checker's or the metrics' internals.
+package graduation
+
+import (
+	"embed"
+	"fmt"
+	"slices"
+
+	"sigs.k8s.io/yaml"
+)
+
+//go:embed alpha.yaml beta.yaml ga.yaml
+var files embed.FS
+
+// Stages are the built-in criteria, in graduation order.
+var Stages = []string{"alpha", "beta", "ga"}
+
+// Criteria is one criteria file. A nil section disables that criterion.
+type Criteria struct {
+	Stage       string `json:"stage"`
+	Description string `json:"description,omitempty"`
+	// Confidence is the level of every bound (e.g. 0.95).
+	Confidence      float64        `json:"confidence"`
+	ViolationRate   *ViolationRate `json:"violationRate,omitempty"`
+	PodStartup      *LatencyLimit  `json:"podStartup,omitempty"`
+	SidecarJobs     *JobCompletion `json:"sidecarJobs,omitempty"`
+	SidecarOverhead *OverheadLimit `json:"sidecarOverhead,omitempty"`
+}
+
+// ViolationRate bounds the rate of hard-invariant violations per pod
+// lifecycle: the Clopper–Pearson upper bound at Confidence must be below
+// Max. Sided is "two" (the upper end of the two-sided interval, R's
+// binom.test; the default) or "one" (one-sided bound, 1 − α^(1/n) with
+// zero violations).
+type ViolationRate struct {
+	Max   float64 `json:"max"`
+	Sided string  `json:"sided,omitempty"`
+}
+
+// LatencyLimit bounds a pod_startup quantile: the nearest-rank quantile
+// must be at most MaxMs, and with UseUpperBound so must the upper end of
+// its distribution-free CI at Confidence (for p99 at 95% that needs at
+// least 368 samples).
+type LatencyLimit struct {
+	Quantile      float64 `json:"quantile"`
+	MaxMs         float64 `json:"maxMs"`
+	UseUpperBound bool    `json:"useUpperBound"`
+}
+
+// JobCompletion requires at least MinFraction of Jobs with sidecars to
+// complete (phase Succeeded), over at least MinJobs Jobs. With
+// UseLowerBound the Clopper–Pearson lower bound of the fraction (the same
+// sidedness as ViolationRate.Sided, default two) must reach MinFraction.
+type JobCompletion struct {
+	MinFraction   float64 `json:"minFraction"`
+	MinJobs       int     `json:"minJobs"`
+	UseLowerBound bool    `json:"useLowerBound"`
+}
+
+// OverheadLimit bounds the sidecar overhead: the ratio of the Quantile of
+// Metric for the policy under test to the same quantile for the `none`
+// baseline must be at most MaxRatio, each side with at least MinSamples
+// samples. With UseUpperBound the upper end of a seeded percentile-bootstrap
+// CI of the ratio (Resamples resamples, default 10,000) must be.
+type OverheadLimit struct {
+	Metric        string  `json:"metric"`
+	Quantile      float64 `json:"quantile"`
+	MaxRatio      float64 `json:"maxRatio"`
+	MinSamples    int     `json:"minSamples"`
+	UseUpperBound bool    `json:"useUpperBound"`
+	Resamples     int     `json:"resamples,omitempty"`
+}
+
+// Parse decodes a criteria file strictly (unknown or duplicate fields are
+// errors) and validates it.
+func Parse(data []byte) (Criteria, error) {
+	var c Criteria
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return Criteria{}, fmt.Errorf("graduation criteria: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return Criteria{}, err
+	}
+	return c, nil
+}
+
+// Load returns the built-in criteria of a stage ("alpha", "beta", "ga").
+func Load(stage string) (Criteria, error) {
+	if !slices.Contains(Stages, stage) {
+		return Criteria{}, fmt.Errorf("graduation: unknown stage %q (want one of %v)", stage, Stages)
+	}
+	data, err := files.ReadFile(stage + ".yaml")
+	if err != nil {
+		return Criteria{}, err
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return Criteria{}, fmt.Errorf("%s.yaml: %w", stage, err)
+	}
+	return c, nil
+}
+
+// Validate checks ranges and fills nothing in.
+func (c *Criteria) Validate() error {
+	bad := func(field string, v any, want string) error {
+		return fmt.Errorf("graduation criteria %q: %s = %v, want %s", c.Stage, field, v, want)
+	}
+	if c.Stage == "" {
+		return fmt.Errorf("graduation criteria: stage is required")
+	}
+	if !(c.Confidence > 0 && c.Confidence < 1) {
+		return bad("confidence", c.Confidence, "in (0, 1)")
+	}
+	if v := c.ViolationRate; v != nil {
+		if !(v.Max > 0 && v.Max < 1) {
+			return bad("violationRate.max", v.Max, "in (0, 1)")
+		}
+		if v.Sided != "" && v.Sided != "one" && v.Sided != "two" {
+			return bad("violationRate.sided", v.Sided, `"one" or "two"`)
+		}
+	}
+	if l := c.PodStartup; l != nil {
+		if !(l.Quantile > 0 && l.Quantile < 1) {
+			return bad("podStartup.quantile", l.Quantile, "in (0, 1)")
+		}
+		if !(l.MaxMs > 0) {
+			return bad("podStartup.maxMs", l.MaxMs, "> 0")
+		}
+	}
+	if j := c.SidecarJobs; j != nil {
+		if !(j.MinFraction > 0 && j.MinFraction < 1) {
+			return bad("sidecarJobs.minFraction", j.MinFraction, "in (0, 1)")
+		}
+		if j.MinJobs < 0 {
+			return bad("sidecarJobs.minJobs", j.MinJobs, ">= 0")
+		}
+	}
+	if o := c.SidecarOverhead; o != nil {
+		if o.Metric == "" {
+			return bad("sidecarOverhead.metric", `""`, "a metric name")
+		}
+		if !(o.Quantile > 0 && o.Quantile < 1) {
+			return bad("sidecarOverhead.quantile", o.Quantile, "in (0, 1)")
+		}
+		if !(o.MaxRatio > 0) {
+			return bad("sidecarOverhead.maxRatio", o.MaxRatio, "> 0")
+		}
+		if o.MinSamples < 0 || o.Resamples < 0 {
+			return bad("sidecarOverhead.minSamples/resamples", [2]int{o.MinSamples, o.Resamples}, ">= 0")
+		}
+	}
+	return nil
+}
+
+// oneSidedLevel converts the criteria confidence to the one-sided level of
+// the bound actually compared.
+func (c *Criteria) oneSidedLevel() float64 {
+	if c.ViolationRate != nil && c.ViolationRate.Sided == "one" {
+		return c.Confidence
+	}
+	return (1 + c.Confidence) / 2
+}

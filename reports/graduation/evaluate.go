@@ -1,0 +1,365 @@
+package graduation
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/sidebench/sidebench/reports/stats"
+)
+
+// Status is a criterion's outcome.
+type Status string
+
+const (
+	// Pass: the criterion holds at the required confidence.
+	Pass Status = "PASS"
+	// Fail: the observed value itself breaks the criterion; more trials at
+	// the same behaviour cannot fix it.
+	Fail Status = "FAIL"
+	// Insufficient: the observed value is within the limit but the data
+	// cannot yet support the claim at the required confidence.
+	Insufficient Status = "INSUFFICIENT DATA"
+)
+
+// Criterion names, as they appear in verdicts.
+const (
+	CriterionViolationRate   = "violation-rate"
+	CriterionPodStartup      = "pod-startup"
+	CriterionSidecarJobs     = "sidecar-jobs-complete"
+	CriterionSidecarOverhead = "sidecar-overhead"
+)
+
+// Inputs are the numbers a graduation decision needs, gathered by the
+// caller from the checker and the metrics (scenario × policy under test).
+type Inputs struct {
+	// Violations is the number of hard-invariant violations without an
+	// excusing fault, in Lifecycles pod lifecycles (the trials).
+	Violations, Lifecycles int
+	// PodStartupMs are the pod_startup samples (ms) of the policy under test.
+	PodStartupMs []float64
+	// OverheadMs and BaselineMs are samples of the overhead metric for the
+	// policy under test and for the `none` baseline. If OverheadMs is nil and
+	// the metric is pod_startup, PodStartupMs is used.
+	OverheadMs, BaselineMs []float64
+	// SidecarJobs is the number of Job pods (restartPolicy not Always) with
+	// sidecars, SidecarJobsCompleted how many reached Succeeded.
+	SidecarJobs, SidecarJobsCompleted int
+	// Seed seeds the bootstrap of the overhead ratio.
+	Seed uint64
+}
+
+// Verdict is one criterion's outcome.
+type Verdict struct {
+	Criterion string
+	Status    Status
+	// Observed is the point estimate (rate, quantile in ms, fraction, ratio);
+	// NaN when there is no data.
+	Observed float64
+	// Bound is the confidence bound compared with Threshold (upper for
+	// rates, latencies and ratios, lower for the completion fraction); ±Inf
+	// when the data cannot bound it.
+	Bound     float64
+	Threshold float64
+	Message   string
+	// MoreTrialsNeeded estimates how many more trials (lifecycles, pods,
+	// Jobs) would turn an INSUFFICIENT DATA verdict into PASS if behaviour
+	// stays as observed; 0 when unknown or not applicable. The assumption
+	// behind each estimate is in Message.
+	MoreTrialsNeeded int
+	Warnings         []string
+}
+
+type verdictJSON struct {
+	Criterion        string   `json:"criterion"`
+	Status           Status   `json:"status"`
+	Observed         *float64 `json:"observed"`
+	Bound            *float64 `json:"bound"`
+	Threshold        float64  `json:"threshold"`
+	Message          string   `json:"message"`
+	MoreTrialsNeeded int      `json:"moreTrialsNeeded,omitempty"`
+	Warnings         []string `json:"warnings,omitempty"`
+}
+
+// MarshalJSON encodes non-finite Observed/Bound as null.
+func (v Verdict) MarshalJSON() ([]byte, error) {
+	return json.Marshal(verdictJSON{v.Criterion, v.Status, finite(v.Observed), finite(v.Bound), v.Threshold, v.Message, v.MoreTrialsNeeded, v.Warnings})
+}
+
+func finite(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return &x
+}
+
+func (v Verdict) String() string {
+	s := fmt.Sprintf("%-17s %s: %s", v.Status, v.Criterion, v.Message)
+	if v.MoreTrialsNeeded > 0 {
+		s += fmt.Sprintf(" (≈%d more trials needed)", v.MoreTrialsNeeded)
+	}
+	return s
+}
+
+// Overall is FAIL if any verdict failed, else INSUFFICIENT DATA if any is
+// insufficient, else PASS (also for no verdicts).
+func Overall(vs []Verdict) Status {
+	st := Pass
+	for _, v := range vs {
+		switch v.Status {
+		case Fail:
+			return Fail
+		case Insufficient:
+			st = Insufficient
+		}
+	}
+	return st
+}
+
+// Evaluate judges in against every enabled criterion of c, in the order
+// violation rate, pod startup, sidecar Jobs, sidecar overhead.
+func Evaluate(c Criteria, in Inputs) []Verdict {
+	var out []Verdict
+	if c.ViolationRate != nil {
+		out = append(out, evalViolations(&c, in))
+	}
+	if c.PodStartup != nil {
+		out = append(out, evalPodStartup(&c, in))
+	}
+	if c.SidecarJobs != nil {
+		out = append(out, evalJobs(&c, in))
+	}
+	if c.SidecarOverhead != nil {
+		out = append(out, evalOverhead(&c, in))
+	}
+	return out
+}
+
+func sidedName(c *Criteria) string {
+	if c.oneSidedLevel() == c.Confidence {
+		return "one-sided"
+	}
+	return "two-sided"
+}
+
+func evalViolations(c *Criteria, in Inputs) Verdict {
+	vr := c.ViolationRate
+	level := c.oneSidedLevel()
+	v := Verdict{Criterion: CriterionViolationRate, Threshold: vr.Max, Observed: math.NaN(), Bound: 1}
+	k, n := in.Violations, in.Lifecycles
+	if n <= 0 || k < 0 || k > n {
+		v.Status = Insufficient
+		v.MoreTrialsNeeded = stats.TrialsNeeded(vr.Max, level)
+		v.Message = fmt.Sprintf("no pod lifecycles (k=%d, n=%d); zero violations in %d lifecycles would certify rate < %.3g (Clopper–Pearson %v %s)",
+			k, n, v.MoreTrialsNeeded, vr.Max, c.Confidence, sidedName(c))
+		return v
+	}
+	v.Observed = float64(k) / float64(n)
+	v.Bound = stats.ClopperPearsonUpper(k, n, level)
+	desc := fmt.Sprintf("%d violations in %d lifecycles: rate %.3g, Clopper–Pearson %v %s upper bound %.3g",
+		k, n, v.Observed, c.Confidence, sidedName(c), v.Bound)
+	switch {
+	case v.Bound < vr.Max:
+		v.Status = Pass
+		v.Message = fmt.Sprintf("%s < %.3g", desc, vr.Max)
+	case v.Observed >= vr.Max:
+		v.Status = Fail
+		v.Message = fmt.Sprintf("%s; observed rate >= %.3g", desc, vr.Max)
+	default:
+		v.Status = Insufficient
+		more, err := stats.MoreTrialsNeeded(k, n, vr.Max, level)
+		if err == nil {
+			v.MoreTrialsNeeded = more
+		}
+		v.Message = fmt.Sprintf("%s >= %.3g; more lifecycles needed assuming violations continue at the observed rate", desc, vr.Max)
+	}
+	return v
+}
+
+func evalPodStartup(c *Criteria, in Inputs) Verdict {
+	l := c.PodStartup
+	s := stats.QuantileSummary(in.PodStartupMs, l.Quantile, c.Confidence)
+	v := Verdict{Criterion: CriterionPodStartup, Threshold: l.MaxMs, Observed: s.Center, Bound: s.Hi, Warnings: s.Warnings}
+	name := fmt.Sprintf("p%g pod_startup", 100*l.Quantile)
+	if s.N == 0 {
+		v.Status = Insufficient
+		v.MoreTrialsNeeded = 1
+		if l.UseUpperBound {
+			v.MoreTrialsNeeded = stats.MinSamplesForCI(l.Quantile, c.Confidence)
+		}
+		v.Message = fmt.Sprintf("no %s samples", name)
+		return v
+	}
+	if math.IsNaN(s.Center) {
+		v.Status = Insufficient
+		v.Message = fmt.Sprintf("%s: unusable samples", name)
+		return v
+	}
+	desc := fmt.Sprintf("%s %.4g ms, %v CI [%.4g, %.4g] (n=%d)", name, s.Center, c.Confidence, s.Lo, s.Hi, s.N)
+	switch {
+	case s.Center > l.MaxMs:
+		v.Status = Fail
+		v.Message = fmt.Sprintf("%s; %s > %g ms", desc, name, l.MaxMs)
+	case !l.UseUpperBound:
+		v.Status = Pass
+		v.Message = fmt.Sprintf("%s <= %g ms (point estimate)", desc, l.MaxMs)
+	case s.Hi <= l.MaxMs:
+		v.Status = Pass
+		v.Message = fmt.Sprintf("%s; upper bound <= %g ms", desc, l.MaxMs)
+	default:
+		v.Status = Insufficient
+		below := 0
+		for _, x := range in.PodStartupMs {
+			if x <= l.MaxMs {
+				below++
+			}
+		}
+		f := float64(below) / float64(s.N)
+		if need := samplesForQuantileBound(f, l.Quantile, c.Confidence); need > s.N {
+			v.MoreTrialsNeeded = need - s.N
+		}
+		v.Message = fmt.Sprintf("%s; upper bound > %g ms; more pods needed assuming %.4g%% of them stay within %g ms",
+			desc, l.MaxMs, 100*f, l.MaxMs)
+	}
+	return v
+}
+
+// samplesForQuantileBound returns the smallest sample size N whose
+// order-statistic CI for the q-quantile ends at or below the
+// floor(f·N)-th order statistic, i.e. the CI's upper end would lie within
+// the limit if a fraction f of samples keeps falling within it. It returns
+// 0 if f ≤ q (never) or no N up to 2^30 works.
+func samplesForQuantileBound(f, q, confidence float64) int {
+	if f <= q {
+		return 0
+	}
+	ok := func(n int) bool {
+		_, hi := stats.QuantileCIRanks(n, q, confidence)
+		return hi <= int(math.Floor(f*float64(n)+1e-9))
+	}
+	hi := 1
+	for !ok(hi) {
+		if hi >= 1<<30 {
+			return 0
+		}
+		hi *= 2
+	}
+	lo := hi / 2 // !ok(lo) unless lo == 0; bisect (approximate: floor makes ok not strictly monotone)
+	for lo+1 < hi {
+		mid := (lo + hi) / 2
+		if ok(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
+}
+
+func evalJobs(c *Criteria, in Inputs) Verdict {
+	j := c.SidecarJobs
+	level := c.oneSidedLevel()
+	n, k := in.SidecarJobs, in.SidecarJobsCompleted
+	v := Verdict{Criterion: CriterionSidecarJobs, Threshold: j.MinFraction, Observed: math.NaN(), Bound: math.Inf(-1)}
+	if minJobs := max(j.MinJobs, 1); n < minJobs || k < 0 || k > n {
+		v.Status = Insufficient
+		v.MoreTrialsNeeded = max(minJobs-n, 1)
+		v.Message = fmt.Sprintf("%d of %d Jobs with sidecars completed; need >= %d Jobs", k, n, minJobs)
+		return v
+	}
+	v.Observed = float64(k) / float64(n)
+	v.Bound = 1 - stats.ClopperPearsonUpper(n-k, n, level)
+	desc := fmt.Sprintf("%d of %d Jobs with sidecars completed (%.4g%%), Clopper–Pearson %v %s lower bound %.4g%%",
+		k, n, 100*v.Observed, c.Confidence, sidedName(c), 100*v.Bound)
+	switch {
+	case v.Observed < j.MinFraction:
+		v.Status = Fail
+		v.Message = fmt.Sprintf("%s; below %.4g%%", desc, 100*j.MinFraction)
+	case !j.UseLowerBound:
+		v.Status = Pass
+		v.Message = fmt.Sprintf("%s; >= %.4g%% (point estimate)", desc, 100*j.MinFraction)
+	case v.Bound > j.MinFraction:
+		v.Status = Pass
+		v.Message = fmt.Sprintf("%s > %.4g%%", desc, 100*j.MinFraction)
+	default:
+		v.Status = Insufficient
+		more, err := stats.MoreTrialsNeeded(n-k, n, 1-j.MinFraction, level)
+		switch {
+		case err == nil:
+			v.MoreTrialsNeeded = more
+			v.Message = fmt.Sprintf("%s <= %.4g%%; more Jobs needed assuming failures continue at the observed rate", desc, 100*j.MinFraction)
+		case errors.Is(err, stats.ErrRateTooHigh):
+			v.Message = fmt.Sprintf("%s <= %.4g%%; the observed fraction is exactly at the limit, so no number of further Jobs at this rate certifies it", desc, 100*j.MinFraction)
+		default:
+			v.Message = fmt.Sprintf("%s: %v", desc, err)
+		}
+	}
+	return v
+}
+
+func evalOverhead(c *Criteria, in Inputs) Verdict {
+	o := c.SidecarOverhead
+	v := Verdict{Criterion: CriterionSidecarOverhead, Threshold: o.MaxRatio, Observed: math.NaN(), Bound: math.Inf(1)}
+	cand := in.OverheadMs
+	if cand == nil && o.Metric == "pod_startup" {
+		cand = in.PodStartupMs
+	}
+	base := in.BaselineMs
+	p := 100 * o.Quantile
+	name := fmt.Sprintf("p%g %s ratio vs none", p, o.Metric)
+	if minN := max(o.MinSamples, 1); len(cand) < minN || len(base) < minN {
+		v.Status = Insufficient
+		v.MoreTrialsNeeded = max(minN-len(cand), minN-len(base))
+		v.Message = fmt.Sprintf("%s: %d candidate and %d baseline (policy none) samples; need >= %d each", name, len(cand), len(base), minN)
+		return v
+	}
+	qc, qb := stats.Percentile(cand, p), stats.Percentile(base, p)
+	if !(qb > 0) || math.IsNaN(qc) {
+		v.Status = Insufficient
+		v.Message = fmt.Sprintf("%s: baseline p%g is %v, ratio undefined", name, p, qb)
+		return v
+	}
+	v.Observed = qc / qb
+	desc := fmt.Sprintf("%s %.3g (%.4g / %.4g ms)", name, v.Observed, qc, qb)
+	if v.Observed > o.MaxRatio {
+		v.Status = Fail
+		v.Message = fmt.Sprintf("%s > %g", desc, o.MaxRatio)
+		return v
+	}
+	if !o.UseUpperBound {
+		v.Status = Pass
+		v.Message = fmt.Sprintf("%s <= %g (point estimate)", desc, o.MaxRatio)
+		return v
+	}
+	if slices.ContainsFunc(cand, nonPositive) || slices.ContainsFunc(base, nonPositive) {
+		v.Status = Insufficient
+		v.Message = fmt.Sprintf("%s: samples <= 0 ms, cannot bootstrap the log ratio", desc)
+		return v
+	}
+	// Ratio of quantiles = exp(difference of quantiles of the logs), as the
+	// nearest-rank quantile commutes with the monotone log.
+	bs := stats.BootstrapQuantileDiff(logs(base), logs(cand), o.Quantile, c.Confidence, o.Resamples, in.Seed)
+	v.Bound = math.Exp(bs.Hi)
+	v.Warnings = append(v.Warnings, bs.Warnings...)
+	desc = fmt.Sprintf("%s, bootstrap %v CI [%.3g, %.3g]", desc, c.Confidence, math.Exp(bs.Lo), v.Bound)
+	if v.Bound <= o.MaxRatio {
+		v.Status = Pass
+		v.Message = fmt.Sprintf("%s; upper bound <= %g", desc, o.MaxRatio)
+	} else {
+		v.Status = Insufficient
+		v.Message = fmt.Sprintf("%s; upper bound > %g: more samples of both policies narrow the interval", desc, o.MaxRatio)
+	}
+	return v
+}
+
+func nonPositive(x float64) bool { return !(x > 0) }
+
+func logs(x []float64) []float64 {
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = math.Log(v)
+	}
+	return out
+}

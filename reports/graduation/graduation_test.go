@@ -1,0 +1,272 @@
+package graduation
+
+import (
+	"encoding/json"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sidebench/sidebench/reports/stats"
+)
+
+func mustLoad(t *testing.T, stage string) Criteria {
+	t.Helper()
+	c, err := Load(stage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestLoadBuiltins(t *testing.T) {
+	tests := []struct {
+		stage     string
+		maxRate   float64
+		upper     bool
+		lowerJobs bool
+		maxRatio  float64
+	}{
+		{"alpha", 1e-2, false, false, 3},
+		{"beta", 1e-3, true, false, 2.5},
+		{"ga", 1e-4, true, true, 2},
+	}
+	for _, tt := range tests {
+		c := mustLoad(t, tt.stage)
+		if c.Stage != tt.stage || c.Confidence != 0.95 || c.ViolationRate.Max != tt.maxRate || c.ViolationRate.Sided != "two" ||
+			c.PodStartup.Quantile != 0.99 || c.PodStartup.MaxMs != 5000 || c.PodStartup.UseUpperBound != tt.upper ||
+			c.SidecarJobs.MinFraction != 0.99 || c.SidecarJobs.UseLowerBound != tt.lowerJobs ||
+			c.SidecarOverhead.MaxRatio != tt.maxRatio || c.SidecarOverhead.Metric != "pod_startup" {
+			t.Errorf("%s: %+v", tt.stage, c)
+		}
+	}
+	if _, err := Load("gamma"); err == nil {
+		t.Error("unknown stage accepted")
+	}
+}
+
+func TestParseStrict(t *testing.T) {
+	tests := []struct {
+		name, yaml, wantErr string
+	}{
+		{"unknown field", "stage: x\nconfidence: 0.95\nbogus: 1\n", "unknown field"},
+		{"typo in section", "stage: x\nconfidence: 0.95\nviolationRate:\n  maxx: 0.1\n", "unknown field"},
+		{"duplicate key", "stage: x\nstage: y\nconfidence: 0.95\n", "already set"},
+		{"missing stage", "confidence: 0.95\n", "stage is required"},
+		{"bad confidence", "stage: x\nconfidence: 95\n", "confidence"},
+		{"bad sided", "stage: x\nconfidence: 0.95\nviolationRate: {max: 0.1, sided: three}\n", "sided"},
+		{"bad quantile", "stage: x\nconfidence: 0.95\npodStartup: {quantile: 99, maxMs: 5000}\n", "quantile"},
+		{"bad fraction", "stage: x\nconfidence: 0.95\nsidecarJobs: {minFraction: 1}\n", "minFraction"},
+		{"bad ratio", "stage: x\nconfidence: 0.95\nsidecarOverhead: {metric: pod_startup, quantile: 0.5, maxRatio: 0}\n", "maxRatio"},
+		{"ok minimal", "stage: x\nconfidence: 0.9\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml))
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("err = %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestViolationRate(t *testing.T) {
+	ga := mustLoad(t, "ga")
+	oneSided := ga
+	oneSided.ViolationRate = &ViolationRate{Max: 1e-4, Sided: "one"}
+	beta := mustLoad(t, "beta")
+	tests := []struct {
+		name   string
+		c      Criteria
+		k, n   int
+		status Status
+		more   int
+	}{
+		// Two-sided 95% = one-sided 97.5%: ceil(ln 0.025 / ln(1 − 1e-4)) = 36,887.
+		{"ga no data", ga, 0, 0, Insufficient, 36887},
+		{"ga 40k clean", ga, 0, 40000, Pass, 0},
+		{"ga 30k clean", ga, 0, 30000, Insufficient, 6887},
+		{"ga rate too high", ga, 5, 1000, Fail, 0},
+		// One-sided 95%: 29,956 (ANCHORS.md §3.2).
+		{"one-sided exactly enough", oneSided, 0, 29956, Pass, 0},
+		{"one-sided one short", oneSided, 0, 29955, Insufficient, 1},
+		// 1/10,000: CP two-sided upper ≈ 5.6e-4 < 1e-3.
+		{"beta one violation", beta, 1, 10000, Pass, 0},
+		{"beta one violation early", beta, 1, 2000, Insufficient, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := Evaluate(Criteria{Stage: "t", Confidence: tt.c.Confidence, ViolationRate: tt.c.ViolationRate}, Inputs{Violations: tt.k, Lifecycles: tt.n})[0]
+			if v.Status != tt.status || (tt.more >= 0 && v.MoreTrialsNeeded != tt.more) || v.Criterion != CriterionViolationRate {
+				t.Errorf("verdict = %+v", v)
+			}
+			if tt.more < 0 {
+				// The estimate must make the bound pass at the projected rate.
+				N := tt.n + v.MoreTrialsNeeded
+				K := int(math.Ceil(float64(tt.k) * float64(N) / float64(tt.n)))
+				if v.MoreTrialsNeeded <= 0 || stats.ClopperPearsonUpper(K-1, N, 0.975) >= tt.c.ViolationRate.Max {
+					t.Errorf("more = %d does not reach the target", v.MoreTrialsNeeded)
+				}
+			}
+		})
+	}
+}
+
+func ms(n int, f func(i int) float64) []float64 {
+	x := make([]float64, n)
+	for i := range x {
+		x[i] = f(i)
+	}
+	return x
+}
+
+func TestPodStartup(t *testing.T) {
+	ga, alpha := mustLoad(t, "ga"), mustLoad(t, "alpha")
+	tests := []struct {
+		name    string
+		c       Criteria
+		samples []float64
+		status  Status
+		more    int
+	}{
+		{"500 pods within 5s", ga, ms(500, func(i int) float64 { return float64(10 * (i + 1)) }), Pass, 0},
+		{"100 pods: CI unbounded", ga, ms(100, func(int) float64 { return 1000 }), Insufficient, 268},
+		{"100 pods alpha point estimate", alpha, ms(100, func(int) float64 { return 1000 }), Pass, 0},
+		{"p99 above 5s", alpha, ms(100, func(i int) float64 { return float64(100 * i) }), Fail, 0},
+		{"no samples", ga, nil, Insufficient, 368},
+		{"1000 pods, 0.5% slow", ga, ms(1000, func(i int) float64 {
+			if i < 995 {
+				return 1000
+			}
+			return 9000
+		}), Insufficient, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := Evaluate(Criteria{Stage: "t", Confidence: 0.95, PodStartup: tt.c.PodStartup}, Inputs{PodStartupMs: tt.samples})[0]
+			if v.Status != tt.status || (tt.more >= 0 && v.MoreTrialsNeeded != tt.more) {
+				t.Errorf("verdict = %+v", v)
+			}
+			if tt.more < 0 {
+				N := len(tt.samples) + v.MoreTrialsNeeded
+				_, hi := stats.QuantileCIRanks(N, 0.99, 0.95)
+				if v.MoreTrialsNeeded <= 0 || hi > int(0.995*float64(N)) {
+					t.Errorf("more = %d: hi rank %d of %d exceeds the 99.5%% within the limit", v.MoreTrialsNeeded, hi, N)
+				}
+			}
+		})
+	}
+}
+
+func TestSidecarJobs(t *testing.T) {
+	ga, beta := mustLoad(t, "ga"), mustLoad(t, "beta")
+	tests := []struct {
+		name   string
+		c      Criteria
+		k, n   int
+		status Status
+		more   int
+	}{
+		// Lower bound with 0 failures: 0.025^(1/n); 0.025^(1/500) = 0.99265.
+		{"ga 500 of 500", ga, 500, 500, Pass, 0},
+		// 0.025^(1/200) = 0.9817; n ≥ ceil(ln 0.025 / ln 0.99) = 368 needed.
+		{"ga 200 of 200", ga, 200, 200, Insufficient, 168},
+		{"ga 98 of 100", ga, 98, 100, Fail, 0},
+		{"ga exactly at the limit", ga, 99, 100, Insufficient, 0},
+		{"beta too few jobs", beta, 50, 50, Insufficient, 50},
+		{"beta 99 of 100 point", beta, 99, 100, Pass, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := Evaluate(Criteria{Stage: "t", Confidence: 0.95, SidecarJobs: tt.c.SidecarJobs}, Inputs{SidecarJobs: tt.n, SidecarJobsCompleted: tt.k})[0]
+			if v.Status != tt.status || v.MoreTrialsNeeded != tt.more {
+				t.Errorf("verdict = %+v", v)
+			}
+		})
+	}
+}
+
+func TestSidecarOverhead(t *testing.T) {
+	ga, alpha := mustLoad(t, "ga"), mustLoad(t, "alpha")
+	base := ms(100, func(i int) float64 { return float64(10 * (i + 1)) })
+	scale := func(f float64) []float64 { return ms(100, func(i int) float64 { return f * base[i] }) }
+	tests := []struct {
+		name       string
+		c          Criteria
+		in         Inputs
+		status     Status
+		observed   float64
+		boundAbove float64
+	}{
+		{"1.5x within 2x", ga, Inputs{PodStartupMs: scale(1.5), BaselineMs: base, Seed: 1}, Pass, 1.5, 1.5},
+		{"3x fails GA", ga, Inputs{OverheadMs: scale(3), BaselineMs: base, Seed: 1}, Fail, 3, 0},
+		{"1.9x: CI crosses 2x", ga, Inputs{PodStartupMs: scale(1.9), BaselineMs: base, Seed: 1}, Insufficient, 1.9, 2},
+		{"1.9x alpha point", alpha, Inputs{PodStartupMs: scale(1.9), BaselineMs: base}, Pass, 1.9, 0},
+		{"no baseline", ga, Inputs{PodStartupMs: base}, Insufficient, math.NaN(), 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Criteria{Stage: "t", Confidence: 0.95, SidecarOverhead: tt.c.SidecarOverhead}
+			v := Evaluate(c, tt.in)[0]
+			if v.Status != tt.status || !(math.Abs(v.Observed-tt.observed) < 1e-12 || math.IsNaN(v.Observed) && math.IsNaN(tt.observed)) {
+				t.Errorf("verdict = %+v", v)
+			}
+			if tt.boundAbove > 0 && !(v.Bound > tt.boundAbove) {
+				t.Errorf("bound %v should exceed %v", v.Bound, tt.boundAbove)
+			}
+			if again := Evaluate(c, tt.in)[0]; again.Bound != v.Bound && !math.IsInf(v.Bound, 1) {
+				t.Errorf("not deterministic: %v vs %v", again.Bound, v.Bound)
+			}
+		})
+	}
+}
+
+func TestEvaluateAllAndOverall(t *testing.T) {
+	ga := mustLoad(t, "ga")
+	good := Inputs{
+		Violations: 0, Lifecycles: 50000,
+		PodStartupMs: ms(1000, func(i int) float64 { return 500 + float64(i) }),
+		BaselineMs:   ms(1000, func(i int) float64 { return 400 + float64(i) }),
+		SidecarJobs:  1000, SidecarJobsCompleted: 1000, Seed: 7,
+	}
+	vs := Evaluate(ga, good)
+	names := []string{}
+	for _, v := range vs {
+		names = append(names, v.Criterion)
+		if v.Status != Pass {
+			t.Errorf("%s", v)
+		}
+	}
+	if !slices.Equal(names, []string{CriterionViolationRate, CriterionPodStartup, CriterionSidecarJobs, CriterionSidecarOverhead}) {
+		t.Errorf("order = %v", names)
+	}
+	if Overall(vs) != Pass {
+		t.Errorf("overall = %v", Overall(vs))
+	}
+	bad := good
+	bad.Lifecycles = 100
+	vs = Evaluate(ga, bad)
+	if Overall(vs) != Insufficient {
+		t.Errorf("overall = %v", Overall(vs))
+	}
+	bad.Violations = 1
+	if Overall(Evaluate(ga, bad)) != Fail {
+		t.Error("want FAIL")
+	}
+	b, err := json.Marshal(Evaluate(ga, Inputs{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"status":"INSUFFICIENT DATA"`) || !strings.Contains(string(b), `"observed":null`) {
+		t.Errorf("json: %s", b)
+	}
+	if s := vs[0].String(); !strings.Contains(s, "violation-rate") {
+		t.Errorf("String = %q", s)
+	}
+}
