@@ -52,9 +52,13 @@ const (
 	// BugNoSidecarRestart: an exited sidecar is not restarted when the pod
 	// restartPolicy is Never (the pre-KEP workaround's failure mode).
 	BugNoSidecarRestart
+	// BugResetTriggerFirst: on RestartAllContainers the triggering main
+	// container is restarted at once, before the other containers were
+	// reset and the sidecars re-initialized (violates INV-RA4/RA5).
+	BugResetTriggerFirst
 )
 
-var bugNames = [...]string{"", "reinit-mains-first", "rerun-init-after-gc", "sidecars-with-mains", "no-sidecar-restart"}
+var bugNames = [...]string{"", "reinit-mains-first", "rerun-init-after-gc", "sidecars-with-mains", "no-sidecar-restart", "reset-trigger-first"}
 
 // BugDescriptions documents each bug replica for --help and reports.
 var BugDescriptions = map[Bug]string{
@@ -62,6 +66,7 @@ var BugDescriptions = map[Bug]string{
 	BugRerunInitAfterGC:  "after a kubelet restart with init records garbage-collected, completed init containers re-run (pre-PR #96572)",
 	BugSidecarsWithMains: "sidecars are signalled together with main containers instead of after them (1.28 alpha)",
 	BugNoSidecarRestart:  "an exited sidecar is not restarted under restartPolicy Never",
+	BugResetTriggerFirst: "on RestartAllContainers the triggering main restarts before the pod was reset and sidecars re-initialized",
 }
 
 func (b Bug) String() string {
@@ -79,12 +84,18 @@ type Gates struct {
 	// proposal, not in Kubernetes 1.37): exited sidecars are restarted while
 	// the pod terminates, until their turn to be stopped.
 	SidecarsRestartableDuringPodTermination bool
-	Bug                                     Bug
+	// ContainerRestartRules (beta 1.35, KEP-5307): container-level
+	// restartPolicy and restartPolicyRules on exit codes.
+	ContainerRestartRules bool
+	// RestartAllContainersOnContainerExits (beta 1.36, KEP-5532): the
+	// RestartAllContainers rule action.
+	RestartAllContainersOnContainerExits bool
+	Bug                                  Bug
 }
 
 // GateNames lists the feature gates Gates understands, as Kubernetes names
 // them.
-var GateNames = []string{"SidecarsRestartableDuringPodTermination"}
+var GateNames = []string{"ContainerRestartRules", "RestartAllContainersOnContainerExits", "SidecarsRestartableDuringPodTermination"}
 
 // String renders the gates in the form ParseGates accepts, e.g.
 // "kep753", "kep753+SidecarsRestartableDuringPodTermination",
@@ -92,6 +103,12 @@ var GateNames = []string{"SidecarsRestartableDuringPodTermination"}
 func (g Gates) String() string {
 	var b strings.Builder
 	b.WriteString(g.Policy.String())
+	if g.ContainerRestartRules {
+		b.WriteString("+ContainerRestartRules")
+	}
+	if g.RestartAllContainersOnContainerExits {
+		b.WriteString("+RestartAllContainersOnContainerExits")
+	}
 	if g.SidecarsRestartableDuringPodTermination {
 		b.WriteString("+SidecarsRestartableDuringPodTermination")
 	}
@@ -129,6 +146,10 @@ func ParseGates(s string) (Gates, error) {
 		switch {
 		case p == "SidecarsRestartableDuringPodTermination":
 			g.SidecarsRestartableDuringPodTermination = true
+		case p == "ContainerRestartRules":
+			g.ContainerRestartRules = true
+		case p == "RestartAllContainersOnContainerExits":
+			g.RestartAllContainersOnContainerExits = true
 		case strings.HasPrefix(p, "bug:"):
 			name := strings.TrimPrefix(p, "bug:")
 			ok := false

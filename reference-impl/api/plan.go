@@ -89,9 +89,12 @@ const (
 	ActStopContainer
 	// ActStopSandbox: the pod is finished on this node; stop its sandbox.
 	ActStopSandbox
+	// ActRemoveContainer: CRI RemoveContainer of Container's record (a
+	// RestartAllContainers reset); report InContainer with StateNone.
+	ActRemoveContainer
 )
 
-var actionKindNames = [...]string{"", "create-sandbox", "start", "prestop", "stop", "stop-sandbox"}
+var actionKindNames = [...]string{"", "create-sandbox", "start", "prestop", "stop", "stop-sandbox", "remove"}
 
 func (k ActionKind) String() string {
 	if int(k) < len(actionKindNames) && k != 0 {
@@ -116,9 +119,10 @@ const (
 	KillFailedPostStartHook
 	KillSpecChanged // image change, INV-U1
 	KillUnknownState // INV-F8
+	KillRestartAll   // RestartAllContainers reset (INV-RA*)
 )
 
-var killReasonNames = [...]string{"", "PodDeleted", "PodCompleted", "InitFailed", "SandboxLost", "NodeShutdown", "LivenessProbe", "StartupProbe", "FailedPostStartHook", "SpecChanged", "UnknownState"}
+var killReasonNames = [...]string{"", "PodDeleted", "PodCompleted", "InitFailed", "SandboxLost", "NodeShutdown", "LivenessProbe", "StartupProbe", "FailedPostStartHook", "SpecChanged", "UnknownState", "RestartAllContainers"}
 
 func (r KillReason) String() string {
 	if int(r) < len(killReasonNames) {
@@ -163,6 +167,8 @@ func (a Action) String() string {
 		return fmt.Sprintf("stop #%d grace=%v reason=%s", a.Container, a.Grace, a.Reason)
 	case ActStopSandbox:
 		return "stop-sandbox"
+	case ActRemoveContainer:
+		return fmt.Sprintf("remove #%d reason=%s", a.Container, a.Reason)
 	}
 	return a.Kind.String()
 }
@@ -207,6 +213,9 @@ type PodStatus struct {
 	Initialized     bool
 	ContainersReady bool
 	Ready           bool
+	// AllContainersRestarting is the KEP-5532 condition: a
+	// RestartAllContainers reset is in progress.
+	AllContainersRestarting bool
 	// Started and ReadySet hold the per-container Started/Ready flags.
 	Started  Set
 	ReadySet Set
@@ -219,9 +228,10 @@ const (
 	CondInitialized Condition = iota
 	CondContainersReady
 	CondReady
+	CondAllContainersRestarting
 )
 
-var conditionNames = [...]string{"Initialized", "ContainersReady", "Ready"}
+var conditionNames = [...]string{"Initialized", "ContainersReady", "Ready", "AllContainersRestarting"}
 
 func (c Condition) String() string {
 	if int(c) < len(conditionNames) {

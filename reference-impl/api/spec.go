@@ -101,6 +101,86 @@ type Container struct {
 
 	PostStart bool
 	PreStop   bool
+
+	// RestartPolicy is the container-level restart policy
+	// (ContainerRestartRules, KEP-5307); nil means "use the pod's".
+	RestartPolicy *RestartPolicy
+	// RestartRules are restartPolicyRules, evaluated in order on exit; the
+	// first rule whose exit codes match decides (INV-RR1).
+	RestartRules []RestartRule
+}
+
+// RuleAction is a restartPolicyRules action.
+type RuleAction uint8
+
+const (
+	// RuleRestart restarts the container (KEP-5307).
+	RuleRestart RuleAction = iota + 1
+	// RuleRestartAllContainers resets the whole pod in place: every
+	// container is killed and removed, then initialization re-runs in the
+	// same sandbox (KEP-5532).
+	RuleRestartAllContainers
+)
+
+func (a RuleAction) String() string {
+	switch a {
+	case RuleRestart:
+		return "Restart"
+	case RuleRestartAllContainers:
+		return "RestartAllContainers"
+	}
+	return fmt.Sprintf("RuleAction(%d)", uint8(a))
+}
+
+// RuleOperator is an exit-code operator.
+type RuleOperator uint8
+
+const (
+	OpIn RuleOperator = iota + 1
+	OpNotIn
+)
+
+func (o RuleOperator) String() string {
+	switch o {
+	case OpIn:
+		return "In"
+	case OpNotIn:
+		return "NotIn"
+	}
+	return fmt.Sprintf("RuleOperator(%d)", uint8(o))
+}
+
+// RestartRule is one entry of restartPolicyRules.
+type RestartRule struct {
+	Action   RuleAction
+	Operator RuleOperator
+	Values   []int32
+}
+
+// Matches reports whether the rule applies to exit code code.
+func (r *RestartRule) Matches(code int32) bool {
+	in := false
+	for _, v := range r.Values {
+		if v == code {
+			in = true
+			break
+		}
+	}
+	if r.Operator == OpNotIn {
+		return !in
+	}
+	return in
+}
+
+// MatchRule returns the first rule of c that matches code, or nil
+// (INV-RR1: list order, first match).
+func (c *Container) MatchRule(code int32) *RestartRule {
+	for i := range c.RestartRules {
+		if c.RestartRules[i].Matches(code) {
+			return &c.RestartRules[i]
+		}
+	}
+	return nil
 }
 
 // Probe returns the probe of the given kind, or nil.
@@ -228,6 +308,25 @@ func (s *PodSpec) Validate() error {
 				return &SpecError{Container: c.Name, Rule: "INV-P4", Msg: "probes are not allowed on a regular init container (only on sidecars, restartPolicy: Always)"}
 			case c.PostStart || c.PreStop:
 				return &SpecError{Container: c.Name, Rule: "INV-P4", Msg: "lifecycle hooks are not allowed on a regular init container (only on sidecars, restartPolicy: Always)"}
+			}
+		}
+		if c.RestartPolicy != nil && (*c.RestartPolicy > RestartNever || c.Role == RoleSidecar || c.Role == RoleInit) {
+			return &SpecError{Container: c.Name, Rule: "restartPolicy", Msg: "a container-level restartPolicy is allowed on main containers only (Always, OnFailure or Never); sidecars are init containers with restartPolicy: Always"}
+		}
+		if len(c.RestartRules) > 0 && c.Role == RoleMain && c.RestartPolicy == nil {
+			return &SpecError{Container: c.Name, Rule: "INV-RR2", Msg: "restartPolicyRules require a container-level restartPolicy"}
+		}
+		for j := range c.RestartRules {
+			r := &c.RestartRules[j]
+			switch {
+			case r.Action != RuleRestart && r.Action != RuleRestartAllContainers:
+				return &SpecError{Container: c.Name, Rule: "restartPolicyRules", Msg: fmt.Sprintf("rule %d: action must be Restart or RestartAllContainers", j)}
+			case r.Operator != OpIn && r.Operator != OpNotIn:
+				return &SpecError{Container: c.Name, Rule: "restartPolicyRules", Msg: fmt.Sprintf("rule %d: exitCodes.operator must be In or NotIn", j)}
+			case len(r.Values) == 0 || len(r.Values) > 255:
+				return &SpecError{Container: c.Name, Rule: "restartPolicyRules", Msg: fmt.Sprintf("rule %d: exitCodes.values must hold 1 to 255 codes", j)}
+			case r.Action == RuleRestart && c.Role == RoleSidecar:
+				return &SpecError{Container: c.Name, Rule: "restartPolicyRules", Msg: fmt.Sprintf("rule %d: a sidecar always restarts; only RestartAllContainers rules are allowed on it", j)}
 			}
 		}
 		for k := ProbeStartup; k <= ProbeLiveness; k++ {

@@ -208,6 +208,12 @@ type ContainerObs struct {
 	// (KEP-4438); it is SIGKILLed at its turn (alpha limitation).
 	RestartedInTerm bool
 
+	// RemovePending is set while a RemoveContainer is in flight.
+	RemovePending bool
+	// NextAttempt is the attempt number the next start uses; it survives
+	// record removal so restart counts keep growing across a reset.
+	NextAttempt uint32
+
 	// Backoff is the crash-loop backoff applied before the next restart.
 	Backoff time.Duration
 	// Restarts counts restarts this kubelet issued (for backoff).

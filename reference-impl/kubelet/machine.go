@@ -134,6 +134,9 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 			c := &o.Containers[i]
 			c.Record = in.Records[i]
 			c.StartedSeen = in.Status.Started.Has(i) && c.Record.State == api.StateRunning
+			if c.Record.State != api.StateNone && c.Record.Attempt+1 > c.NextAttempt {
+				c.NextAttempt = c.Record.Attempt + 1
+			}
 		}
 		if !m.published {
 			m.last, m.published = in.Status, in.Status != (api.PodStatus{})
@@ -163,6 +166,9 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 		}
 		old := c.Record
 		c.Record = in.Record
+		if in.Record.State != api.StateNone && in.Record.Attempt+1 > c.NextAttempt {
+			c.NextAttempt = in.Record.Attempt + 1
+		}
 		switch in.Record.State {
 		case api.StateRunning:
 			if old.State != api.StateRunning || old.Attempt != in.Record.Attempt || old.SandboxAttempt != in.Record.SandboxAttempt {
@@ -180,8 +186,10 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 			}
 			c.StartPending = false
 		case api.StateNone:
-			// Removed from the runtime (GC). Nothing the kubelet remembers
-			// about it matters any more.
+			// Removed from the runtime (GC, reset). Nothing the kubelet
+			// remembers about the attempt matters any more.
+			resetAttempt(c)
+			c.RemovePending = false
 		}
 	case api.InProbe:
 		c, err := m.container(in.Container)
@@ -267,6 +275,12 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 				return err
 			}
 			c.StopRequested = false
+		case api.ActRemoveContainer:
+			c, err := m.container(in.Container)
+			if err != nil {
+				return err
+			}
+			c.RemovePending = false
 		case api.ActRunPreStop:
 			c, err := m.container(in.Container)
 			if err != nil {
@@ -379,6 +393,8 @@ func (m *Machine) issue(now api.Time, a api.Action) {
 		if !o.Term.Active && !c.Killing {
 			c.Killing, c.KillDeadline, c.KillReason, c.KillRestart = true, now.Add(a.Grace), a.Reason, a.Restart
 		}
+	case api.ActRemoveContainer:
+		o.Containers[a.Container].RemovePending = true
 	case api.ActStopContainer:
 		c := &o.Containers[a.Container]
 		c.StopRequested, c.StopRequestedAt = true, now
@@ -413,6 +429,9 @@ func (m *Machine) publish(now api.Time, st api.PodStatus) {
 	}
 	if st.Ready != last.Ready {
 		m.trace(api.TraceEvent{Kind: api.TraceCondition, Cond: api.CondReady, Value: st.Ready, At: now})
+	}
+	if st.AllContainersRestarting != last.AllContainersRestarting {
+		m.trace(api.TraceEvent{Kind: api.TraceCondition, Cond: api.CondAllContainersRestarting, Value: st.AllContainersRestarting, At: now})
 	}
 	if d := st.Started ^ last.Started; d != 0 {
 		for i := 0; i < len(m.obs.Containers); i++ {

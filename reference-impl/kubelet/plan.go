@@ -143,6 +143,10 @@ func (p *planner) plan() {
 	if o.Pod.SandboxRequested {
 		return
 	}
+	if p.resetTriggered() {
+		p.planReset()
+		return
+	}
 	p.planSingleKills()
 	var initialized bool
 	if p.g.Policy == api.PolicyKEP753v2019 {
@@ -292,8 +296,8 @@ func (p *planner) start(i int) {
 		return
 	}
 	r := &c.Record
-	attempt := uint32(0)
-	if r.State != api.StateNone {
+	attempt := c.NextAttempt
+	if r.State != api.StateNone && r.Attempt+1 > attempt {
 		attempt = r.Attempt + 1
 	}
 	if until, wait := p.backoffUntil(i); wait {
@@ -439,7 +443,7 @@ func (p *planner) planInit() bool {
 				break
 			}
 			if r.ExitCode != 0 {
-				if !p.restartOnFailure() {
+				if !p.containerShouldRestart(i, r.ExitCode) {
 					p.out.KillPod, p.out.KillReason = true, api.KillInitFailed
 					return false
 				}
@@ -624,11 +628,34 @@ func (p *planner) shouldRestart(i int) bool {
 	if c.KillRestart {
 		return true
 	}
-	switch p.spec.RestartPolicy {
+	return p.containerShouldRestart(i, r.ExitCode)
+}
+
+// containerShouldRestart is ContainerShouldRestart: with the
+// ContainerRestartRules gate and a container-level policy, the first
+// matching restartPolicyRules entry decides (INV-RR1), else the container
+// policy (INV-RR2); otherwise the pod policy.
+func (p *planner) containerShouldRestart(i int, code int32) bool {
+	c := p.spec.At(i)
+	policy := p.spec.RestartPolicy
+	if p.g.ContainerRestartRules && c.RestartPolicy != nil {
+		if r := c.MatchRule(code); r != nil {
+			switch r.Action {
+			case api.RuleRestart:
+				return true
+			case api.RuleRestartAllContainers:
+				if p.g.RestartAllContainersOnContainerExits {
+					return true
+				}
+			}
+		}
+		policy = *c.RestartPolicy
+	}
+	switch policy {
 	case api.RestartNever:
 		return false
 	case api.RestartOnFailure:
-		return r.ExitCode != 0
+		return code != 0
 	}
 	return true
 }

@@ -216,7 +216,7 @@ func (e *scriptEnv) run(cmd string, args []string) string {
 			r.Reason, _ = api.ParseReason(rs)
 		}
 		in = api.Input{Kind: api.InContainer, Container: i, Record: *r}
-	case "gc":
+	case "gc", "removed":
 		i, err := e.idx(fields[1])
 		if err != nil {
 			return "error: " + err.Error()
@@ -308,8 +308,28 @@ func (e *scriptEnv) createPod(opts map[string]string, lines []string) string {
 		f := strings.Fields(l)
 		c := api.Container{Name: f[1], Image: f[1] + ":v1"}
 		probe := &api.Probe{Period: time.Second, SuccessThreshold: 1, FailureThreshold: 3}
-		for k := range kv(f[2:]) {
+		for k, v := range kv(f[2:]) {
 			switch k {
+			case "policy":
+				rp := map[string]api.RestartPolicy{"Always": api.RestartAlways, "OnFailure": api.RestartOnFailure, "Never": api.RestartNever}[v]
+				c.RestartPolicy = &rp
+			case "rules":
+				// rules=ACTION:OP:CODE[/CODE...][,...], e.g. RestartAll:In:42
+				for _, rs := range strings.Split(v, ",") {
+					parts := strings.Split(rs, ":")
+					rule := api.RestartRule{Action: api.RuleRestart, Operator: api.OpIn}
+					if parts[0] == "RestartAll" {
+						rule.Action = api.RuleRestartAllContainers
+					}
+					if parts[1] == "NotIn" {
+						rule.Operator = api.OpNotIn
+					}
+					for _, cs := range strings.Split(parts[2], "/") {
+						n, _ := strconv.Atoi(cs)
+						rule.Values = append(rule.Values, int32(n))
+					}
+					c.RestartRules = append(c.RestartRules, rule)
+				}
 			case "startup":
 				c.StartupProbe = probe
 			case "readiness":
@@ -390,6 +410,8 @@ func (e *scriptEnv) formatAction(a api.Action) string {
 		return fmt.Sprintf("> stop %s grace=%v reason=%s", e.name(a.Container), a.Grace, a.Reason)
 	case api.ActStopSandbox:
 		return "> stop-sandbox"
+	case api.ActRemoveContainer:
+		return fmt.Sprintf("> remove %s reason=%s", e.name(a.Container), a.Reason)
 	}
 	return "> ?"
 }

@@ -35,6 +35,7 @@ func (p *planner) status() api.PodStatus {
 	}
 	st.ContainersReady = cr
 	st.Ready = cr
+	st.AllContainersRestarting = !st.Phase.Terminal() && p.resetTriggered()
 	return st
 }
 

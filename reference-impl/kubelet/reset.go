@@ -1,0 +1,83 @@
+package kubelet
+
+import "github.com/sidebench/sidebench/reference-impl/api"
+
+// isTrigger reports whether container i's record in the current sandbox is
+// an exit whose first matching rule is RestartAllContainers (INV-RA1).
+func (p *planner) isTrigger(i int) bool {
+	r := p.rec(i)
+	if r == nil || r.State != api.StateExited {
+		return false
+	}
+	rule := p.spec.At(i).MatchRule(r.ExitCode)
+	return rule != nil && rule.Action == api.RuleRestartAllContainers
+}
+
+// resetTriggered reports whether a RestartAllContainers reset is in
+// progress. It is derived from the runtime alone, so a restarted kubelet
+// resumes it: triggering records are removed last (INV-RA3).
+func (p *planner) resetTriggered() bool {
+	if !p.g.RestartAllContainersOnContainerExits {
+		return false
+	}
+	for i := range p.obs.Containers {
+		if p.isTrigger(i) {
+			return true
+		}
+	}
+	return false
+}
+
+// planReset moves a RestartAllContainers reset forward: every other
+// container is stopped (2 s, no preStop, no ordering) and removed, the
+// triggering containers last; nothing starts until the runtime holds no
+// record of the pod, after which initialization re-runs from the first
+// init container in the same sandbox (INV-RA2..RA5).
+func (p *planner) planReset() {
+	others := false
+	for i := len(p.obs.Containers) - 1; i >= 0; i-- {
+		if p.isTrigger(i) {
+			continue
+		}
+		if p.resetOne(i) {
+			others = true
+		}
+	}
+	if p.g.Bug == api.BugResetTriggerFirst {
+		// Bug replica: the triggering main is restarted at once, like an
+		// ordinary restart, while the rest of the pod is still being reset.
+		for i := len(p.spec.Init); i < p.spec.Len(); i++ {
+			if p.isTrigger(i) {
+				p.start(i)
+			}
+		}
+		return
+	}
+	if others {
+		return
+	}
+	for i := len(p.obs.Containers) - 1; i >= 0; i-- {
+		if p.isTrigger(i) {
+			p.resetOne(i)
+		}
+	}
+}
+
+// resetOne stops or removes container i; it reports whether i still has a
+// record in the current sandbox.
+func (p *planner) resetOne(i int) bool {
+	c := &p.obs.Containers[i]
+	r := p.rec(i)
+	if r == nil {
+		return false
+	}
+	switch {
+	case r.State == api.StateRunning || r.State == api.StateUnknown:
+		if !c.StopRequested {
+			p.act(api.Action{Kind: api.ActStopContainer, Container: i, Grace: MinimumGracePeriod, Reason: api.KillRestartAll})
+		}
+	case !c.RemovePending:
+		p.act(api.Action{Kind: api.ActRemoveContainer, Container: i, Reason: api.KillRestartAll})
+	}
+	return true
+}
