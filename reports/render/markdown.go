@@ -1,0 +1,268 @@
+package render
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// MaxFindings is how many findings report.md and report.html show (all of
+// them are in summary.json).
+const MaxFindings = 10
+
+// WriteMarkdown writes report.md.
+func WriteMarkdown(w io.Writer, d RunData) error {
+	d = normalize(d)
+	bw := bufio.NewWriter(w)
+	writeMarkdown(bw, d)
+	return bw.Flush()
+}
+
+// mdCell escapes a table cell.
+func mdCell(s string) string {
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.ReplaceAll(s, "\n", " ")
+}
+
+func writeMarkdown(w *bufio.Writer, d RunData) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	p("# sidebench report: %s\n\n", d.Scenario)
+	if d.Meta.Partial {
+		p("> **PARTIAL RUN**: the run did not complete; every number below covers only what was recorded.\n\n")
+	}
+	p("| run | |\n|---|---|\n")
+	for _, kv := range headerRows(d) {
+		p("| %s | %s |\n", kv[0], mdCell(kv[1]))
+	}
+	p("\n")
+
+	p("## Latency\n\n")
+	if len(d.Latencies) == 0 {
+		p("No latency samples.\n\n")
+	}
+	for _, pol := range d.Policies {
+		var rows []Latency
+		for _, l := range d.Latencies {
+			if l.Policy == pol {
+				rows = append(rows, l)
+			}
+		}
+		if len(rows) == 0 {
+			continue
+		}
+		p("### Policy `%s`\n\n", pol)
+		p("| metric | n | p50 ms [95%% CI] | p90 ms [95%% CI] | p99 ms [95%% CI] | faulted excluded |\n")
+		p("|---|---:|---:|---:|---:|---:|\n")
+		var warns []string
+		for _, l := range rows {
+			p("| %s | %d | %s | %s | %s | %d |\n", l.Metric, l.N, fmtSummary(l.P50), fmtSummary(l.P90), fmtSummary(l.P99), l.FaultedExcluded)
+			for _, q := range []struct {
+				name string
+				ws   []string
+			}{{"p50", l.P50.Warnings}, {"p90", l.P90.Warnings}, {"p99", l.P99.Warnings}} {
+				for _, x := range q.ws {
+					warns = append(warns, fmt.Sprintf("%s %s: %s", l.Metric, q.name, x))
+				}
+			}
+		}
+		p("\n")
+		for _, x := range warns {
+			p("- ⚠ %s\n", mdCell(x))
+		}
+		if len(warns) > 0 {
+			p("\n")
+		}
+	}
+
+	p("## Invariants\n\n")
+	if len(d.Invariants) == 0 {
+		p("No checker results.\n\n")
+	} else {
+		p("| policy | invariant | level | pods checked | violations | degradations | bounds exceeded | unknown | violation rate | Wilson 95%% upper | Clopper–Pearson 95%% upper |\n")
+		p("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, r := range d.Invariants {
+			rs := rowRate(r)
+			viol := strconv.Itoa(r.Violations)
+			if r.Violations > 0 {
+				viol = "**" + viol + "**"
+			}
+			p("| %s | %s | %s | %d | %s | %d | %d | %d | %s | %s | %s |\n", r.Policy, invLabel(r), r.Level, r.Checked, viol,
+				r.Degradations, r.BoundsExceeded, r.Unknown, fmtPct(rs.Rate), fmtPct(rs.WilsonHi), fmtPct(rs.CPHi))
+		}
+		p("\n")
+	}
+
+	if cols := faultColumns(d.Matrix); len(cols) > 0 {
+		p("## Findings by fault\n\n")
+		p("Cells are violations/degradations/bounds exceeded of each invariant attributed to the nearest preceding fault (\"none\": no fault). Only invariants with findings are listed.\n\n")
+		p("| policy | invariant | %s |\n|---|---|%s\n", strings.Join(cols, " | "), strings.Repeat("---:|", len(cols)))
+		for _, row := range matrixRows(d.Matrix) {
+			cells := make([]string, len(cols))
+			for i, f := range cols {
+				cells[i] = "·"
+				if c, ok := row.cells[f]; ok {
+					cells[i] = fmt.Sprintf("%d/%d/%d", c.Violations, c.Degradations, c.BoundsExceeded)
+				}
+			}
+			p("| %s | %s | %s |\n", row.policy, row.id, strings.Join(cells, " | "))
+		}
+		p("\n")
+	}
+
+	p("## Graduation\n\n")
+	if len(d.Verdicts) == 0 {
+		p("No graduation criteria were evaluated.\n\n")
+	} else {
+		p("Overall: **%s**\n\n", overall(d.Verdicts))
+		p("| policy | criterion | status | observed | bound | threshold | more trials needed | message |\n")
+		p("|---|---|---|---:|---:|---:|---:|---|\n")
+		for _, v := range d.Verdicts {
+			more := ""
+			if v.MoreTrialsNeeded > 0 {
+				more = strconv.Itoa(v.MoreTrialsNeeded)
+			}
+			p("| %s | %s | **%s** | %s | %s | %s | %s | %s |\n", v.Policy, v.Criterion, v.Status, fmtNum(v.Observed),
+				fmtNum(v.Bound), fmtNum(v.Threshold), more, mdCell(v.Message))
+		}
+		p("\n")
+		for _, v := range d.Verdicts {
+			for _, x := range v.Warnings {
+				p("- ⚠ %s: %s\n", v.Criterion, mdCell(x))
+			}
+		}
+		if hasVerdictWarnings(d.Verdicts) {
+			p("\n")
+		}
+	}
+
+	p("## Notable findings\n\n")
+	if len(d.Findings) == 0 {
+		p("None.\n\n")
+	}
+	for i := range d.Findings {
+		if i == MaxFindings {
+			p("… %d more findings in summary.json.\n\n", len(d.Findings)-MaxFindings)
+			break
+		}
+		f := &d.Findings[i]
+		p("### %s\n\n", findingTitle(f))
+		p("%s\n\n", f.Msg)
+		if c := findingContext(f); c != "" {
+			p("_%s_\n\n", c)
+		}
+		if lines := excerptLines(f); len(lines) > 0 {
+			p("```text\n%s\n```\n\n", strings.Join(lines, "\n"))
+		}
+	}
+
+	if len(d.Warnings) > 0 {
+		p("## Warnings\n\n")
+		for _, x := range d.Warnings {
+			p("- %s\n", mdCell(x))
+		}
+		p("\n")
+	}
+
+	p("## How to read this\n\n")
+	for _, line := range howToRead {
+		p("- %s\n", line)
+	}
+}
+
+// howToRead is the footnote of report.md and report.html.
+var howToRead = []string{
+	"Latencies are in milliseconds. Percentiles are by nearest rank, as ClusterLoader2 computes them: p = sorted[ceil(n·p/100)−1], always an observed value, never interpolated.",
+	"[lo, hi] is a distribution-free 95% confidence interval for the population percentile from order statistics (binomial ranks, as benchstat's median CI). ±∞ means the sample is too small to bound it: the p99 needs n ≥ 368 for a finite two-sided interval, the median n ≥ 6.",
+	"pod_startup is the SIG Scalability SLI: pod creation → every sidecar and main container started, as observed. Faulted pods are excluded from latency samples unless stated.",
+	"A violation is a HARD guarantee broken without an excusing fault; a degradation is a guarantee broken under a fault that voids it; a bound exceeded is a missed timing budget. Only violations fail the run.",
+	"The violation rate is violations / pods checked. The Wilson and Clopper–Pearson columns are two-sided 95% upper bounds on the true rate; with 0 violations in n pods the rate is below ≈3/n (rule of three).",
+	"Findings are attributed to the nearest preceding fault affecting the pod or its node (\"none\" when no fault came before).",
+	"Graduation: PASS holds at the required confidence; FAIL means the observation itself breaks the criterion; INSUFFICIENT DATA means the observation is within the limit but more trials are needed to claim it.",
+}
+
+func hasVerdictWarnings(vs []Verdict) bool {
+	for _, v := range vs {
+		if len(v.Warnings) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// invLabel is "ID: rule" or just the ID.
+func invLabel(r InvariantRow) string {
+	if r.Rule == "" {
+		return r.ID
+	}
+	return r.ID + ": " + mdCell(r.Rule)
+}
+
+// headerRows are the key/value lines of the report header.
+func headerRows(d RunData) [][2]string {
+	rows := [][2]string{
+		{"scenario", d.Scenario},
+		{"policies", strings.Join(d.Policies, ", ")},
+		{"seed", strconv.FormatUint(d.Meta.Seed, 10)},
+		{"backend", d.Meta.Backend},
+		{"version", d.Meta.Version},
+		{"trials", strconv.Itoa(d.Meta.Trials)},
+		{"pods", strconv.Itoa(totalPods(d))},
+	}
+	if s := startTime(d.Meta); s != "" {
+		rows = append(rows, [2]string{"started", s})
+	}
+	if d.Meta.ScenarioHash != "" {
+		rows = append(rows, [2]string{"scenario hash", d.Meta.ScenarioHash})
+	}
+	status := "complete"
+	if d.Meta.Partial {
+		status = "PARTIAL"
+	}
+	rows = append(rows, [2]string{"status", status})
+	for _, k := range sortedKeys(d.Meta.Extra) {
+		rows = append(rows, [2]string{k, d.Meta.Extra[k]})
+	}
+	return rows
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// matrixRow is one policy × invariant row of the fault matrix.
+type matrixRow struct {
+	policy, id string
+	cells      map[string]MatrixCell
+}
+
+// faultColumns lists the faults of the matrix: "none" first, then sorted.
+func faultColumns(m []MatrixCell) []string {
+	var cols []string
+	for _, c := range m {
+		if !slices.Contains(cols, c.Fault) {
+			cols = append(cols, c.Fault)
+		}
+	}
+	slices.SortFunc(cols, compareFault)
+	return cols
+}
+
+// matrixRows groups normalized (sorted) cells into rows.
+func matrixRows(m []MatrixCell) []matrixRow {
+	var rows []matrixRow
+	for _, c := range m {
+		if n := len(rows); n == 0 || rows[n-1].policy != c.Policy || rows[n-1].id != c.ID {
+			rows = append(rows, matrixRow{policy: c.Policy, id: c.ID, cells: map[string]MatrixCell{}})
+		}
+		rows[len(rows)-1].cells[c.Fault] = c
+	}
+	return rows
+}

@@ -1,0 +1,360 @@
+// Package render writes the files of a sidebench run directory from plain
+// data: summary.json (versioned schema), ClusterLoader2 PerfData JSON,
+// report.md, a self-contained report.html with SVG figures drawn by
+// gonum/plot, and junit.xml. docs/reports.md documents every file.
+//
+// render does no checking and no measuring: the caller (the CLI) runs the
+// checker, the metrics aggregation and the graduation criteria and fills a
+// RunData. Everything rendered is a function of RunData alone: no clock
+// reads, no map-order dependence, so the same input gives the same bytes.
+//
+// This is the only package allowed to import gonum.org/v1/plot.
+package render
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/reports/stats"
+)
+
+// SchemaVersion is the version of the summary.json schema. It changes only
+// when a field is removed or changes meaning; adding a field keeps it.
+const SchemaVersion = 1
+
+// DefaultConfidence is the level of every interval and bound in a report.
+const DefaultConfidence = 0.95
+
+// RunData is everything a report shows about one run of one scenario
+// (possibly several policies and trials). It is plain data: the CLI fills it
+// from the checker's report, the metrics aggregate and the graduation
+// verdicts.
+type RunData struct {
+	Scenario string
+	// Policies in report order. If empty, the policies named by the other
+	// fields are used, sorted.
+	Policies []string
+	Meta     Meta
+
+	Latencies  []Latency
+	Invariants []InvariantRow
+	Matrix     []MatrixCell
+	Findings   []Finding
+	Verdicts   []Verdict
+	// Timelines are the pods drawn as Gantt charts in report.html (the
+	// worst or violating pods), with their histories.
+	Timelines []Timeline
+	// Warnings are shown verbatim (checker, metrics, decoding warnings).
+	Warnings []string
+}
+
+// Meta describes the run.
+type Meta struct {
+	Seed         uint64
+	Trials       int
+	Backend      string
+	Version      string
+	ScenarioHash string
+	// Partial is true if the run did not complete (interrupted, crashed):
+	// the numbers cover only what was recorded.
+	Partial bool
+	// StartUnixNano is the run's start time (history.Meta.StartUnixNano);
+	// 0 if unknown. It is the only timestamp rendered.
+	StartUnixNano int64
+	// Pods is the number of pod lifecycles in the run.
+	Pods int
+	// Extra holds backend facts (kubelet version, node count...).
+	Extra map[string]string
+}
+
+// Latency is one latency metric of one policy: its samples (optional; the
+// ECDF and comparisons need them) and its nearest-rank percentiles with
+// confidence intervals. If N is 0 and SamplesMs is not empty, the
+// percentiles are computed from the samples (stats.QuantileSummary).
+type Latency struct {
+	Policy string
+	// Metric is a harness/metrics name, e.g. "pod_startup".
+	Metric    string
+	SamplesMs []float64
+	N         int
+	// FaultedExcluded counts faulted pods left out of the samples.
+	FaultedExcluded int
+	P50, P90, P99   stats.Summary
+}
+
+// InvariantRow is one invariant's counts for one policy (check.Row).
+type InvariantRow struct {
+	Policy string
+	ID     string
+	Rule   string
+	Level  string // HARD, BEST-EFFORT
+	// Checked is the number of pods the invariant was decided on: the
+	// trials of the violation rate.
+	Checked        int
+	Violations     int
+	Degradations   int
+	BoundsExceeded int
+	Unknown        int
+}
+
+// MatrixCell counts one invariant's findings attributed to one fault
+// ("none" if no fault preceded them) for one policy (check.Cell).
+type MatrixCell struct {
+	Policy         string
+	ID             string
+	Fault          string
+	Violations     int
+	Degradations   int
+	BoundsExceeded int
+}
+
+// Finding is one notable finding with its explanation (check.Finding).
+type Finding struct {
+	Policy string
+	ID     string
+	// Class is violation, degradation or bound-exceeded.
+	Class  string
+	Pod    string
+	Node   string
+	T      int64 // ns on the run's clock
+	Msg    string
+	Excuse string
+	// Fault is the nearest preceding fault ("" if none), FaultID its
+	// instance and FaultT its time (ns).
+	Fault   string
+	FaultID uint32
+	FaultT  int64
+	// Excerpt is the pod's history between the conflicting events; Elided
+	// counts events left out of its middle.
+	Excerpt []history.Event
+	Elided  int
+	// ExcerptLines is a pre-rendered excerpt (one event per line), used
+	// when Excerpt is empty, e.g. for a finding read back from
+	// summary.json.
+	ExcerptLines []string
+}
+
+// Verdict is one graduation criterion's outcome (graduation.Verdict).
+type Verdict struct {
+	Policy    string
+	Criterion string
+	// Status is PASS, FAIL or INSUFFICIENT DATA.
+	Status string
+	// Observed and Bound are NaN/±Inf when unknown.
+	Observed, Bound, Threshold float64
+	Message                    string
+	MoreTrialsNeeded           int
+	Warnings                   []string
+}
+
+// Verdict statuses.
+const (
+	StatusPass         = "PASS"
+	StatusFail         = "FAIL"
+	StatusInsufficient = "INSUFFICIENT DATA"
+)
+
+// Timeline is one pod's history, drawn as a Gantt chart.
+type Timeline struct {
+	Policy string
+	Pod    string
+	// Why the pod is shown, e.g. "S3 violation" or "slowest pod_startup".
+	Why    string
+	Events []history.Event
+}
+
+// Class names of findings.
+const (
+	ClassViolation   = "violation"
+	ClassDegradation = "degradation"
+	ClassBound       = "bound-exceeded"
+)
+
+// normalize returns a copy of d with derived fields filled and every list
+// in its canonical order, so that rendering is independent of input order.
+func normalize(d RunData) RunData {
+	out := d
+	out.Policies = policies(d)
+	pidx := func(p string) int {
+		if i := slices.Index(out.Policies, p); i >= 0 {
+			return i
+		}
+		return len(out.Policies)
+	}
+	out.Latencies = slices.Clone(d.Latencies)
+	for i := range out.Latencies {
+		l := &out.Latencies[i]
+		if l.N == 0 && len(l.SamplesMs) > 0 {
+			l.N = len(l.SamplesMs)
+			l.P50 = stats.QuantileSummary(l.SamplesMs, 0.50, DefaultConfidence)
+			l.P90 = stats.QuantileSummary(l.SamplesMs, 0.90, DefaultConfidence)
+			l.P99 = stats.QuantileSummary(l.SamplesMs, 0.99, DefaultConfidence)
+		}
+	}
+	slices.SortStableFunc(out.Latencies, func(a, b Latency) int {
+		return cmp.Or(cmp.Compare(pidx(a.Policy), pidx(b.Policy)), cmp.Compare(metricIndex(a.Metric), metricIndex(b.Metric)), cmp.Compare(a.Metric, b.Metric))
+	})
+	out.Invariants = slices.Clone(d.Invariants)
+	slices.SortStableFunc(out.Invariants, func(a, b InvariantRow) int {
+		return cmp.Or(cmp.Compare(pidx(a.Policy), pidx(b.Policy)), naturalCompare(a.ID, b.ID))
+	})
+	out.Matrix = slices.Clone(d.Matrix)
+	slices.SortStableFunc(out.Matrix, func(a, b MatrixCell) int {
+		return cmp.Or(cmp.Compare(pidx(a.Policy), pidx(b.Policy)), naturalCompare(a.ID, b.ID), compareFault(a.Fault, b.Fault))
+	})
+	out.Findings = slices.Clone(d.Findings)
+	slices.SortStableFunc(out.Findings, func(a, b Finding) int {
+		return cmp.Or(cmp.Compare(classRank(a.Class), classRank(b.Class)), cmp.Compare(pidx(a.Policy), pidx(b.Policy)),
+			naturalCompare(a.ID, b.ID), cmp.Compare(a.Pod, b.Pod), cmp.Compare(a.T, b.T))
+	})
+	out.Verdicts = slices.Clone(d.Verdicts)
+	slices.SortStableFunc(out.Verdicts, func(a, b Verdict) int {
+		return cmp.Compare(pidx(a.Policy), pidx(b.Policy))
+	})
+	out.Timelines = slices.Clone(d.Timelines)
+	slices.SortStableFunc(out.Timelines, func(a, b Timeline) int {
+		return cmp.Or(cmp.Compare(pidx(a.Policy), pidx(b.Policy)), cmp.Compare(a.Pod, b.Pod))
+	})
+	return out
+}
+
+// policies returns d.Policies, or the sorted set of policies d mentions.
+func policies(d RunData) []string {
+	if len(d.Policies) > 0 {
+		return slices.Clone(d.Policies)
+	}
+	var ps []string
+	add := func(p string) {
+		if !slices.Contains(ps, p) {
+			ps = append(ps, p)
+		}
+	}
+	for _, l := range d.Latencies {
+		add(l.Policy)
+	}
+	for _, r := range d.Invariants {
+		add(r.Policy)
+	}
+	for _, c := range d.Matrix {
+		add(c.Policy)
+	}
+	for _, v := range d.Verdicts {
+		if v.Policy != "" {
+			add(v.Policy)
+		}
+	}
+	slices.Sort(ps)
+	return ps
+}
+
+// knownMetrics is the harness/metrics report order.
+var knownMetrics = []string{"pod_startup", "create_to_initialized", "create_to_ready", "sidecar_gate", "deletion_to_exited", "job_completion"}
+
+func metricIndex(m string) int {
+	if i := slices.Index(knownMetrics, m); i >= 0 {
+		return i
+	}
+	return len(knownMetrics)
+}
+
+func classRank(c string) int {
+	switch c {
+	case ClassViolation:
+		return 0
+	case ClassDegradation:
+		return 1
+	case ClassBound:
+		return 2
+	}
+	return 3
+}
+
+// compareFault orders "none" first, then by name.
+func compareFault(a, b string) int {
+	if a == b {
+		return 0
+	}
+	if a == "none" {
+		return -1
+	}
+	if b == "none" {
+		return 1
+	}
+	return naturalCompare(a, b)
+}
+
+// naturalCompare orders strings with embedded numbers numerically: S2 < S10.
+func naturalCompare(a, b string) int {
+	for a != "" && b != "" {
+		da, db := unicode.IsDigit(rune(a[0])), unicode.IsDigit(rune(b[0]))
+		if da && db {
+			na, ra := leadingDigits(a)
+			nb, rb := leadingDigits(b)
+			x, _ := strconv.ParseUint(na, 10, 64)
+			y, _ := strconv.ParseUint(nb, 10, 64)
+			if c := cmp.Compare(x, y); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(len(na), len(nb)); c != 0 {
+				return c
+			}
+			a, b = ra, rb
+			continue
+		}
+		if a[0] != b[0] {
+			return cmp.Compare(a[0], b[0])
+		}
+		a, b = a[1:], b[1:]
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+func leadingDigits(s string) (digits, rest string) {
+	i := strings.IndexFunc(s, func(r rune) bool { return !unicode.IsDigit(r) })
+	if i < 0 {
+		return s, ""
+	}
+	return s[:i], s[i:]
+}
+
+// rate is the violation-rate summary of a row: k violations in n pods.
+func rowRate(r InvariantRow) stats.RateSummary {
+	return stats.Rate(r.Violations, r.Checked, DefaultConfidence)
+}
+
+// overall is FAIL if any verdict failed, else INSUFFICIENT DATA if any is
+// insufficient, else PASS ("" for no verdicts).
+func overall(vs []Verdict) string {
+	if len(vs) == 0 {
+		return ""
+	}
+	st := StatusPass
+	for _, v := range vs {
+		switch v.Status {
+		case StatusFail:
+			return StatusFail
+		case StatusInsufficient:
+			st = StatusInsufficient
+		}
+	}
+	return st
+}
+
+// totalPods is Meta.Pods, or the largest Checked count when unset.
+func totalPods(d RunData) int {
+	if d.Meta.Pods > 0 {
+		return d.Meta.Pods
+	}
+	n := 0
+	for _, r := range d.Invariants {
+		n = max(n, r.Checked+r.Unknown)
+	}
+	return n
+}
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

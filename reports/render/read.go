@@ -1,0 +1,77 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/sidebench/sidebench/reports/stats"
+)
+
+// ReadSummaryJSON decodes a summary.json. Unknown fields are ignored (a
+// newer writer may add fields); a schemaVersion other than SchemaVersion
+// is an error.
+func ReadSummaryJSON(r io.Reader) (Summary, error) {
+	var s Summary
+	if err := json.NewDecoder(r).Decode(&s); err != nil {
+		return s, fmt.Errorf("summary.json: %w", err)
+	}
+	if s.SchemaVersion != SchemaVersion {
+		return s, fmt.Errorf("summary.json: schemaVersion %d, this build reads %d", s.SchemaVersion, SchemaVersion)
+	}
+	return s, nil
+}
+
+func val(p *float64, def float64) float64 {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func unquantile(q SummaryQuantile, quant, conf float64, n int) stats.Summary {
+	return stats.Summary{Center: val(q.Value, math.NaN()), Lo: val(q.Lo, math.Inf(-1)), Hi: val(q.Hi, math.Inf(1)),
+		Confidence: conf, Quantile: quant, N: n, Warnings: q.Warnings}
+}
+
+// RunData converts a summary back into render input, e.g. for
+// `sidebench compare` of two run directories. Latency samples and
+// timelines are not in summary.json: the comparison's caller adds samples
+// from the runs' per-pod records (pods.jsonl).
+func (s Summary) RunData() RunData {
+	d := RunData{
+		Scenario: s.Scenario,
+		Policies: s.Run.Policies,
+		Meta: Meta{Seed: s.Run.Seed, Trials: s.Run.Trials, Backend: s.Run.Backend, Version: s.Run.Version,
+			ScenarioHash: s.Run.ScenarioHash, Partial: s.Run.Partial, Pods: s.Run.Pods, Extra: s.Run.Extra},
+		Warnings: s.Warnings,
+	}
+	if s.Run.Start != "" {
+		if t, err := time.Parse(time.RFC3339Nano, s.Run.Start); err == nil {
+			d.Meta.StartUnixNano = t.UnixNano()
+		}
+	}
+	for _, l := range s.Latencies {
+		d.Latencies = append(d.Latencies, Latency{Policy: l.Policy, Metric: l.Metric, N: l.N, FaultedExcluded: l.FaultedExcluded,
+			P50: unquantile(l.P50, 0.5, l.Confidence, l.N), P90: unquantile(l.P90, 0.9, l.Confidence, l.N), P99: unquantile(l.P99, 0.99, l.Confidence, l.N)})
+	}
+	for _, r := range s.Invariants {
+		d.Invariants = append(d.Invariants, InvariantRow{Policy: r.Policy, ID: r.ID, Rule: r.Rule, Level: r.Level, Checked: r.Checked,
+			Violations: r.Violations, Degradations: r.Degradations, BoundsExceeded: r.BoundsExceeded, Unknown: r.Unknown})
+	}
+	for _, c := range s.Matrix {
+		d.Matrix = append(d.Matrix, MatrixCell(c))
+	}
+	for _, v := range s.Graduation.Verdicts {
+		d.Verdicts = append(d.Verdicts, Verdict{Policy: v.Policy, Criterion: v.Criterion, Status: v.Status,
+			Observed: val(v.Observed, math.NaN()), Bound: val(v.Bound, math.NaN()), Threshold: val(v.Threshold, math.NaN()),
+			Message: v.Message, MoreTrialsNeeded: v.MoreTrialsNeeded, Warnings: v.Warnings})
+	}
+	for _, f := range s.Findings {
+		d.Findings = append(d.Findings, Finding{Policy: f.Policy, ID: f.ID, Class: f.Class, Pod: f.Pod, Node: f.Node, T: f.T,
+			Msg: f.Msg, Excuse: f.Excuse, Fault: f.Fault, FaultID: f.FaultID, FaultT: f.FaultT, ExcerptLines: f.Excerpt, Elided: f.Elided})
+	}
+	return d
+}

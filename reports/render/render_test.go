@@ -1,0 +1,600 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"flag"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sidebench/sidebench/harness/history"
+)
+
+var (
+	update = flag.Bool("update", false, "rewrite testdata/*.golden and testdata/history.jsonl")
+	outDir = flag.String("out", "", "also write the sample run directory here (for looking at report.html)")
+)
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		gotPath := path + ".got"
+		_ = os.WriteFile(gotPath, got, 0o644)
+		t.Errorf("%s differs from the golden file; got written to %s (diff them, then go test -update if intended)", path, gotPath)
+	}
+}
+
+const (
+	ms  = int64(1e6)
+	sec = int64(1e9)
+)
+
+var sampleMeta = history.Meta{
+	Scenario: "sidecar-basic", ScenarioHash: "sha256:1f2e", Seed: 42, Policy: "kep753", Backend: "sim",
+	Version: "v0.1.0", StartUnixNano: 1780000000000000000,
+}
+
+func spec() *history.PodSpec {
+	return &history.PodSpec{
+		Init: []history.ContainerSpec{
+			{Name: "setup", Role: "init"},
+			{Name: "proxy", Role: "sidecar", Startup: true, Readiness: true},
+		},
+		Main:          []history.ContainerSpec{{Name: "app", Role: "main", Readiness: true}},
+		RestartPolicy: "Always", Grace: 30 * sec, Workload: "web",
+	}
+}
+
+// sampleHistory is the committed testdata/history.jsonl: two pods of one
+// run. web-1 is terminated gracefully after a kubelet crash (SIGTERM to
+// the main container, then the sidecar, which is SIGKILLed when its grace
+// runs out); web-3's main container starts before its sidecar's startup
+// probe passed (an S3 violation).
+func sampleHistory() []history.Event {
+	m := sampleMeta
+	ev := []history.Event{{T: 0, Kind: history.RunMeta, Meta: &m}}
+	add := func(t int64, k history.Kind, pod, c string, f func(e *history.Event)) {
+		e := history.Event{T: t, Kind: k, Pod: pod, Container: c}
+		if pod != "" {
+			e.Node = "node-1"
+		}
+		if f != nil {
+			f(&e)
+		}
+		ev = append(ev, e)
+	}
+	w1, w3 := "default/web-1", "default/web-3"
+	add(0, history.PodCreated, w1, "", func(e *history.Event) { e.Node = ""; e.Spec = spec() })
+	add(0, history.PodCreated, w3, "", func(e *history.Event) { e.Node = ""; e.Spec = spec() })
+	add(5*ms, history.PodScheduled, w1, "", nil)
+	add(6*ms, history.PodScheduled, w3, "", nil)
+	add(20*ms, history.SandboxCreated, w1, "", nil)
+	add(22*ms, history.SandboxCreated, w3, "", nil)
+	// web-1: init, sidecar with startup probe, main.
+	add(30*ms, history.ContainerRunning, w1, "setup", nil)
+	add(30*ms, history.ContainerStarted, w1, "setup", func(e *history.Event) { e.Value = true })
+	add(250*ms, history.ContainerExited, w1, "setup", func(e *history.Event) { e.Reason = "Completed" })
+	add(260*ms, history.ContainerRunning, w1, "proxy", nil)
+	add(560*ms, history.ProbeResult, w1, "proxy", func(e *history.Event) { e.Probe, e.Result = "startup", "failure" })
+	add(860*ms, history.ProbeResult, w1, "proxy", func(e *history.Event) { e.Probe, e.Result = "startup", "success" })
+	add(860*ms, history.ContainerStarted, w1, "proxy", func(e *history.Event) { e.Value = true })
+	add(900*ms, history.ContainerRunning, w1, "app", nil)
+	add(900*ms, history.ContainerStarted, w1, "app", func(e *history.Event) { e.Value = true })
+	// web-3: the main container runs before the sidecar has started.
+	add(40*ms, history.ContainerRunning, w3, "setup", nil)
+	add(40*ms, history.ContainerStarted, w3, "setup", func(e *history.Event) { e.Value = true })
+	add(300*ms, history.ContainerExited, w3, "setup", func(e *history.Event) { e.Reason = "Completed" })
+	add(310*ms, history.ContainerRunning, w3, "proxy", nil)
+	add(320*ms, history.ContainerRunning, w3, "app", nil)
+	add(320*ms, history.ContainerStarted, w3, "app", func(e *history.Event) { e.Value = true })
+	add(700*ms, history.ProbeResult, w3, "proxy", func(e *history.Event) { e.Probe, e.Result = "startup", "success" })
+	add(700*ms, history.ContainerStarted, w3, "proxy", func(e *history.Event) { e.Value = true })
+	// A kubelet crash on node-1.
+	add(2*sec, history.FaultBegin, "", "", func(e *history.Event) {
+		e.Node, e.Fault, e.FaultID, e.Target = "node-1", "kubelet-crash", 1, "node-1/kubelet"
+	})
+	add(2*sec, history.KubeletDown, "", "", func(e *history.Event) { e.Node = "node-1" })
+	add(2100*ms, history.FaultEffect, "", "", func(e *history.Event) { e.Node, e.Fault, e.FaultID = "node-1", "kubelet-crash", 1 })
+	add(4*sec, history.KubeletUp, "", "", func(e *history.Event) { e.Node = "node-1" })
+	add(4*sec, history.FaultEnd, "", "", func(e *history.Event) { e.Node, e.Fault, e.FaultID = "node-1", "kubelet-crash", 1 })
+	// web-1 is deleted: SIGTERM app, then proxy; proxy ignores SIGTERM.
+	add(5*sec, history.PodDeleted, w1, "", func(e *history.Event) { e.Grace = 3 * sec })
+	add(5*sec, history.ContainerStopRequested, w1, "app", func(e *history.Event) { e.Reason, e.Grace = "PodDeleted", 3*sec })
+	add(5600*ms, history.ContainerExited, w1, "app", func(e *history.Event) { e.Code, e.Reason = 143, "Error" })
+	add(5600*ms, history.ContainerStopRequested, w1, "proxy", func(e *history.Event) { e.Reason, e.Grace = "PodDeleted", 2400*ms })
+	add(8*sec, history.ContainerKilled, w1, "proxy", nil)
+	add(8*sec, history.ContainerExited, w1, "proxy", func(e *history.Event) { e.Code, e.Reason = 137, "Error" })
+	add(8100*ms, history.PodRemoved, w1, "", nil)
+	add(9*sec, history.RunEnd, "", "", func(e *history.Event) { e.Msg = "complete" })
+	slices.SortStableFunc(ev, func(a, b history.Event) int {
+		switch {
+		case a.T < b.T:
+			return -1
+		case a.T > b.T:
+			return 1
+		}
+		return 0
+	})
+	return ev
+}
+
+// loadHistory reads testdata/history.jsonl (rewriting it first with
+// -update) and returns each pod's partition.
+func loadHistory(t *testing.T) map[string][]history.Event {
+	t.Helper()
+	path := filepath.Join("testdata", "history.jsonl")
+	if *update {
+		var buf bytes.Buffer
+		w := history.NewWriter(&buf)
+		for _, e := range sampleHistory() {
+			if err := w.Write(&e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	pods := map[string][]history.Event{}
+	err = history.ForEachPod(history.NewReader(f), func(_ *history.Meta, pod string, events []history.Event) error {
+		pods[pod] = slices.Clone(events)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pods
+}
+
+// excerpt returns the events of a pod between two kinds' first
+// occurrences (inclusive), as the checker's excerpt would.
+func excerpt(evs []history.Event, from, to int) []history.Event {
+	return slices.Clone(evs[from : to+1])
+}
+
+func series(n int, f func(i int) float64) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = f(i)
+	}
+	return out
+}
+
+// sampleRun is the small committed input of the golden tests.
+func sampleRun(t *testing.T) RunData {
+	pods := loadHistory(t)
+	w1, w3 := pods["default/web-1"], pods["default/web-3"]
+	if len(w1) == 0 || len(w3) == 0 {
+		t.Fatalf("history partitions missing: %d pods", len(pods))
+	}
+	iw3 := func(k history.Kind, c string) int {
+		for i, e := range w3 {
+			if e.Kind == k && e.Container == c {
+				return i
+			}
+		}
+		t.Fatalf("web-3 has no %s %s", k, c)
+		return -1
+	}
+	return RunData{
+		Scenario: "sidecar-basic",
+		Policies: []string{"kep753", "none"},
+		Meta: Meta{Seed: 42, Trials: 2, Backend: "sim", Version: "v0.1.0", ScenarioHash: "sha256:1f2e",
+			StartUnixNano: 1780000000000000000, Pods: 40, Extra: map[string]string{"nodes": "2", "kubelet": "reference"}},
+		Latencies: []Latency{
+			// Deliberately out of order: normalize sorts.
+			{Policy: "none", Metric: "pod_startup", SamplesMs: series(20, func(i int) float64 { return 700 + float64((i*53)%20)*20 })},
+			{Policy: "kep753", Metric: "sidecar_gate", SamplesMs: series(20, func(i int) float64 { return 30 + float64((i*7)%20)*1.5 })},
+			{Policy: "kep753", Metric: "pod_startup", FaultedExcluded: 1,
+				SamplesMs: series(20, func(i int) float64 { return 900 + float64((i*37)%20)*25 })},
+		},
+		Invariants: []InvariantRow{
+			{Policy: "kep753", ID: "T10", Rule: "grace period honoured", Level: "BEST-EFFORT", Checked: 20, BoundsExceeded: 1},
+			{Policy: "kep753", ID: "S3", Rule: "mains start after every sidecar started", Level: "HARD", Checked: 20, Violations: 1},
+			{Policy: "kep753", ID: "S1", Rule: "init containers run in order", Level: "HARD", Checked: 20},
+			{Policy: "kep753", ID: "T3", Rule: "sidecars stop after mains", Level: "HARD", Checked: 20, Degradations: 2},
+			{Policy: "none", ID: "S3", Rule: "mains start after every sidecar started", Level: "HARD", Checked: 20, Violations: 12},
+			{Policy: "none", ID: "S1", Rule: "init containers run in order", Level: "HARD", Checked: 19, Unknown: 1},
+		},
+		Matrix: []MatrixCell{
+			{Policy: "none", ID: "S3", Fault: "none", Violations: 12},
+			{Policy: "kep753", ID: "T3", Fault: "kubelet-crash", Degradations: 2},
+			{Policy: "kep753", ID: "S3", Fault: "none", Violations: 1},
+			{Policy: "kep753", ID: "T10", Fault: "none", BoundsExceeded: 1},
+		},
+		Findings: []Finding{
+			{Policy: "kep753", ID: "T3", Class: ClassDegradation, Pod: "default/web-7", Node: "node-2", T: 3 * sec,
+				Msg: "sidecar proxy stopped before main app exited", Excuse: "kubelet-crash", Fault: "kubelet-crash", FaultID: 2, FaultT: 2 * sec},
+			{Policy: "kep753", ID: "S3", Class: ClassViolation, Pod: "default/web-3", Node: "node-1", T: 320 * ms,
+				Msg:     "main app started at 0.320s before sidecar proxy started (0.700s)",
+				Excerpt: excerpt(w3, iw3(history.ContainerRunning, "proxy"), iw3(history.ContainerStarted, "proxy"))},
+			{Policy: "kep753", ID: "T10", Class: ClassBound, Pod: "default/web-1", Node: "node-1", T: 8 * sec,
+				Msg: "proxy SIGKILLed 3.000s after deletion | grace 3s", Fault: "kubelet-crash", FaultID: 1, FaultT: 2 * sec},
+		},
+		Verdicts: []Verdict{
+			{Policy: "kep753", Criterion: "violation-rate", Status: StatusFail, Observed: 0.05, Bound: 0.2487, Threshold: 0.001,
+				Message: "1 violation in 20 lifecycles: rate 5% > 0.1%"},
+			{Policy: "kep753", Criterion: "pod-startup", Status: StatusPass, Observed: 1375, Bound: math.Inf(1), Threshold: 5000,
+				Message: "p99 1375 ms ≤ 5000 ms", Warnings: []string{"need >= 368 samples for confidence interval at level 0.95"}},
+			{Policy: "kep753", Criterion: "sidecar-jobs-complete", Status: StatusInsufficient, Observed: math.NaN(), Bound: math.NaN(),
+				Threshold: 0.99, Message: "no Jobs with sidecars", MoreTrialsNeeded: 299},
+		},
+		Timelines: []Timeline{
+			{Policy: "kep753", Pod: "default/web-3", Why: "S3 violation", Events: w3},
+			{Policy: "kep753", Pod: "default/web-1", Why: "slowest pod_startup; SIGKILL", Events: w1},
+		},
+		Warnings: []string{"history.jsonl: 1 pod still live at the end of the run"},
+	}
+}
+
+func render(t *testing.T, f func(*bytes.Buffer, RunData) error, d RunData) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := f(&buf, d); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestGolden(t *testing.T) {
+	d := sampleRun(t)
+	golden(t, "report.md.golden", render(t, func(b *bytes.Buffer, d RunData) error { return WriteMarkdown(b, d) }, d))
+	golden(t, "summary.json.golden", render(t, func(b *bytes.Buffer, d RunData) error { return WriteSummaryJSON(b, d) }, d))
+	golden(t, "junit.xml.golden", render(t, func(b *bytes.Buffer, d RunData) error { return WriteJUnit(b, d) }, d))
+	files := PerfDataFiles(d)
+	if len(files) != 2 {
+		t.Fatalf("PerfData files: %d, want 2", len(files))
+	}
+	var buf bytes.Buffer
+	for _, f := range files {
+		buf.WriteString("== " + f.Name + "\n")
+		if err := writeJSON(&buf, f.Data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	golden(t, "perfdata.golden", buf.Bytes())
+	if *outDir != "" {
+		names, err := Write(*outDir, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %v into %s", names, *outDir)
+	}
+}
+
+// TestDeterministic renders twice, and from shuffled input, and expects
+// identical bytes for every file (HTML with its SVG figures included).
+func TestDeterministic(t *testing.T) {
+	d := sampleRun(t)
+	shuffled := sampleRun(t)
+	slices.Reverse(shuffled.Latencies)
+	slices.Reverse(shuffled.Invariants)
+	slices.Reverse(shuffled.Matrix)
+	slices.Reverse(shuffled.Findings)
+	slices.Reverse(shuffled.Timelines)
+	a, b := t.TempDir(), t.TempDir()
+	na, err := Write(a, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nb, err := Write(b, shuffled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(na, nb) {
+		t.Fatalf("file lists differ: %v vs %v", na, nb)
+	}
+	want := []string{"summary.json", "report.md", "report.html", "junit.xml",
+		"PodStartupLatency_sidecar-basic_kep753.json", "PodStartupLatency_sidecar-basic_none.json"}
+	if !slices.Equal(na, want) {
+		t.Errorf("files = %v, want %v", na, want)
+	}
+	for _, n := range na {
+		x, _ := os.ReadFile(filepath.Join(a, n))
+		y, _ := os.ReadFile(filepath.Join(b, n))
+		if len(x) == 0 || !bytes.Equal(x, y) {
+			t.Errorf("%s: not deterministic (len %d vs %d)", n, len(x), len(y))
+		}
+	}
+	entries, _ := os.ReadDir(a)
+	if len(entries) != len(na) {
+		t.Errorf("run dir has %d entries, want %d (temporary files left?)", len(entries), len(na))
+	}
+}
+
+func TestHTMLSelfContained(t *testing.T) {
+	d := sampleRun(t)
+	page := string(render(t, func(b *bytes.Buffer, d RunData) error { return WriteHTML(b, d) }, d))
+	for _, bad := range []string{"<script", "<link", "<img", "<iframe", "@import", "url(", " src=", "href=", "<?xml"} {
+		if strings.Contains(strings.ToLower(page), bad) {
+			t.Errorf("report.html contains %q", bad)
+		}
+	}
+	// The only URLs allowed are XML namespace names on <svg> elements.
+	for _, m := range regexp.MustCompile(`https?://[^"'\s<>]*`).FindAllString(page, -1) {
+		if m != "http://www.w3.org/2000/svg" && m != "http://www.w3.org/1999/xlink" {
+			t.Errorf("report.html references %s", m)
+		}
+	}
+	if n := strings.Count(page, "<svg"); n != 3 {
+		t.Errorf("%d SVG figures, want 3 (ECDF + 2 timelines)", n)
+	}
+	if n := strings.Count(page, "</svg>"); n != 3 {
+		t.Errorf("%d </svg>, want 3", n)
+	}
+	for _, want := range []string{"sidecar-basic", "pod_startup: empirical CDF per policy", "kep753 (n=20)", "none (n=20)",
+		"S3", "kubelet-crash", "INSUFFICIENT DATA", "default/web-3 — policy kep753 — S3 violation",
+		"main app started at 0.320s before sidecar proxy started (0.700s)", "How to read this"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	// Fonts are referenced by family name only, never embedded or fetched.
+	if strings.Contains(page, "@font-face") {
+		t.Errorf("report.html embeds a font")
+	}
+	if !strings.Contains(page, "font-family:Liberation Sans") {
+		t.Errorf("SVG text does not name its font family")
+	}
+}
+
+func TestBuildGantt(t *testing.T) {
+	pods := loadHistory(t)
+	g := BuildGantt(pods["default/web-1"])
+	if g.Pod != "default/web-1" || g.T0 != 0 || g.End != 8100*ms {
+		t.Fatalf("pod=%q t0=%d end=%d", g.Pod, g.T0, g.End)
+	}
+	var rows []string
+	for _, r := range g.Rows {
+		s := r.Role + ":" + r.Container
+		for _, b := range r.Bars {
+			s += " [" + fmtSec(b.From) + "→" + fmtSec(b.To) + " " + b.End + "]"
+		}
+		rows = append(rows, s)
+	}
+	want := []string{
+		"init:setup [0.030s→0.250s exit 0 Completed]",
+		"sidecar:proxy [0.260s→8.000s exit 137 Error]",
+		"main:app [0.900s→5.600s exit 143 Error]",
+	}
+	if !slices.Equal(rows, want) {
+		t.Errorf("rows:\n%s\nwant:\n%s", strings.Join(rows, "\n"), strings.Join(want, "\n"))
+	}
+	count := map[string]int{}
+	for _, m := range g.Marks {
+		count[m.Kind]++
+	}
+	if count[MarkSIGTERM] != 2 || count[MarkSIGKILL] != 1 || count[MarkProbeFail] != 1 || count[MarkProbeOK] != 1 || count[MarkStarted] != 3 {
+		t.Errorf("marks: %v", count)
+	}
+	lines := map[string]int{}
+	for _, l := range g.Lines {
+		lines[l.Kind]++
+	}
+	if lines[LineFault] != 3 || lines[LineDeleted] != 1 || lines[LineNode] != 2 {
+		t.Errorf("lines: %v", lines)
+	}
+	// An open run ends at the end of the history.
+	g3 := BuildGantt(pods["default/web-3"])
+	for _, r := range g3.Rows {
+		if r.Container == "app" && (len(r.Bars) != 1 || r.Bars[0].End != "open" || r.Bars[0].To != g3.End) {
+			t.Errorf("web-3 app bars: %+v (end %d)", r.Bars, g3.End)
+		}
+	}
+}
+
+func TestJUnitParses(t *testing.T) {
+	d := sampleRun(t)
+	d.Meta.Partial = true
+	out := render(t, func(b *bytes.Buffer, d RunData) error { return WriteJUnit(b, d) }, d)
+	var doc junitSuites
+	if err := xml.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	// run complete (partial: fails) + 6 invariants + 3 criteria.
+	if doc.Tests != 10 || doc.Failures != 4 || doc.Skipped != 1 {
+		t.Errorf("tests=%d failures=%d skipped=%d, want 10/4/1", doc.Tests, doc.Failures, doc.Skipped)
+	}
+	var s3 *junitCase
+	for i, c := range doc.Suites[0].Cases {
+		if strings.HasPrefix(c.Name, "[invariant] kep753 S3") {
+			s3 = &doc.Suites[0].Cases[i]
+		}
+	}
+	if s3 == nil || s3.Failure == nil {
+		t.Fatalf("no failing kep753 S3 case")
+	}
+	if !strings.Contains(s3.Failure.Message, "main app started at 0.320s before sidecar proxy started") ||
+		!strings.Contains(s3.Failure.Body, "container.running proxy") {
+		t.Errorf("S3 failure lacks the explanation: %+v", s3.Failure)
+	}
+}
+
+func TestSummaryJSON(t *testing.T) {
+	d := sampleRun(t)
+	out := render(t, func(b *bytes.Buffer, d RunData) error { return WriteSummaryJSON(b, d) }, d)
+	var s Summary
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		t.Fatal(err)
+	}
+	if s.SchemaVersion != 1 || s.Run.Start != "2026-05-28T20:26:40Z" || s.Run.Pods != 40 {
+		t.Errorf("schemaVersion=%d start=%q pods=%d", s.SchemaVersion, s.Run.Start, s.Run.Pods)
+	}
+	// 20 samples cannot bound the p99 from above: hi is null.
+	l := s.Latencies[0]
+	if l.Policy != "kep753" || l.Metric != "pod_startup" || l.P99.Hi != nil || l.P99.Value == nil || *l.P99.Value != 1375 {
+		t.Errorf("first latency: %+v", l)
+	}
+	// 0 of 20: Wilson upper 16.1%, Clopper–Pearson 16.8% (two-sided 95%).
+	for _, r := range s.Invariants {
+		if r.Policy == "kep753" && r.ID == "S1" {
+			if math.Abs(r.WilsonUpper-0.1611) > 5e-4 || math.Abs(r.CPUpper-0.1684) > 5e-4 {
+				t.Errorf("S1 bounds: wilson=%v cp=%v", r.WilsonUpper, r.CPUpper)
+			}
+		}
+	}
+	if s.Graduation.Overall != StatusFail {
+		t.Errorf("overall = %q", s.Graduation.Overall)
+	}
+}
+
+func TestEmptyRun(t *testing.T) {
+	d := RunData{Scenario: "empty"}
+	dir := t.TempDir()
+	names, err := Write(dir, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(names, []string{"summary.json", "report.md", "report.html", "junit.xml"}) {
+		t.Errorf("files = %v", names)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if !bytes.Contains(b, []byte(`"latencies": []`)) || !bytes.Contains(b, []byte(`"policies": []`)) {
+		t.Errorf("empty lists must be [] not null:\n%s", b)
+	}
+}
+
+func TestNaturalCompare(t *testing.T) {
+	ids := []string{"T10", "S3", "T2", "S10", "S1", "F1", "T1"}
+	slices.SortFunc(ids, naturalCompare)
+	if want := []string{"F1", "S1", "S3", "S10", "T1", "T2", "T10"}; !slices.Equal(ids, want) {
+		t.Errorf("got %v, want %v", ids, want)
+	}
+}
+
+func TestECDFPointsDownsampled(t *testing.T) {
+	x := series(10001, func(i int) float64 { return float64(10000 - i) })
+	pts := ecdfPoints(x)
+	if len(pts) > maxECDFPoints+2 {
+		t.Errorf("%d points", len(pts))
+	}
+	if pts[0].X != 0 || pts[0].Y != 0 || pts[len(pts)-1].X != 10000 || pts[len(pts)-1].Y != 1 {
+		t.Errorf("ends: %v %v", pts[0], pts[len(pts)-1])
+	}
+}
+
+// TestEdgeCases renders degenerate inputs without errors: one sample, all
+// equal samples, NaN samples, a pod with no container events, a container
+// that exits the instant it runs.
+func TestEdgeCases(t *testing.T) {
+	d := RunData{
+		Scenario: "edge",
+		Latencies: []Latency{
+			{Policy: "a", Metric: "pod_startup", SamplesMs: []float64{5}},
+			{Policy: "b", Metric: "pod_startup", SamplesMs: []float64{7, 7, 7, 7}},
+			{Policy: "c", Metric: "pod_startup", SamplesMs: []float64{math.NaN()}},
+			{Policy: "d", Metric: "custom_metric", N: 0},
+		},
+		Verdicts: []Verdict{{Criterion: "x", Status: StatusPass, Observed: math.Inf(1), Bound: math.NaN(), Threshold: math.NaN()}},
+		Timelines: []Timeline{
+			{Pod: "ns/empty", Events: []history.Event{{T: 5, Kind: history.PodCreated, Pod: "ns/empty"}}},
+			{Pod: "ns/flash", Events: []history.Event{
+				{T: 0, Kind: history.PodCreated, Pod: "ns/flash"},
+				{T: 10, Kind: history.ContainerRunning, Pod: "ns/flash", Container: "c"},
+				{T: 10, Kind: history.ContainerExited, Pod: "ns/flash", Container: "c", Code: 1},
+				{T: 20, Kind: history.ContainerRunning, Pod: "ns/flash", Container: "c", Attempt: 1},
+				{T: 30, Kind: history.ContainerRunning, Pod: "ns/flash", Container: "c", Attempt: 2},
+				{T: 40, Kind: history.SandboxLost, Pod: "ns/flash"},
+			}},
+		},
+	}
+	if _, err := Write(t.TempDir(), d); err != nil {
+		t.Fatal(err)
+	}
+	g := BuildGantt(d.Timelines[1].Events)
+	if len(g.Rows) != 1 || len(g.Rows[0].Bars) != 3 || g.Rows[0].Bars[1].End != "replaced" || g.Rows[0].Bars[2].End != "sandbox lost" {
+		t.Errorf("flash gantt: %+v", g.Rows)
+	}
+	var buf bytes.Buffer
+	if err := WriteSummaryJSON(&buf, d); err != nil {
+		t.Fatal(err)
+	}
+	if !json.Valid(buf.Bytes()) {
+		t.Errorf("invalid JSON:\n%s", buf.Bytes())
+	}
+}
+
+func TestPickTimelines(t *testing.T) {
+	fs := []Finding{
+		{Policy: "p", ID: "T3", Class: ClassDegradation, Pod: "a"},
+		{Policy: "p", ID: "S3", Class: ClassViolation, Pod: "b"},
+		{Policy: "p", ID: "S4", Class: ClassViolation, Pod: "b"},
+	}
+	got := PickTimelines(fs, []TimelinePick{{Policy: "p", Pod: "a", Why: "slow"}, {Policy: "p", Pod: "c", Why: "slow"}, {Policy: "p", Pod: "d"}}, 3)
+	want := []TimelinePick{{"p", "b", "S3 violation"}, {"p", "a", "T3 degradation"}, {"p", "c", "slow"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+// TestSummaryRoundTrip reads summary.json back and renders it again:
+// summary.json and report.md come out identical (the markdown does not
+// use samples or timelines).
+func TestSummaryRoundTrip(t *testing.T) {
+	d := sampleRun(t)
+	// JSON has one null for "unbounded" and "unknown": a verdict bound of
+	// +Inf reads back as unknown (NaN).
+	d.Verdicts[1].Bound = math.NaN()
+	var js, md bytes.Buffer
+	if err := WriteSummaryJSON(&js, d); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMarkdown(&md, d); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ReadSummaryJSON(bytes.NewReader(js.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := s.RunData()
+	var js2, md2 bytes.Buffer
+	if err := WriteSummaryJSON(&js2, back); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMarkdown(&md2, back); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(js.Bytes(), js2.Bytes()) {
+		t.Errorf("summary.json changed on a round trip:\n%s", js2.Bytes())
+	}
+	if !bytes.Equal(md.Bytes(), md2.Bytes()) {
+		t.Errorf("report.md changed on a round trip:\n%s", md2.Bytes())
+	}
+	if _, err := ReadSummaryJSON(strings.NewReader(`{"schemaVersion": 2}`)); err == nil {
+		t.Errorf("schemaVersion 2 accepted")
+	}
+}
