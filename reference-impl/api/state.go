@@ -208,6 +208,12 @@ type ContainerObs struct {
 	// (KEP-4438); it is SIGKILLed at its turn (alpha limitation).
 	RestartedInTerm bool
 
+	// Gone remembers the exit of a record the runtime no longer has
+	// (garbage-collected): the kubelet's status manager keeps the last
+	// terminated state, so the phase does not regress (INV-C2, P1).
+	Gone         bool
+	GoneExitCode int32
+
 	// RemovePending is set while a RemoveContainer is in flight.
 	RemovePending bool
 	// NextAttempt is the attempt number the next start uses; it survives

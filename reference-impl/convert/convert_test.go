@@ -54,9 +54,12 @@ func TestPodSpecFromV1(t *testing.T) {
 	}{
 		{name: "sidecar is an init container with restartPolicy Always; defaults applied"},
 		{
-			name:   "terminationGracePeriodSeconds and pod restartPolicy are taken over",
-			mutate: func(p *corev1.PodSpec) { p.TerminationGracePeriodSeconds = ptr(int64(5)); p.RestartPolicy = corev1.RestartPolicyNever },
-			want:   func(s *api.PodSpec) { s.TerminationGracePeriod = 5 * time.Second; s.RestartPolicy = api.RestartNever },
+			name: "terminationGracePeriodSeconds and pod restartPolicy are taken over",
+			mutate: func(p *corev1.PodSpec) {
+				p.TerminationGracePeriodSeconds = ptr(int64(5))
+				p.RestartPolicy = corev1.RestartPolicyNever
+			},
+			want: func(s *api.PodSpec) { s.TerminationGracePeriod = 5 * time.Second; s.RestartPolicy = api.RestartNever },
 		},
 		{
 			name:   "OnFailure",
@@ -87,9 +90,11 @@ func TestPodSpecFromV1(t *testing.T) {
 			},
 		},
 		{
-			name:   "postStart presence",
-			mutate: func(p *corev1.PodSpec) { p.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{}} },
-			want:   func(s *api.PodSpec) { s.Main[0].PostStart = true },
+			name: "postStart presence",
+			mutate: func(p *corev1.PodSpec) {
+				p.Containers[0].Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{}}
+			},
+			want: func(s *api.PodSpec) { s.Main[0].PostStart = true },
 		},
 		{
 			name:    "probe on a regular init container is rejected (INV-P4)",
@@ -97,8 +102,10 @@ func TestPodSpecFromV1(t *testing.T) {
 			wantErr: `container "migrate": INV-P4`,
 		},
 		{
-			name:    "hook on a regular init container is rejected (INV-P4)",
-			mutate:  func(p *corev1.PodSpec) { p.InitContainers[1].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{}} },
+			name: "hook on a regular init container is rejected (INV-P4)",
+			mutate: func(p *corev1.PodSpec) {
+				p.InitContainers[1].Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{}}
+			},
 			wantErr: `container "migrate": INV-P4`,
 		},
 		{

@@ -187,9 +187,15 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 			c.StartPending = false
 		case api.StateNone:
 			// Removed from the runtime (GC, reset). Nothing the kubelet
-			// remembers about the attempt matters any more.
+			// remembers about the attempt matters any more, but its exit
+			// stays in the published status unless a reset removed it.
 			resetAttempt(c)
+			c.Gone = old.State == api.StateExited && !c.RemovePending && old.SandboxAttempt == o.Sandbox.Attempt
+			c.GoneExitCode = old.ExitCode
 			c.RemovePending = false
+		}
+		if in.Record.State != api.StateNone {
+			c.Gone = false
 		}
 	case api.InProbe:
 		c, err := m.container(in.Container)

@@ -388,6 +388,14 @@ func (p *planner) planInit() bool {
 		}
 		c := &p.obs.Containers[i]
 		r := p.rec(i)
+		if r == nil && c.StartPending {
+			// The kubelet's SyncPod starts containers synchronously, so it
+			// never sees a start in flight; here a requested start counts
+			// as the latest init container the runtime knows of, and
+			// nothing before it is re-run (INV-F1 edge, F2).
+			prev = true
+			continue
+		}
 		if r == nil {
 			if prev && k == kindSidecar {
 				toStart = toStart.With(i)

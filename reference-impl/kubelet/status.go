@@ -171,6 +171,15 @@ func (p *planner) countMain(i int, running, waiting, stopped, succeeded, unknown
 	}
 	switch r.State {
 	case api.StateNone:
+		if c.Gone {
+			// Garbage-collected after it exited: the status keeps its last
+			// termination.
+			*stopped++
+			if c.GoneExitCode == 0 {
+				*succeeded++
+			}
+			return
+		}
 		*waiting++
 	case api.StateRunning:
 		*running++

@@ -1,0 +1,144 @@
+package check
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/sidebench/sidebench/harness/history"
+)
+
+// CheckFiles checks JSONL history files, in the order given. A truncated
+// last line (a crashed run) is accepted with a warning; any other decoding
+// error is returned with its file and line.
+func CheckFiles(paths []string, opts ...Option) (*Report, error) {
+	r := NewRunner(opts...)
+	var warnings []string
+	add := func(meta *history.Meta, pod string, evs []history.Event) error {
+		r.Add(meta, pod, evs)
+		return nil
+	}
+	for _, path := range paths {
+		f, err := os.Open(path)
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		err = history.ForEachPod(history.NewReader(f), add)
+		f.Close()
+		switch {
+		case errors.Is(err, history.ErrTruncated):
+			warnings = append(warnings, fmt.Sprintf("%s: %v (run cut short; its pods were checked)", path, err))
+		case err != nil:
+			r.Close()
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	rep := r.Close()
+	rep.Warnings = append(rep.Warnings, warnings...)
+	return rep, nil
+}
+
+// RunCheckCommand is `sidebench check FILE...`: it prints the table per
+// invariant and the first findings, and returns the exit code: 1 if any
+// violation, 2 if the input is unreadable, 0 otherwise (degradations,
+// bounds exceeded and unknowns do not fail the check; the table shows them).
+func RunCheckCommand(stdout, stderr io.Writer, paths []string) (exitCode int) {
+	if len(paths) == 0 {
+		fmt.Fprintln(stderr, "check: no history files given")
+		return 2
+	}
+	rep, err := CheckFiles(paths)
+	if err != nil {
+		fmt.Fprintf(stderr, "check: %v\n", err)
+		return 2
+	}
+	for _, w := range rep.Warnings {
+		fmt.Fprintf(stderr, "check: warning: %s\n", w)
+	}
+	rep.WriteText(stdout, 10)
+	if rep.Violations() > 0 {
+		return 1
+	}
+	return 0
+}
+
+// WriteText renders the report: run header, the per-invariant table, then
+// up to n findings (violations first) with their history excerpts.
+func (r *Report) WriteText(w io.Writer, n int) {
+	if m := r.Meta; m != nil {
+		fmt.Fprintf(w, "run: scenario=%s policy=%s backend=%s seed=%d trial=%d\n", m.Scenario, m.Policy, m.Backend, m.Seed, m.Trial)
+	}
+	fmt.Fprintf(w, "pods: %d  verdict: %s\n\n", r.Pods, r.Valid)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "INVARIANT\tLEVEL\tPODS\tVIOLATIONS\tDEGRADATIONS\tBOUNDS\tUNKNOWN\t")
+	for _, row := range r.Rows {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t\n", row.ID, row.Level, row.Checked, row.Violations, row.Degradations, row.Bounds, row.Unknown)
+	}
+	tw.Flush()
+	if len(r.Findings) > 0 && n > 0 {
+		fmt.Fprintf(w, "\nfirst findings:\n")
+		shown := 0
+		for _, class := range []Class{Violation, Degradation, Bound} {
+			for i := range r.Findings {
+				if f := &r.Findings[i]; f.Class == class && shown < n {
+					shown++
+					writeFinding(w, f)
+				}
+			}
+		}
+	}
+	for i, e := range r.Errors {
+		if i == 0 {
+			fmt.Fprintf(w, "\nunknown verdicts:\n")
+		}
+		first, _, _ := strings.Cut(e.Err, "\n")
+		fmt.Fprintf(w, "  %s pod=%s: %s\n", e.ID, e.Pod, first)
+	}
+}
+
+func writeFinding(w io.Writer, f *Finding) {
+	fmt.Fprintf(w, "\n%s\n", f.String())
+	for k := range f.Excerpt {
+		if f.Elided > 0 && k == excerptCap/2 {
+			fmt.Fprintf(w, "      ... %d events elided ...\n", f.Elided)
+		}
+		fmt.Fprintf(w, "      %s\n", Describe(&f.Excerpt[k]))
+	}
+}
+
+// Describe renders one event compactly for excerpts.
+func Describe(e *history.Event) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%12s  %s", ms(e.T), e.Kind)
+	if e.Pod == "" && e.Node != "" {
+		fmt.Fprintf(&b, " node=%s", e.Node)
+	}
+	if e.Container != "" {
+		fmt.Fprintf(&b, " %s", e.Container)
+	}
+	switch e.Kind {
+	case history.ContainerStarted, history.ContainerReady, history.ContainerPostStartDone, history.PodTerminating:
+		fmt.Fprintf(&b, " value=%v", e.Value)
+	case history.ContainerExited:
+		fmt.Fprintf(&b, " code=%d", e.Code)
+	case history.PodPhase:
+		fmt.Fprintf(&b, " %s", e.Phase)
+	case history.PodCondition:
+		fmt.Fprintf(&b, " %s=%v", e.Cond, e.Value)
+	case history.ProbeResult:
+		fmt.Fprintf(&b, " %s=%s", e.Probe, e.Result)
+	case history.FaultBegin, history.FaultEffect, history.FaultEnd, history.FaultNotApplied:
+		fmt.Fprintf(&b, " %s#%d", e.Fault, e.FaultID)
+	}
+	if e.Reason != "" {
+		fmt.Fprintf(&b, " reason=%s", e.Reason)
+	}
+	if e.Grace != 0 {
+		fmt.Fprintf(&b, " grace=%s", ms(e.Grace))
+	}
+	return b.String()
+}

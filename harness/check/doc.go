@@ -1,0 +1,32 @@
+// Package check decides the sidecar-ordering invariants of SEMANTICS.md §2
+// (INV-S*, R*, C*, P*, T*, F*, U1) over recorded histories, in the style of
+// porcupine and Jepsen's checker: history in, verdict out, nothing else.
+//
+// The unit of work is one pod (porcupine's P-compositionality): its own
+// events interleaved with the node-level and fault events of its node, as
+// history.Partitioner delivers them. BuildPod digests that slice once into
+// a Pod view (per-container attempts, sandboxes, termination windows, fault
+// windows) so that the ~40 checkers do not each rescan raw events.
+//
+// Every Checker is a pure function of a Pod. It reports Hits; the framework
+// classifies each hit using the fault context (SEMANTICS.md §5):
+//
+//	violation    a guarantee broken with no excusing fault;
+//	degradation  broken while a fault that voids it was active (an event
+//	             inside the outage), or, for a missed deadline, active or
+//	             just over (kubelet/runtime/node down, GC, OOM per
+//	             invariant), or past the grace budget (T3/T4);
+//	bound        a timing bound missed (BEST-EFFORT timing, or a HARD
+//	             guarantee that a history can only check as a bound).
+//
+// docs/checker.md lists every checker: what it decides, what it cannot,
+// and which faults excuse it.
+//
+// Verdicts compose with Jepsen's priority: Invalid > Unknown > Valid. A
+// checker that panics on a pod yields Unknown for that pod with the error
+// attached; it never crashes the run.
+//
+// The package imports the standard library and harness/history only: it
+// must never peek into the simulator's or the planner's state (the
+// history is the contract).
+package check

@@ -1,0 +1,316 @@
+package check
+
+import "github.com/sidebench/sidebench/harness/history"
+
+// Faults and spec updates, SEMANTICS.md §2.8–2.9. These invariants are
+// about behaviour under the faults themselves, so the faults they are
+// about do not excuse them.
+var faultInvs = []*inv{
+	{id: "INV-F1", level: Hard, ex: ExNode, fn: checkF1,
+		rule: "after initialization a completed regular init is never re-run in the same sandbox; a kubelet restart leaves running sidecars running and their Started status does not flap"},
+	// §5: GC of exited init records preserves start order only once a main
+	// container exists, so during initialization GC is an excuse.
+	{id: "INV-F2", level: Hard, ex: ExNode | ExGC, fn: checkF2,
+		rule: "during initialization a completed regular init is never re-run in the same sandbox (kubelet restart, GC)"},
+	{id: "INV-F3", level: Hard, ex: ExKubelet, fn: checkF3,
+		rule: "a new sandbox re-runs every init container before any main starts; under Never with containers created no new sandbox is made"},
+	{id: "INV-F5", level: Hard, ex: 0, fn: checkF5,
+		rule: "while the node is down nothing is started, hooked or signalled, and no container restarts in a sandbox that did not survive it"},
+	{id: "INV-F6", level: BestEffort, ex: ExNode, fn: checkF6,
+		rule: "a kubelet/runtime restart during termination retries it: containers still running exit within a full grace + 2s after the restart"},
+	{id: "INV-F7", level: Hard, ex: ExNode | ExKubelet, fn: checkF7,
+		rule: "a runtime restart does not kill running containers; a container whose start failed is started again"},
+	{id: "INV-F8", level: Hard, ex: ExNode | ExKubelet, fn: checkF8,
+		rule: "a container killed for Unknown state is recreated (sidecar: always; regular init under Never: the pod is killed instead)"},
+	{id: "INV-U1", level: Hard, ex: exDefault, fn: checkU1,
+		rule: "an image change restarts only that container (a completed init: nothing), and takes no effect during termination"},
+}
+
+// rerunInits reports completed regular inits started again in the same
+// sandbox: after a main container started (INV-F1) or before (INV-F2).
+func rerunInits(p *Pod, hits []Hit, afterMain bool) []Hit {
+	for _, c := range p.Inits {
+		for sb := range int32(len(p.Sandboxes)) {
+			d := p.doneIn(c, sb)
+			if d == none {
+				continue
+			}
+			b := p.nextStartAfter(c, d, sb)
+			if b == nil {
+				continue
+			}
+			fm := p.firstMainStart(sb)
+			if (fm != none && fm < b.Start()) == afterMain {
+				hits = append(hits, p.at(b.Start(), d, "init %q re-run in the same sandbox after it completed", p.Ctrs[c].Name))
+			}
+		}
+	}
+	return hits
+}
+
+func checkF1(p *Pod, hits []Hit) []Hit {
+	hits = rerunInits(p, hits, true)
+	for _, o := range p.Outages {
+		if o.What != history.KubeletDown || o.Up == none {
+			continue
+		}
+		until := p.T(o.Up) + p.settle()
+		for _, s := range p.Sidecars {
+			a := p.attAt(s, o.Down)
+			if a == nil || a.Started == none || a.Started > o.Down {
+				continue
+			}
+			for _, i := range p.Ctrs[s].Ev {
+				e := &p.Ev[i]
+				if i <= o.Down || e.T > until || (a.Stop != none && a.Stop < i) || p.termAt(i) != nil ||
+					a.Exited != none && p.T(a.Exited) <= e.T {
+					continue // signalled, being killed, or dead: Started=false is the truth
+				}
+				if e.Kind == history.ContainerStarted && !e.Value {
+					hits = append(hits, p.at(i, o.Up, "sidecar %q Started flapped to false across a kubelet restart", p.Ctrs[s].Name))
+					break
+				}
+				if e.Kind == history.ContainerStopRequested && !ownKill(e.Reason) && p.termAt(i) == nil {
+					hits = append(hits, p.at(i, o.Up, "running sidecar %q stopped after a kubelet restart", p.Ctrs[s].Name))
+					break
+				}
+			}
+		}
+	}
+	return hits
+}
+
+func checkF2(p *Pod, hits []Hit) []Hit { return rerunInits(p, hits, false) }
+
+func checkF3(p *Pod, hits []Hit) []Hit {
+	for k := range p.Sandboxes {
+		sb := &p.Sandboxes[k]
+		if sb.Lost && p.Spec.RestartPolicy == "Never" && k+1 < len(p.Sandboxes) {
+			for _, m := range p.Mains {
+				if p.firstIn(m, int32(k)) != nil {
+					hits = append(hits, p.at(p.Sandboxes[k+1].Idx, sb.End, "new sandbox under restartPolicy Never after main %q had been created", p.Ctrs[m].Name))
+					break
+				}
+			}
+		}
+		if k == 0 {
+			continue
+		}
+		fm := p.firstMainStart(int32(k))
+		if fm == none {
+			continue
+		}
+		for c := range p.NInit {
+			if a := p.firstIn(c, int32(k)); a == nil || a.Start() > fm {
+				hits = append(hits, p.at(fm, sb.Idx, "main container started in a new sandbox before %s %q was re-run", what(p.Ctrs[c].Role), p.Ctrs[c].Name))
+				break
+			}
+		}
+	}
+	return hits
+}
+
+func checkF5(p *Pod, hits []Hit) []Hit {
+	for _, o := range p.Outages {
+		if o.What != history.NodeDown {
+			continue
+		}
+		up := p.n()
+		if o.Up != none {
+			up = o.Up
+		}
+		lost := p.sandboxAt(o.Down)
+	scan:
+		for i := o.Down + 1; i < p.n(); i++ {
+			e := &p.Ev[i]
+			switch e.Kind {
+			case history.SandboxCreated:
+				if i > up {
+					break scan // a new sandbox: the old one is over
+				}
+			case history.ContainerStartRequested, history.ContainerRunning, history.ContainerPreStopBegin, history.ContainerStopRequested:
+				if i < up {
+					hits = append(hits, p.at(i, o.Down, "%s for %q while the node was down", e.Kind, e.Container))
+					break scan
+				}
+				if (e.Kind == history.ContainerStartRequested || e.Kind == history.ContainerRunning) && p.sandboxAt(i) == lost && p.Sandboxes[lost].Idx < o.Down {
+					hits = append(hits, p.at(i, o.Down, "%q restarted in a sandbox that did not survive the node going down", e.Container))
+					break scan
+				}
+			}
+		}
+	}
+	return hits
+}
+
+func checkF6(p *Pod, hits []Hit) []Hit {
+	for _, o := range p.Outages {
+		if o.What == history.NodeDown || o.Up == none {
+			continue
+		}
+		w := p.termAt(o.Down)
+		if w == nil {
+			continue
+		}
+		dl := p.T(o.Up) + w.Grace + 2e9 + p.Tol
+		for c := range p.Ctrs {
+			a := p.attAt(c, o.Up)
+			if a == nil {
+				continue
+			}
+			switch {
+			case a.Exited != none:
+				if p.T(a.Exited) > dl {
+					hits = append(hits, p.late(o.Up, a.Exited, dl, "%q exited %s after the %s came back during termination", p.Ctrs[c].Name, ms(p.T(a.Exited)-p.T(o.Up)), component(o.What)))
+				}
+			case p.Horizon > dl:
+				hits = append(hits, p.late(o.Up, none, dl, "%q still running a full grace after the %s came back during termination", p.Ctrs[c].Name, component(o.What)))
+			}
+		}
+	}
+	return hits
+}
+
+func checkF7(p *Pod, hits []Hit) []Hit {
+	for _, o := range p.Outages {
+		if o.What != history.RuntimeDown {
+			continue
+		}
+		// A runtime restart keeps containers running. An exit within
+		// tolerance of the restart itself, without a stop request, is the
+		// restart killing it (a crash at that instant is not credible).
+		for c := range p.Ctrs {
+			a := p.attAt(c, o.Down)
+			if a == nil || a.Exited == none || a.Stop != none || a.ExitReason == "OOMKilled" {
+				continue
+			}
+			if sb := p.Sandboxes[a.Sandbox]; sb.Lost && sb.End != none && sb.End > o.Down {
+				continue // the restart took the sandbox with it: INV-F3's business
+			}
+			t := p.T(a.Exited)
+			near := t-p.T(o.Down) <= p.Tol+1e6
+			if o.Up != none {
+				near = near || abs(t-p.T(o.Up)) <= p.Tol+1e6
+			}
+			if near {
+				hits = append(hits, p.at(a.Exited, o.Down, "%q exited with the runtime restart", p.Ctrs[c].Name))
+			}
+		}
+	}
+	for c := range p.Ctrs {
+		for _, i := range p.Ctrs[c].Ev {
+			if p.Ev[i].Kind != history.ContainerStartFailed || p.termAt(i) != nil {
+				continue
+			}
+			sb := p.sandboxAt(i)
+			if p.nextStartAfter(c, i, sb) != nil || p.Ctrs[c].Role == RoleInit && p.doneIn(c, sb) != none && p.doneIn(c, sb) < i {
+				continue
+			}
+			hits = p.expectRestart(hits, c, &Attempt{Sandbox: sb}, i, "its start failed")
+		}
+	}
+	return hits
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func checkF8(p *Pod, hits []Hit) []Hit {
+	never := p.Spec.RestartPolicy == "Never"
+	for c := range p.Ctrs {
+		role := p.Ctrs[c].Role
+		for k := range p.Ctrs[c].Att {
+			a := &p.Ctrs[c].Att[k]
+			if a.KillReason != "UnknownState" || p.termAt(max(a.Stop, a.PreStop)) != nil {
+				continue
+			}
+			at := max(a.Stop, a.PreStop)
+			switch {
+			case role == RoleInit && never:
+				if b := p.nextStartAfter(c, at, a.Sandbox); b != nil {
+					hits = append(hits, p.at(b.Start(), at, "init %q in Unknown state recreated under restartPolicy Never", p.Ctrs[c].Name))
+				} else if w := p.termAfter(at); (w == nil || w.T > p.T(at)+p.Slack()) && p.Horizon > p.T(at)+p.Slack() {
+					hits = append(hits, p.late(at, none, p.T(at)+p.Slack(), "init %q in Unknown state under restartPolicy Never did not kill the pod", p.Ctrs[c].Name))
+				}
+			case role != RoleMain:
+				hits = p.expectRestart(hits, c, a, at, "it was killed in Unknown state")
+			}
+		}
+	}
+	return hits
+}
+
+func checkU1(p *Pod, hits []Hit) []Hit {
+	for _, i := range p.Images {
+		c := p.ctr(p.Ev[i].Container)
+		if c < 0 {
+			continue
+		}
+		name := p.Ctrs[c].Name
+		if w := p.termAt(i); w != nil {
+			if j := p.specKill(c, i, w.End); j != none {
+				hits = append(hits, p.at(j, i, "image change of %q took effect during termination", name))
+			}
+			continue
+		}
+		sb := p.sandboxAt(i)
+		// The window in which the change is being applied: until c runs
+		// again, or a bound after which it is overdue.
+		dl := p.T(i) + 10e9 + p.Tol
+		end := p.n()
+		completedInit := p.Ctrs[c].Role == RoleInit && p.doneIn(c, sb) != none && p.doneIn(c, sb) < i
+		if b := p.nextStartAfter(c, i, sb); b != nil && !completedInit {
+			end = b.Start()
+			if b.Running != none {
+				end = b.Running
+			}
+		} else if a := p.attAt(c, i); a != nil && !completedInit {
+			if (p.termAfter(i) == nil || p.termAfter(i).T > dl) && p.Horizon > dl {
+				hits = append(hits, p.late(i, a.Stop, dl, "image change of running %s %q not applied within %s", what(p.Ctrs[c].Role), name, ms(dl-p.T(i))))
+			}
+		}
+		if completedInit {
+			if b := p.nextStartAfter(c, i, sb); b != nil {
+				hits = append(hits, p.at(b.Start(), i, "image change of completed init %q re-ran it", name))
+			}
+		}
+		for d := range p.Ctrs {
+			if d == c {
+				continue
+			}
+			if j := p.specKill(d, i, end); j != none {
+				hits = append(hits, p.at(j, i, "image change of %q stopped %s %q too", name, what(p.Ctrs[d].Role), p.Ctrs[d].Name))
+			}
+			if b := p.nextStartAfter(d, i, sb); b != nil && b.Start() < end && p.Ctrs[d].Role == RoleInit {
+				hits = append(hits, p.at(b.Start(), i, "image change of %q re-ran init %q", name, p.Ctrs[d].Name))
+			}
+		}
+	}
+	return hits
+}
+
+// specKill returns the first stop of c in (from, to) that is not the
+// container's own business (probe failure) nor a whole-pod kill.
+func (p *Pod) specKill(c int, from, to int32) int32 {
+	for _, j := range p.Ctrs[c].Ev {
+		if j > from && j < to && p.Ev[j].Kind == history.ContainerStopRequested && p.Ev[j].Reason == "SpecChanged" {
+			return j
+		}
+	}
+	return none
+}
+
+// component names the node component an outage is about.
+func component(k history.Kind) string {
+	switch k {
+	case history.KubeletDown:
+		return "kubelet"
+	case history.RuntimeDown:
+		return "runtime"
+	}
+	return "node"
+}

@@ -1,0 +1,95 @@
+package check
+
+import (
+	"fmt"
+
+	"github.com/sidebench/sidebench/harness/history"
+)
+
+// Finding is one classified, attributed hit: what the report shows.
+type Finding struct {
+	ID    string `json:"id"`
+	Class Class  `json:"class"`
+	Pod   string `json:"pod"`
+	Node  string `json:"node,omitempty"`
+	T     int64  `json:"t"`
+	Msg   string `json:"msg"`
+	// Excuse names the fault context that made this a degradation.
+	Excuse string `json:"excuse,omitempty"`
+	// Fault is the nearest preceding fault affecting the pod or its node.
+	Fault *FaultRef `json:"fault,omitempty"`
+	// Excerpt is the pod's history from the first to the second event in
+	// conflict, at most excerptCap events; Elided counts the events left
+	// out of its middle.
+	Excerpt []history.Event `json:"excerpt,omitempty"`
+	Elided  int             `json:"elided,omitempty"`
+
+	chk int // index of the checker in the runner's list
+}
+
+// FaultName is the attributed fault's name, or "none".
+func (f *Finding) FaultName() string {
+	if f.Fault == nil {
+		return "none"
+	}
+	return f.Fault.Name
+}
+
+const excerptCap = 12
+
+// classify turns a checker's hit into a Finding.
+func (p *Pod) classify(ch Checker, h *Hit) Finding {
+	f := Finding{ID: ch.ID(), Pod: p.Name, Node: p.Node, T: h.T, Msg: h.Msg, Excuse: h.Excuse}
+	switch {
+	case f.Excuse != "":
+		f.Class = Degradation
+	case h.Kind == Timing:
+		f.Class = Bound
+	}
+	if f.Excuse == "" {
+		if name := p.excused(ch.Excuses(), h); name != "" {
+			f.Class, f.Excuse = Degradation, name
+		}
+	}
+	if h.Kind == Timing && h.B == none {
+		// A deadline passed: what matters is what happened up to it.
+		f.Fault = p.faultBefore(h.T)
+	} else {
+		f.Fault = p.nearestFault(max(h.A, h.B))
+	}
+	return f
+}
+
+// excerpt copies the events between a and b (either may be none).
+func (p *Pod) excerpt(f *Finding, a, b int32) {
+	lo, hi := a, b
+	if lo == none || hi != none && hi < lo {
+		lo, hi = hi, lo
+	}
+	if lo == none {
+		return
+	}
+	if hi == none {
+		hi = lo
+	}
+	n := int(hi-lo) + 1
+	if n <= excerptCap {
+		f.Excerpt = append([]history.Event(nil), p.Ev[lo:hi+1]...)
+		return
+	}
+	half := excerptCap / 2
+	f.Excerpt = append(append([]history.Event(nil), p.Ev[lo:lo+int32(half)]...), p.Ev[hi+1-int32(half):hi+1]...)
+	f.Elided = n - excerptCap
+}
+
+// String is a one-line summary of f.
+func (f *Finding) String() string {
+	s := fmt.Sprintf("%s %s pod=%s node=%s t=%s: %s", f.ID, f.Class, f.Pod, f.Node, ms(f.T), f.Msg)
+	if f.Excuse != "" {
+		s += " [excused: " + f.Excuse + "]"
+	}
+	if f.Fault != nil {
+		s += fmt.Sprintf(" [fault %s#%d at %s]", f.Fault.Name, f.Fault.ID, ms(f.Fault.T))
+	}
+	return s
+}

@@ -1,0 +1,403 @@
+package check
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/sidebench/sidebench/harness/history"
+)
+
+// none marks an event index that does not exist.
+const none int32 = -1
+
+// Role is a container's role in the spec.
+type Role uint8
+
+const (
+	RoleInit    Role = iota // regular init container
+	RoleSidecar             // init container with restartPolicy Always
+	RoleMain                // entry of spec.containers
+)
+
+// Attempt is one run of a container: from its start request to its exit.
+// Fields are indices into Pod.Ev (none if the event did not happen), so a
+// checker compares causality by index (file order, which breaks timestamp
+// ties the way the backend observed them) and reads times through Pod.T.
+type Attempt struct {
+	Sandbox    int32 // index into Pod.Sandboxes
+	Req        int32 // container.start-requested
+	Running    int32 // container.running
+	PostStart  int32 // container.poststart-done
+	Started    int32 // first container.started=true
+	StartupOK  int32 // first startup probe success
+	PreStop    int32 // container.prestop-begin
+	PreStopEnd int32
+	Stop       int32 // first container.stop-requested (SIGTERM)
+	Kill       int32 // container.killed (SIGKILL)
+	Exited     int32
+	Code       int32
+	ExitReason string
+	KillReason string // from prestop-begin or stop-requested
+	StopGrace  int64
+}
+
+// Start is the index of the attempt's start: the request if recorded, the
+// process start otherwise.
+func (a *Attempt) Start() int32 {
+	if a.Req != none {
+		return a.Req
+	}
+	return a.Running
+}
+
+// runningAt reports whether the attempt's process ran at event index i.
+func (a *Attempt) runningAt(i int32) bool {
+	return a.Running != none && a.Running < i && (a.Exited == none || a.Exited > i)
+}
+
+// Ctr is one container of the spec with its attempts in order.
+type Ctr struct {
+	Name string
+	Role Role
+	Spec *history.ContainerSpec
+	Att  []Attempt
+	Ev   []int32 // every event naming this container
+}
+
+// Sandbox is one pod sandbox: from sandbox.created to its loss or stop.
+type Sandbox struct {
+	Idx  int32 // sandbox.created (none for an implicit first sandbox)
+	End  int32 // sandbox.lost / sandbox.stopped, none while it lives
+	Lost bool
+}
+
+// Term is one whole-pod kill: from pod.terminating to the next one, the
+// next sandbox, or the end of the history.
+type Term struct {
+	Idx     int32
+	End     int32 // exclusive
+	T       int64
+	Grace   int64
+	Reason  string
+	Ordered bool
+	Running uint64 // bit c set: Ctrs[c] was running at Idx
+}
+
+func (w *Term) ran(c int) bool { return w.Running&(1<<uint(c)) != 0 }
+
+// Outage is a period when a node component was down.
+type Outage struct {
+	What     history.Kind // KubeletDown, RuntimeDown or NodeDown
+	Down, Up int32        // Up is none while still down
+}
+
+// Fault is one fault instance seen in the pod's history.
+type Fault struct {
+	Idx        int32
+	Name       string
+	ID         uint32
+	T, EndT    int64 // EndT = horizon while open
+	NotApplied bool
+}
+
+// Pod is the pre-digested view of one pod's history that every checker
+// reads. Build it with BuildPod; Reset lets a worker reuse one.
+type Pod struct {
+	Name, Node string
+	Meta       *history.Meta
+	Spec       *history.PodSpec
+	Ev         []history.Event
+	Tol        int64 // timing tolerance from run.meta
+	Horizon    int64 // the history is known to continue at least until here
+
+	Ctrs     []Ctr
+	Inits    []int // regular init containers (indices into Ctrs), spec order
+	Sidecars []int
+	Mains    []int
+	NInit    int // len(Spec.Init): Ctrs[:NInit] are init containers
+
+	Sandboxes []Sandbox
+	Terms     []Term
+	Outages   []Outage
+	Faults    []Fault
+	Phases    []int32 // pod.phase
+	Conds     []int32 // pod.condition
+	Images    []int32 // container.image-changed
+	Deleted   int32
+	Removed   int32
+
+	windows []window
+}
+
+// ErrNoSpec is returned by BuildPod for a history without pod.created.
+var ErrNoSpec = errors.New("pod history has no pod.created with a spec")
+
+// T is the time of event i.
+func (p *Pod) T(i int32) int64 { return p.Ev[i].T }
+
+// Slack is the promptness allowance: the run's tolerance, at least 1 s
+// (the skew upstream e2e tests allow, INV-T1).
+func (p *Pod) Slack() int64 { return max(p.Tol, 1e9) }
+
+func (p *Pod) ctr(name string) int {
+	for i := range p.Ctrs {
+		if p.Ctrs[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// reset empties p, keeping its slices' storage for reuse.
+func (p *Pod) reset() {
+	ctrs := p.Ctrs[:cap(p.Ctrs)]
+	for i := range ctrs {
+		ctrs[i] = Ctr{Att: ctrs[i].Att[:0], Ev: ctrs[i].Ev[:0]}
+	}
+	*p = Pod{
+		Ctrs: p.Ctrs[:0], Inits: p.Inits[:0], Sidecars: p.Sidecars[:0], Mains: p.Mains[:0],
+		Sandboxes: p.Sandboxes[:0], Terms: p.Terms[:0], Outages: p.Outages[:0],
+		Faults: p.Faults[:0], Phases: p.Phases[:0], Conds: p.Conds[:0],
+		Images: p.Images[:0], windows: p.windows[:0],
+		Deleted: none, Removed: none,
+	}
+}
+
+// BuildPod digests one pod's history. meta may be nil (a run.meta event in
+// events is used then). events is referenced, not copied.
+func BuildPod(meta *history.Meta, name string, events []history.Event) (*Pod, error) {
+	p := new(Pod)
+	return p, p.build(meta, name, events)
+}
+
+func (p *Pod) build(meta *history.Meta, name string, events []history.Event) error {
+	p.reset()
+	p.Name, p.Meta, p.Ev = name, meta, events
+	if len(events) > 1<<30 {
+		return errors.New("pod history too long")
+	}
+	cur := int32(-1) // current sandbox
+	for idx := range events {
+		i := int32(idx)
+		e := &events[i]
+		p.Horizon = max(p.Horizon, e.T)
+		if p.Node == "" && e.Pod != "" {
+			p.Node = e.Node // until pod.scheduled says otherwise
+		}
+		switch e.Kind {
+		case history.RunMeta:
+			if p.Meta == nil {
+				p.Meta = e.Meta
+			}
+		case history.PodCreated:
+			if p.Spec == nil && e.Spec != nil {
+				if err := p.setSpec(e.Spec); err != nil {
+					return err
+				}
+			}
+		case history.PodScheduled:
+			p.Node = e.Node
+		case history.SandboxCreated:
+			if cur >= 0 && p.Sandboxes[cur].End == none {
+				p.Sandboxes[cur].End = i
+			}
+			p.closeTerm(i)
+			p.Sandboxes = append(p.Sandboxes, Sandbox{Idx: i, End: none})
+			cur = int32(len(p.Sandboxes) - 1)
+		case history.SandboxLost, history.SandboxStopped:
+			if cur >= 0 {
+				sb := &p.Sandboxes[cur]
+				if sb.End == none {
+					sb.End = i
+				}
+				// A stopped sandbox can still be reported lost (the runtime
+				// restart that took it): lost wins.
+				sb.Lost = sb.Lost || e.Kind == history.SandboxLost
+			}
+		case history.PodTerminating:
+			p.closeTerm(i)
+			w := Term{Idx: i, End: none, T: e.T, Grace: e.Grace, Reason: e.Reason, Ordered: e.Value}
+			if w.Grace == 0 && p.Spec != nil {
+				w.Grace = p.Spec.Grace
+			}
+			for c := range p.Ctrs {
+				if a := p.last(c); a != nil && a.runningAt(i) {
+					w.Running |= 1 << uint(c)
+				}
+			}
+			p.Terms = append(p.Terms, w)
+		case history.PodDeleted:
+			if p.Deleted == none {
+				p.Deleted = i
+			}
+		case history.PodRemoved:
+			if p.Removed == none {
+				p.Removed = i
+			}
+		case history.PodPhase:
+			p.Phases = append(p.Phases, i)
+		case history.PodCondition:
+			p.Conds = append(p.Conds, i)
+		case history.KubeletDown, history.RuntimeDown, history.NodeDown:
+			p.Outages = append(p.Outages, Outage{What: e.Kind, Down: i, Up: none})
+		case history.KubeletUp, history.RuntimeUp, history.NodeUp:
+			down := e.Kind - 1 // the *Up kinds follow their *Down kinds
+			for o := len(p.Outages) - 1; o >= 0; o-- {
+				if p.Outages[o].What == down && p.Outages[o].Up == none {
+					p.Outages[o].Up = i
+					break
+				}
+			}
+		case history.FaultBegin:
+			p.Faults = append(p.Faults, Fault{Idx: i, Name: e.Fault, ID: e.FaultID, T: e.T, EndT: -1})
+		case history.FaultEnd, history.FaultNotApplied:
+			for f := len(p.Faults) - 1; f >= 0; f-- {
+				if p.Faults[f].ID == e.FaultID && p.Faults[f].Name == e.Fault {
+					if e.Kind == history.FaultEnd {
+						p.Faults[f].EndT = e.T
+					} else {
+						p.Faults[f].NotApplied = true
+					}
+					break
+				}
+			}
+		case history.ContainerImageChanged:
+			p.Images = append(p.Images, i)
+			p.containerEvent(i, e, cur)
+		default:
+			if e.Kind >= history.ContainerStartRequested && e.Kind <= history.ProbeResult {
+				p.containerEvent(i, e, cur)
+			}
+		}
+	}
+	if p.Spec == nil {
+		return ErrNoSpec
+	}
+	if len(p.Sandboxes) == 0 {
+		// Backends that do not report sandboxes get one implicit sandbox.
+		p.Sandboxes = append(p.Sandboxes, Sandbox{Idx: none, End: none})
+	}
+	p.closeTerm(int32(len(events)))
+	if p.Meta != nil {
+		p.Tol = p.Meta.ToleranceNanos
+	}
+	for f := range p.Faults {
+		if p.Faults[f].EndT < 0 {
+			p.Faults[f].EndT = p.Horizon
+		}
+	}
+	p.buildWindows()
+	return nil
+}
+
+func (p *Pod) setSpec(s *history.PodSpec) error {
+	p.Spec = s
+	n := len(s.Init) + len(s.Main)
+	if n > 64 {
+		return fmt.Errorf("pod has %d containers; the checker handles at most 64", n)
+	}
+	p.NInit = len(s.Init)
+	for k := range n {
+		var cs *history.ContainerSpec
+		if k < len(s.Init) {
+			cs = &s.Init[k]
+		} else {
+			cs = &s.Main[k-len(s.Init)]
+		}
+		role := RoleMain
+		switch {
+		case k >= len(s.Init):
+			p.Mains = append(p.Mains, k)
+		case cs.Role == "sidecar":
+			role = RoleSidecar
+			p.Sidecars = append(p.Sidecars, k)
+		default:
+			role = RoleInit
+			p.Inits = append(p.Inits, k)
+		}
+		if k < cap(p.Ctrs) {
+			p.Ctrs = p.Ctrs[:k+1]
+		} else {
+			p.Ctrs = append(p.Ctrs, Ctr{})
+		}
+		c := &p.Ctrs[k]
+		c.Name, c.Role, c.Spec = cs.Name, role, cs
+	}
+	return nil
+}
+
+func (p *Pod) closeTerm(i int32) {
+	if n := len(p.Terms); n > 0 && p.Terms[n-1].End == none {
+		p.Terms[n-1].End = i
+	}
+}
+
+// last returns container c's latest attempt, or nil.
+func (p *Pod) last(c int) *Attempt {
+	if n := len(p.Ctrs[c].Att); n > 0 {
+		return &p.Ctrs[c].Att[n-1]
+	}
+	return nil
+}
+
+func (p *Pod) newAttempt(c int, sb int32) *Attempt {
+	p.Ctrs[c].Att = append(p.Ctrs[c].Att, Attempt{
+		Sandbox: max(sb, 0), Req: none, Running: none, PostStart: none, Started: none,
+		StartupOK: none, PreStop: none, PreStopEnd: none, Stop: none, Kill: none, Exited: none,
+	})
+	return p.last(c)
+}
+
+func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
+	c := p.ctr(e.Container)
+	if c < 0 {
+		return // unknown container (or no spec yet): nothing to attribute
+	}
+	p.Ctrs[c].Ev = append(p.Ctrs[c].Ev, i)
+	a := p.last(c)
+	switch e.Kind {
+	case history.ContainerStartRequested:
+		p.newAttempt(c, sb).Req = i
+	case history.ContainerRunning:
+		if a == nil || a.Running != none || a.Exited != none {
+			a = p.newAttempt(c, sb)
+		}
+		a.Running = i
+	case history.ContainerPostStartDone:
+		if a != nil && a.PostStart == none {
+			a.PostStart = i
+		}
+	case history.ContainerStarted:
+		if a != nil && e.Value && a.Started == none {
+			a.Started = i
+		}
+	case history.ProbeResult:
+		if a != nil && e.Probe == "startup" && e.Result == "success" && a.StartupOK == none {
+			a.StartupOK = i
+		}
+	case history.ContainerPreStopBegin:
+		if a != nil && a.PreStop == none {
+			a.PreStop, a.KillReason = i, e.Reason
+		}
+	case history.ContainerPreStopEnd:
+		if a != nil && a.PreStopEnd == none {
+			a.PreStopEnd = i
+		}
+	case history.ContainerStopRequested:
+		if a != nil && a.Stop == none {
+			a.Stop, a.StopGrace = i, e.Grace
+			if a.KillReason == "" {
+				a.KillReason = e.Reason
+			}
+		}
+	case history.ContainerKilled:
+		if a != nil && a.Kill == none {
+			a.Kill = i
+		}
+	case history.ContainerExited:
+		if a == nil || a.Exited != none {
+			a = p.newAttempt(c, sb)
+		}
+		a.Exited, a.Code, a.ExitReason = i, e.Code, e.Reason
+	}
+}

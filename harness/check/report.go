@@ -1,0 +1,168 @@
+package check
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/sidebench/sidebench/harness/history"
+)
+
+// Row is one invariant's line in a Report.
+type Row struct {
+	ID           string   `json:"id"`
+	Rule         string   `json:"rule"`
+	Level        Level    `json:"level"`
+	Checked      int      `json:"checked"` // pods the checker decided (did not panic on)
+	Violations   int      `json:"violations"`
+	Degradations int      `json:"degradations"`
+	Bounds       int      `json:"boundsExceeded"`
+	Unknown      int      `json:"unknown"` // pods on which the checker failed
+	Valid        Validity `json:"valid"`
+}
+
+// Cell counts one invariant's findings attributed to one fault ("none"
+// when no fault preceded them): the invariant × fault matrix.
+type Cell struct {
+	ID           string `json:"id"`
+	Fault        string `json:"fault"`
+	Violations   int    `json:"violations"`
+	Degradations int    `json:"degradations"`
+	Bounds       int    `json:"boundsExceeded"`
+}
+
+// PodError is why a checker's verdict on a pod is Unknown.
+type PodError struct {
+	ID  string `json:"id"` // invariant, or "" when the pod could not be built
+	Pod string `json:"pod"`
+	Err string `json:"err"`
+}
+
+// Report aggregates the verdicts over many pods. Counts are complete;
+// Findings keeps the first FindingsCap findings per invariant in pod
+// arrival order, Errors the first FindingsCap errors.
+type Report struct {
+	Meta        *history.Meta `json:"meta,omitempty"` // the first run's
+	Pods        int           `json:"pods"`
+	Valid       Validity      `json:"valid"`
+	Rows        []Row         `json:"rows"`
+	Matrix      []Cell        `json:"matrix"`
+	Findings    []Finding     `json:"findings"`
+	Errors      []PodError    `json:"errors,omitempty"`
+	Warnings    []string      `json:"warnings,omitempty"`
+	FindingsCap int           `json:"findingsCap"`
+}
+
+// Violations is the total number of violations.
+func (r *Report) Violations() int {
+	n := 0
+	for i := range r.Rows {
+		n += r.Rows[i].Violations
+	}
+	return n
+}
+
+// Row returns the row of invariant id, or nil.
+func (r *Report) Row(id string) *Row {
+	for i := range r.Rows {
+		if r.Rows[i].ID == id {
+			return &r.Rows[i]
+		}
+	}
+	return nil
+}
+
+type cellKey struct {
+	chk   int
+	fault string
+}
+
+// aggregator folds pod results, in pod arrival order, into a Report.
+type aggregator struct {
+	rep    Report
+	cells  map[cellKey]*Cell
+	stored []int // findings stored per checker
+}
+
+func newAggregator(checkers []Checker, cap int) *aggregator {
+	a := &aggregator{cells: map[cellKey]*Cell{}, stored: make([]int, len(checkers))}
+	a.rep.FindingsCap = cap
+	for _, c := range checkers {
+		a.rep.Rows = append(a.rep.Rows, Row{ID: c.ID(), Rule: c.Rule(), Level: c.Level()})
+	}
+	return a
+}
+
+func (a *aggregator) fold(res *podResult) {
+	r := &a.rep
+	r.Pods++
+	if r.Meta == nil {
+		r.Meta = res.meta
+	}
+	for i := range r.Rows {
+		if res.unknown&(1<<uint(i)) != 0 {
+			r.Rows[i].Unknown++
+		} else {
+			r.Rows[i].Checked++
+		}
+	}
+	for _, e := range res.errs {
+		if len(r.Errors) < r.FindingsCap {
+			r.Errors = append(r.Errors, e)
+		}
+	}
+	for k := range res.findings {
+		f := &res.findings[k]
+		row := &r.Rows[f.chk]
+		key := cellKey{f.chk, f.FaultName()}
+		cell := a.cells[key]
+		if cell == nil {
+			cell = &Cell{ID: row.ID, Fault: key.fault}
+			a.cells[key] = cell
+		}
+		switch f.Class {
+		case Violation:
+			row.Violations++
+			cell.Violations++
+		case Degradation:
+			row.Degradations++
+			cell.Degradations++
+		default:
+			row.Bounds++
+			cell.Bounds++
+		}
+		if a.stored[f.chk] < r.FindingsCap {
+			a.stored[f.chk]++
+			r.Findings = append(r.Findings, *f)
+		}
+	}
+}
+
+func (a *aggregator) finish() *Report {
+	r := &a.rep
+	r.Valid = Valid
+	for i := range r.Rows {
+		row := &r.Rows[i]
+		switch {
+		case row.Violations > 0:
+			row.Valid = Invalid
+		case row.Unknown > 0:
+			row.Valid = Unknown
+		}
+		r.Valid = Merge(r.Valid, row.Valid)
+	}
+	keys := make([]cellKey, 0, len(a.cells))
+	for k := range a.cells {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(x, y cellKey) int {
+		return cmp.Or(cmp.Compare(x.chk, y.chk), cmp.Compare(x.fault, y.fault))
+	})
+	r.Matrix = r.Matrix[:0]
+	for _, k := range keys {
+		r.Matrix = append(r.Matrix, *a.cells[k])
+	}
+	if r.Findings == nil {
+		r.Findings = []Finding{}
+	}
+	return r
+}

@@ -1,0 +1,108 @@
+package check
+
+import (
+	"testing"
+
+	"github.com/sidebench/sidebench/harness/history"
+)
+
+// sidecarCrash: a running Always pod whose sidecar proxy exits 1 at 5 s,
+// with a 10 s backoff announced; then restart at restartMs (0: never) and
+// a later event at 60 s so the history visibly carries on.
+func sidecarCrash(restartMs int64) *hb {
+	h := steady("sc", specOf("Never", 30, "sidecar:proxy", "main:app"))
+	h.at(5000).exited("proxy", 1).backoff("proxy", 10)
+	if restartMs > 0 {
+		h.at(restartMs).up("proxy")
+	}
+	return h.at(60000).probe("app", "readiness", "success")
+}
+
+func restartCases() []invCase {
+	return []invCase{
+		{name: "INV-R1/exited sidecar restarted under restartPolicy Never", id: "INV-R1", ev: evs(sidecarCrash(15000)), clean: true},
+		{name: "INV-R1/exited sidecar never restarted", id: "INV-R1", want: Bound, ev: evs(sidecarCrash(0))},
+		{name: "INV-R1/not restarted while the kubelet was down is a degradation", id: "INV-R1", want: Degradation,
+			ev: evs(sidecarCrash(0).at(6000).nodeEv(history.KubeletDown).at(59000).nodeEv(history.KubeletUp))},
+		{name: "INV-R2/restart after the announced backoff", id: "INV-R2", ev: evs(sidecarCrash(15000)), clean: true},
+		{name: "INV-R2/restart before the announced backoff", id: "INV-R2", want: Bound, ev: evs(sidecarCrash(7000))},
+		{name: "INV-R2/restart long after the announced backoff", id: "INV-R2", want: Bound, ev: evs(sidecarCrash(40000))},
+		{name: "INV-R3/sidecar restart leaves mains alone", id: "INV-R3", ev: evs(sidecarCrash(15000)), clean: true},
+		{name: "INV-R3/sidecar crash stops the main container", id: "INV-R3", want: Violation,
+			ev: evs(sidecarCrash(0).at(6000).stop("app", 30, "").exited("app", 0).at(15000).up("proxy"))},
+		{name: "INV-R3/sidecar crash re-runs the regular init", id: "INV-R3", want: Violation,
+			ev: evs(steady("sc", specOf("Always", 30, "init:setup", "sidecar:proxy", "main:app")).at(5000).exited("proxy", 1).at(6000).done("setup").up("proxy"))},
+		{name: "INV-R4/main restarted after a failure under OnFailure", id: "INV-R4", clean: true,
+			ev: evs(steady("m", specOf("OnFailure", 30, "init:setup", "main:app")).at(5000).exited("app", 1).at(6000).up("app"))},
+		{name: "INV-R4/main restarted under Never", id: "INV-R4", want: Violation,
+			ev: evs(steady("m", specOf("Never", 30, "main:app")).at(5000).exited("app", 1).at(6000).up("app"))},
+		{name: "INV-R4/main restarted after exit 0 under OnFailure", id: "INV-R4", want: Violation,
+			ev: evs(steady("m", specOf("OnFailure", 30, "main:app")).at(5000).exited("app", 0).at(6000).up("app"))},
+		{name: "INV-R4/main restart re-runs the regular init", id: "INV-R4", want: Violation,
+			ev: evs(steady("m", specOf("Always", 30, "init:setup", "main:app")).at(5000).exited("app", 1).at(6000).done("setup").up("app"))},
+		{name: "INV-R5/holds in a correct history", id: "INV-R5", ev: r, clean: true},
+		{name: "INV-R5/sidecar restarted during termination", id: "INV-R5", want: Violation,
+			ev: evs(steady("t", specOf("Always", 30, "sidecar:proxy", "main:app")).at(5000).deleted(30).terminating("PodDeleted", 30).
+				stop("app", 30, "PodDeleted").at(5100).exited("proxy", 1).at(5200).up("proxy"))},
+		{name: "INV-R5/sidecar liveness probe runs during termination", id: "INV-R5", want: Violation,
+			ev: evs(steady("t", specOf("Always", 30, "sidecar:proxy+live", "main:app")).at(5000).deleted(30).terminating("PodDeleted", 30).
+				stop("app", 30, "PodDeleted").at(9000).probe("proxy", "liveness", "failure"))},
+		{name: "INV-R5/gate SidecarsRestartableDuringPodTermination lifts the rule", id: "INV-R5", clean: true,
+			meta: &history.Meta{Policy: "kep753+SidecarsRestartableDuringPodTermination"},
+			ev: evs(steady("t", specOf("Always", 30, "sidecar:proxy", "main:app")).at(5000).terminating("PodDeleted", 30).
+				at(5100).exited("proxy", 1).at(5200).up("proxy"))},
+		{name: "INV-R6/job completes and the pod is killed", id: "INV-R6", ev: evs(jobDone(0)), clean: true},
+		{name: "INV-R6/sidecar restarted after the job finished", id: "INV-R6", want: Violation,
+			ev: evs(jobPod().at(5000).exited("app", 0).at(5001).exited("log", 1).at(6000).up("log"))},
+		{name: "INV-R6/sidecars keep the finished pod alive", id: "INV-R6", want: Violation,
+			ev: evs(jobPod().at(5000).exited("app", 0).at(60000).probe("proxy", "readiness", "success"))},
+		{name: "INV-R6/pod killed late after the job finished", id: "INV-R6", want: Bound,
+			ev: evs(jobPod().at(5000).exited("app", 0).at(9000).terminating("PodCompleted", 30))},
+	}
+}
+
+func TestRestartInvariants(t *testing.T) { runCases(t, restartCases()) }
+
+func phaseCases() []invCase {
+	return []invCase{
+		{name: "INV-C1/job completes, sidecars signalled, pod Succeeded", id: "INV-C1", ev: evs(jobDone(0).at(60000).removed()), clean: true},
+		{name: "INV-C1/sidecar never signalled after the job finished", id: "INV-C1", want: Violation,
+			ev: evs(jobPod().at(5000).exited("app", 0).terminating("PodCompleted", 30).stopExit("log", 30, "PodCompleted").at(60000).removed())},
+		{name: "INV-C1/no terminal phase after the job finished", id: "INV-C1", want: Violation,
+			ev: evs(jobPod().at(5000).exited("app", 0).terminating("PodCompleted", 30).stopExit("log", 30, "PodCompleted").stopExit("proxy", 30, "PodCompleted").at(60000).removed())},
+		{name: "INV-C2/sidecar exit 137 does not fail the job", id: "INV-C2", clean: true,
+			ev: evs(jobPod().at(5000).exited("app", 0).terminating("PodCompleted", 30).stop("log", 30, "PodCompleted").exited("log", 137).stopExit("proxy", 30, "PodCompleted").phase("Succeeded"))},
+		{name: "INV-C2/Succeeded although the main failed", id: "INV-C2", want: Violation,
+			ev: evs(jobPod().at(5000).exited("app", 1).at(5100).phase("Succeeded"))},
+		{name: "INV-C2/Failed although the main exited 0", id: "INV-C2", want: Violation,
+			ev: evs(jobPod().at(5000).exited("app", 0).at(5100).phase("Failed"))},
+		{name: "INV-C2/Failed after the main's record was garbage-collected is a degradation", id: "INV-C2", want: Degradation,
+			ev: evs(jobPod().at(5000).exited("app", 0).fault(history.FaultBegin, "container-gc", 2).fault(history.FaultEnd, "container-gc", 2).at(5200).phase("Failed"))},
+		{name: "INV-P1/holds in a correct history", id: "INV-P1", ev: r, clean: true},
+		{name: "INV-P1/Running while a sidecar's startup probe is pending", id: "INV-P1", want: Violation,
+			ev: evs(newPod("p", specOf("Always", 30, "sidecar:proxy+startup", "main:app")).at(0).created().at(10).sandbox().at(20).req("proxy").running("proxy").
+				at(100).phase("Running").at(200).probe("proxy", "startup", "success").started("proxy", true).at(300).up("app"))},
+		{name: "INV-P1/Running once re-initialized in a new sandbox", id: "INV-P1", clean: true,
+			ev: evs(steady("p", specOf("Always", 30, "init:setup", "sidecar:proxy", "main:app")).at(5000).sandboxLost().at(6000).sandbox().phase("Pending").
+				at(6100).done("setup").up("proxy").phase("Running").at(6200).up("app"))},
+		{name: "INV-P1/back to Pending after a main container ran", id: "INV-P1", want: Violation,
+			ev: evs(steady("p", realisticSpec()).at(1600).phase("Pending"))},
+		{name: "INV-P2/holds in a correct history", id: "INV-P2", ev: r, clean: true},
+		{name: "INV-P2/Initialized before the last sidecar was started", id: "INV-P2", want: Violation,
+			ev: evs(newPod("p", specOf("Always", 30, "init:setup", "sidecar:proxy+startup", "main:app")).at(0).created().at(10).sandbox().at(20).done("setup").
+				at(100).req("proxy").running("proxy").cond("Initialized", true).at(900).probe("proxy", "startup", "success").started("proxy", true))},
+		{name: "INV-P2/Initialized flaps while a sidecar restarts", id: "INV-P2", want: Violation,
+			ev: evs(sidecarCrash(15000).at(5001).cond("Initialized", false))},
+		{name: "INV-P3/holds in a correct history", id: "INV-P3", ev: r, clean: true},
+		{name: "INV-P3/ContainersReady while the main was not ready", id: "INV-P3", want: Violation,
+			ev: evs(newPod("p", specOf("Always", 30, "sidecar:proxy", "main:app")).at(0).created().at(10).sandbox().at(20).up("proxy").
+				at(100).req("app").running("app").started("app", true).at(200).cond("ContainersReady", true).at(900).ready("app", true))},
+		{name: "INV-P3/status published as one snapshot at the same instant", id: "INV-P3", clean: true,
+			ev: evs(newPod("p", specOf("Always", 30, "sidecar:proxy", "main:app")).at(0).created().at(10).sandbox().at(20).up("proxy").
+				at(100).req("app").running("app").cond("ContainersReady", true).started("app", true).ready("app", true))},
+		{name: "INV-P3/Ready while a sidecar was not ready", id: "INV-P3", want: Violation,
+			ev: evs(steady("p", realisticSpec()).at(1600).ready("log", false).cond("Ready", true))},
+	}
+}
+
+func TestPhaseInvariants(t *testing.T) { runCases(t, phaseCases()) }

@@ -1,0 +1,240 @@
+package check
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sidebench/sidebench/harness/history"
+)
+
+// podResult is one pod's outcome, folded by the aggregator.
+type podResult struct {
+	seq      uint64
+	meta     *history.Meta
+	findings []Finding
+	unknown  uint64 // bit i: checker i failed on this pod
+	errs     []PodError
+}
+
+// worker holds the per-goroutine scratch space reused across pods, so a
+// pod without findings costs no allocation beyond its result.
+type worker struct {
+	pod      Pod
+	hits     []Hit
+	checkers []Checker
+	stored   []atomic.Int64 // shared with the aggregator: findings stored per checker
+	cap      int
+}
+
+// check runs every checker on one pod. A checker that panics yields
+// Unknown for this pod, with the panic attached (Jepsen's check-safe).
+func (w *worker) check(meta *history.Meta, name string, events []history.Event, res *podResult) {
+	res.meta = meta
+	if err := w.pod.build(meta, name, events); err != nil {
+		res.unknown = 1<<uint(len(w.checkers)) - 1
+		res.errs = append(res.errs, PodError{Pod: name, Err: err.Error()})
+		return
+	}
+	p := &w.pod
+	for ci, ch := range w.checkers {
+		hits, err := safeCheck(ch, p, w.hits[:0])
+		w.hits = hits
+		if err != nil {
+			res.unknown |= 1 << uint(ci)
+			res.errs = append(res.errs, PodError{ID: ch.ID(), Pod: name, Err: err.Error()})
+			continue
+		}
+		for k := range hits {
+			f := p.classify(ch, &hits[k])
+			f.chk = ci
+			// Findings of pods before this one are folded already; if they
+			// filled the cap, this one will not be stored: skip the copy.
+			if w.stored == nil || w.stored[ci].Load() < int64(w.cap) {
+				p.excerpt(&f, hits[k].A, hits[k].B)
+			}
+			res.findings = append(res.findings, f)
+		}
+	}
+}
+
+func safeCheck(ch Checker, p *Pod, buf []Hit) (hits []Hit, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			hits, err = buf[:0], fmt.Errorf("%s panicked: %v\n%s", ch.ID(), r, debug.Stack())
+		}
+	}()
+	return ch.Check(p, buf), nil
+}
+
+// Option configures a Runner.
+type Option func(*Runner)
+
+// Workers sets the number of checking goroutines; 1 checks synchronously
+// inside Add. The default is GOMAXPROCS.
+func Workers(n int) Option { return func(r *Runner) { r.workers = max(n, 1) } }
+
+// FindingsCap sets how many findings per invariant the report keeps
+// (all are counted). The default is 100.
+func FindingsCap(n int) Option { return func(r *Runner) { r.cap = max(n, 0) } }
+
+// WithCheckers replaces the registered checkers (tests, or a subset).
+func WithCheckers(cs ...Checker) Option { return func(r *Runner) { r.checkers = cs } }
+
+// Runner checks pods as they finish, in parallel, and folds the results in
+// the order the pods were added, so the same input gives the same Report
+// whatever the scheduling. Memory is bounded by the pods in flight
+// (a few per worker), not by the history.
+type Runner struct {
+	workers  int
+	cap      int
+	checkers []Checker
+	seq      uint64
+	agg      *aggregator
+
+	// Synchronous mode (workers == 1): results are folded at once, so one
+	// result buffer is reused.
+	sync *worker
+	res  podResult
+
+	// Parallel mode.
+	stored  []atomic.Int64
+	jobs    chan job
+	results chan *podResult
+	slots   chan struct{} // bounds pods in flight, including folded-late ones
+	wg      sync.WaitGroup
+	done    chan struct{}
+	pool    sync.Pool
+}
+
+type job struct {
+	seq    uint64
+	meta   *history.Meta
+	name   string
+	events *[]history.Event
+}
+
+// NewRunner returns a Runner over the registered checkers.
+func NewRunner(opts ...Option) *Runner {
+	r := &Runner{workers: runtime.GOMAXPROCS(0), cap: 100, checkers: registry}
+	for _, o := range opts {
+		o(r)
+	}
+	if len(r.checkers) > 64 {
+		panic("check: at most 64 checkers")
+	}
+	r.agg = newAggregator(r.checkers, r.cap)
+	r.stored = make([]atomic.Int64, len(r.checkers))
+	if r.workers == 1 {
+		r.sync = &worker{checkers: r.checkers, stored: r.stored, cap: r.cap}
+		return r
+	}
+	inflight := 4 * r.workers
+	r.jobs = make(chan job, inflight)
+	r.results = make(chan *podResult, inflight)
+	r.slots = make(chan struct{}, inflight)
+	r.done = make(chan struct{})
+	for range r.workers {
+		r.wg.Add(1)
+		go r.work()
+	}
+	go r.collect()
+	return r
+}
+
+// Add checks one pod's history (as history.PodFunc delivers it: the pod's
+// events with its node's and the cluster's interleaved). events may be
+// reused by the caller once Add returns. Add is not safe for concurrent
+// use: the order of calls is the order of the report.
+func (r *Runner) Add(meta *history.Meta, pod string, events []history.Event) {
+	r.seq++
+	if r.sync != nil {
+		r.res = podResult{findings: r.res.findings[:0], errs: r.res.errs[:0]}
+		r.sync.check(meta, pod, events, &r.res)
+		r.agg.fold(&r.res)
+		if len(r.res.findings) > 0 {
+			r.publishStored()
+		}
+		return
+	}
+	r.slots <- struct{}{}
+	buf, _ := r.pool.Get().(*[]history.Event)
+	if buf == nil {
+		buf = new([]history.Event)
+	}
+	*buf = append((*buf)[:0], events...)
+	r.jobs <- job{seq: r.seq, meta: meta, name: pod, events: buf}
+}
+
+func (r *Runner) work() {
+	defer r.wg.Done()
+	w := &worker{checkers: r.checkers, stored: r.stored, cap: r.cap}
+	for j := range r.jobs {
+		res := &podResult{seq: j.seq}
+		w.check(j.meta, j.name, *j.events, res)
+		clear(*j.events) // drop Spec/Meta pointers before pooling
+		r.pool.Put(j.events)
+		r.results <- res
+	}
+}
+
+// collect folds results strictly in seq order; early arrivals wait in
+// pending, which the slots semaphore keeps small.
+func (r *Runner) collect() {
+	defer close(r.done)
+	pending := map[uint64]*podResult{}
+	next := uint64(1)
+	for res := range r.results {
+		pending[res.seq] = res
+		for {
+			res, ok := pending[next]
+			if !ok {
+				break
+			}
+			delete(pending, next)
+			r.agg.fold(res)
+			if len(res.findings) > 0 {
+				r.publishStored()
+			}
+			next++
+			<-r.slots
+		}
+	}
+}
+
+// Close waits for the pods in flight and returns the Report. The Runner
+// must not be used afterwards.
+func (r *Runner) Close() *Report {
+	if r.sync == nil {
+		close(r.jobs)
+		r.wg.Wait()
+		close(r.results)
+		<-r.done
+	}
+	return r.agg.finish()
+}
+
+// CheckEvents checks a whole in-memory history (one or more runs, in
+// history order): it partitions it per pod and runs every checker.
+func CheckEvents(events []history.Event, opts ...Option) *Report {
+	r := NewRunner(opts...)
+	part := history.NewPartitioner(func(meta *history.Meta, pod string, evs []history.Event) error {
+		r.Add(meta, pod, evs)
+		return nil
+	})
+	for i := range events {
+		_ = part.Write(&events[i]) // the PodFunc never fails
+	}
+	_ = part.Close()
+	return r.Close()
+}
+
+// publishStored tells the workers how many findings each invariant has
+// stored, so they stop copying excerpts nobody will keep.
+func (r *Runner) publishStored() {
+	for ci := range r.stored {
+		r.stored[ci].Store(int64(r.agg.stored[ci]))
+	}
+}

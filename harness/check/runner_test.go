@@ -1,0 +1,247 @@
+package check
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/sidebench/sidebench/harness/history"
+)
+
+// fleet builds n pods on two nodes, interleaved in time, a third of them
+// with a swapped termination (INV-T3) and some with a kubelet crash on
+// their node, framed as one run.
+func fleet(n int, seed uint64) []history.Event {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	var all []history.Event
+	for i := range n {
+		h := realistic()
+		h.pod = fmt.Sprintf("default/web-%d", i)
+		h.node = fmt.Sprintf("node-%d", i%2)
+		ev := h.events()
+		for k := range ev {
+			ev[k].Pod = strings.Replace(ev[k].Pod, "web-0", fmt.Sprintf("web-%d", i), 1)
+			if ev[k].Pod == "" && ev[k].Kind != history.FaultBegin && ev[k].Kind != history.FaultEnd && ev[k].Kind != history.FaultEffect {
+				ev[k].Node = h.node
+			}
+			if ev[k].Pod != "" && ev[k].Kind != history.PodCreated {
+				ev[k].Node = h.node
+			}
+			ev[k].T += int64(i) * 7 * ms1
+		}
+		// Node events are shared: keep the kubelet crash only on the first
+		// two pods' copies so that each node has one.
+		if i >= 2 {
+			ev = slices.DeleteFunc(ev, func(e history.Event) bool { return e.Pod == "" })
+		} else {
+			for k := range ev {
+				if ev[k].Pod == "" {
+					ev[k].Node = h.node
+				}
+			}
+		}
+		if rng.IntN(3) == 0 {
+			ev = moveBefore(ev, find(ev, history.ContainerStopRequested, "log", 0), find(ev, history.ContainerExited, "app", 0))
+		}
+		all = append(all, ev...)
+	}
+	slices.SortStableFunc(all, func(a, b history.Event) int { return int(a.T - b.T) })
+	return withRun(all)
+}
+
+func TestRunnerIsDeterministic(t *testing.T) {
+	ev := fleet(300, 1)
+	want := CheckEvents(ev, Workers(1), FindingsCap(20))
+	if want.Pods != 300 || want.Row("INV-T3").Violations == 0 {
+		t.Fatalf("fleet: pods=%d T3=%+v", want.Pods, want.Row("INV-T3"))
+	}
+	for _, w := range []int{2, 4, 7} {
+		got := CheckEvents(ev, Workers(w), FindingsCap(20))
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("workers=%d: report differs from the sequential one", w)
+		}
+	}
+}
+
+func TestReportCountsAllButStoresCap(t *testing.T) {
+	rep := CheckEvents(fleet(300, 2), FindingsCap(5))
+	row := rep.Row("INV-T3")
+	if row.Violations <= 5 {
+		t.Fatalf("want more than 5 T3 violations, got %d", row.Violations)
+	}
+	stored := 0
+	for _, f := range rep.Findings {
+		if f.ID == "INV-T3" {
+			stored++
+		}
+	}
+	if stored != 5 {
+		t.Fatalf("stored %d T3 findings, want the cap 5", stored)
+	}
+	if row.Checked != 300 || rep.Valid != Invalid {
+		t.Fatalf("checked=%d valid=%s", row.Checked, rep.Valid)
+	}
+	// Matrix: every T3 violation attributed to a fault or "none".
+	sum := 0
+	for _, c := range rep.Matrix {
+		if c.ID == "INV-T3" {
+			sum += c.Violations
+		}
+	}
+	if sum != row.Violations {
+		t.Fatalf("matrix T3 violations %d != row %d", sum, row.Violations)
+	}
+}
+
+type panicky struct{ inv }
+
+func (panicky) Check(*Pod, []Hit) []Hit { panic("boom") }
+
+func TestPanickingCheckerIsUnknown(t *testing.T) {
+	bad := &panicky{inv{id: "INV-X", rule: "panics", level: Hard}}
+	good := registry[0]
+	rep := CheckEvents(withRun(realistic().events()), WithCheckers(good, bad))
+	if rep.Valid != Unknown {
+		t.Fatalf("verdict %s, want unknown", rep.Valid)
+	}
+	if row := rep.Row("INV-X"); row.Unknown != 1 || row.Checked != 0 || row.Valid != Unknown {
+		t.Fatalf("panicking row: %+v", row)
+	}
+	if row := rep.Row(good.ID()); row.Checked != 1 || row.Valid != Valid {
+		t.Fatalf("other checkers must still run: %+v", row)
+	}
+	if len(rep.Errors) != 1 || !strings.Contains(rep.Errors[0].Err, "boom") {
+		t.Fatalf("errors: %+v", rep.Errors)
+	}
+	// Invalid dominates Unknown (Jepsen's merge-valid).
+	ev := realistic().events()
+	ev = moveBefore(ev, find(ev, history.ContainerStopRequested, "log", 0), find(ev, history.ContainerExited, "app", 0))
+	rep = CheckEvents(withRun(ev), WithCheckers(append(Checkers(), bad)...))
+	if rep.Valid != Invalid {
+		t.Fatalf("verdict %s, want invalid", rep.Valid)
+	}
+}
+
+func TestMerge(t *testing.T) {
+	for _, tc := range []struct{ a, b, want Validity }{
+		{Valid, Valid, Valid}, {Valid, Unknown, Unknown}, {Unknown, Invalid, Invalid}, {Invalid, Valid, Invalid},
+	} {
+		if got := Merge(tc.a, tc.b); got != tc.want {
+			t.Errorf("Merge(%s, %s) = %s, want %s", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+func TestPodWithoutSpecIsUnknown(t *testing.T) {
+	ev := realistic().events()[1:] // drop pod.created
+	rep := CheckEvents(withRun(ev))
+	if rep.Valid != Unknown || len(rep.Errors) != 1 || rep.Errors[0].Err != ErrNoSpec.Error() {
+		t.Fatalf("valid=%s errors=%+v", rep.Valid, rep.Errors)
+	}
+}
+
+func TestAttributionAndExcerpt(t *testing.T) {
+	ev := realistic().events()
+	ev = moveBefore(ev, find(ev, history.ContainerStopRequested, "log", 0), find(ev, history.ContainerExited, "app", 0))
+	rep := CheckEvents(withRun(ev))
+	var f *Finding
+	for i := range rep.Findings {
+		if rep.Findings[i].ID == "INV-T3" {
+			f = &rep.Findings[i]
+		}
+	}
+	if f == nil || f.Class != Violation || f.Pod != "default/web-0" || f.Node != "node-1" {
+		t.Fatalf("finding: %+v", f)
+	}
+	if f.Fault == nil || f.Fault.Name != "kubelet-crash" || f.Fault.ID != 1 || f.Fault.T != 10000*ms1 {
+		t.Fatalf("attribution: %+v", f.Fault)
+	}
+	first, last := f.Excerpt[0], f.Excerpt[len(f.Excerpt)-1]
+	if first.Kind != history.ContainerStopRequested || first.Container != "log" || last.Kind != history.ContainerExited || last.Container != "app" {
+		t.Fatalf("excerpt should run from the early SIGTERM to the exit it should have waited for:\n%v", f.Excerpt)
+	}
+}
+
+func TestExcerptIsCapped(t *testing.T) {
+	p := &Pod{Ev: make([]history.Event, 40)}
+	var f Finding
+	p.excerpt(&f, 30, 2)
+	if len(f.Excerpt) != excerptCap || f.Elided != 29-excerptCap {
+		t.Fatalf("excerpt %d events, elided %d", len(f.Excerpt), f.Elided)
+	}
+}
+
+func writeHistory(t *testing.T, ev []history.Event) string {
+	t.Helper()
+	var buf bytes.Buffer
+	w := history.NewWriter(&buf)
+	for i := range ev {
+		if err := w.Write(&ev[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestRunCheckCommand(t *testing.T) {
+	swapped := realistic().events()
+	swapped = moveBefore(swapped, find(swapped, history.ContainerStopRequested, "log", 0), find(swapped, history.ContainerExited, "app", 0))
+	bad := filepath.Join(t.TempDir(), "bad.jsonl")
+	os.WriteFile(bad, []byte("{\"t\":0,\"k\":\"run.meta\",\"meta\":{}}\n{\"t\":1,\"k\":\"no.such.kind\"}\n"), 0o644)
+	for _, tc := range []struct {
+		name     string
+		paths    []string
+		code     int
+		out, err string
+	}{
+		{"correct history exits 0", []string{writeHistory(t, withRun(realistic().events()))}, 0, "INV-T3", ""},
+		{"violation exits 1 and explains it", []string{writeHistory(t, withRun(swapped))}, 1, `sidecar "log" signalled before main "app" exited`, ""},
+		{"unreadable input exits 2 with file and line", []string{bad}, 2, "", "bad.jsonl: history line 2"},
+		{"missing file exits 2", []string{filepath.Join(t.TempDir(), "nope.jsonl")}, 2, "", "nope.jsonl"},
+		{"no file exits 2", nil, 2, "", "no history files"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if code := RunCheckCommand(&out, &errb, tc.paths); code != tc.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, out.String(), errb.String())
+			}
+			if !strings.Contains(out.String(), tc.out) || !strings.Contains(errb.String(), tc.err) {
+				t.Fatalf("stdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+			}
+		})
+	}
+}
+
+func TestReportJSONRoundTrip(t *testing.T) {
+	ev := realistic().events()
+	ev = moveBefore(ev, find(ev, history.ContainerStopRequested, "log", 0), find(ev, history.ContainerExited, "app", 0))
+	rep := CheckEvents(withRun(ev))
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte(`"class":"violation"`)) || !bytes.Contains(b, []byte(`"level":"BEST-EFFORT"`)) || !bytes.Contains(b, []byte(`"valid":"invalid"`)) {
+		t.Fatalf("JSON lacks readable enums: %.300s", b)
+	}
+	var back Report
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Valid != Invalid || back.Row("INV-T3").Violations != 1 || back.Findings[0].Class != Violation {
+		t.Fatalf("round trip: %+v", back.Rows[0])
+	}
+}

@@ -1,0 +1,256 @@
+package check
+
+import "github.com/sidebench/sidebench/harness/history"
+
+// Start ordering, SEMANTICS.md §2.1. Each is checked per sandbox on the
+// first start of each container in that sandbox ("first initialization");
+// later restarts are the restart invariants' business.
+var startInvs = []*inv{
+	{id: "INV-S1", level: Hard, ex: exDefault, fn: checkS1,
+		rule: "init container i+1 starts only after init i exited 0 (regular) or is started (sidecar)"},
+	{id: "INV-S2", level: Hard, ex: exDefault, fn: checkS2,
+		rule: "a sidecar with a startupProbe is Started only after the probe succeeded; a startup-probe kill runs preStop and restarts it"},
+	{id: "INV-S3", level: Hard, ex: exDefault, fn: checkS3,
+		rule: "a sidecar is Started only after its postStart returned; main containers start one after another behind postStart"},
+	{id: "INV-S4", level: Hard, ex: exDefault, fn: checkS4,
+		rule: "readiness does not gate the next container: it starts promptly once the sidecar is started"},
+	{id: "INV-S5", level: Hard, ex: exDefault, fn: checkS5,
+		rule: "no main container starts before every regular init exited 0 and every sidecar is started"},
+	{id: "INV-S6", level: Hard, ex: exDefault, fn: checkS6,
+		rule: "a failed regular init blocks every later container until it succeeds; under Never it is not retried and the pod fails"},
+}
+
+// gate returns the event that must precede the first start of container
+// c in sandbox sb, and the container it belongs to: for init container i
+// its predecessor's done event; for a main, the latest done event of all
+// init containers. It returns none if some predecessor is not done.
+func (p *Pod) gate(c int, sb int32) (int32, int) {
+	if c == 0 || p.NInit == 0 {
+		return none, -1
+	}
+	if c < p.NInit {
+		return p.doneIn(c-1, sb), c - 1
+	}
+	g, who := none, -1
+	for k := range p.NInit {
+		d := p.doneIn(k, sb)
+		if d == none {
+			return none, k
+		}
+		if d > g {
+			g, who = d, k
+		}
+	}
+	return g, who
+}
+
+func what(r Role) string {
+	switch r {
+	case RoleSidecar:
+		return "sidecar"
+	case RoleMain:
+		return "main"
+	}
+	return "init"
+}
+
+func checkS1(p *Pod, hits []Hit) []Hit {
+	for sb := range int32(len(p.Sandboxes)) {
+		for c := 1; c < p.NInit; c++ {
+			a := p.firstIn(c, sb)
+			if a == nil {
+				continue
+			}
+			prev := &p.Ctrs[c-1]
+			if d := p.doneIn(c-1, sb); d == none || d > a.Start() {
+				verb := "exited 0"
+				if prev.Role == RoleSidecar {
+					verb = "was started"
+				}
+				hits = append(hits, p.at(a.Start(), d, "%s %q started before %s %q %s", what(p.Ctrs[c].Role), p.Ctrs[c].Name, what(prev.Role), prev.Name, verb))
+			}
+		}
+	}
+	return hits
+}
+
+// checkS2 checks what the startup probe adds to INV-S1: Started=true is
+// published only after the probe succeeded (INV-S1 then orders the next
+// container behind Started, so the gate itself is S1's to report), and a
+// sidecar killed for a failed startup probe runs its preStop and is
+// restarted.
+func checkS2(p *Pod, hits []Hit) []Hit {
+	for _, s := range p.Sidecars {
+		c := &p.Ctrs[s]
+		if !c.Spec.Startup {
+			continue
+		}
+		for k := range c.Att {
+			a := &c.Att[k]
+			if a.Started != none && (a.StartupOK == none || a.StartupOK > a.Started) {
+				hits = append(hits, p.at(a.Started, a.StartupOK, "sidecar %q published Started=true before its startup probe succeeded", c.Name))
+			}
+			if a.KillReason != "StartupProbe" || a.Stop == none || p.termAt(a.Stop) != nil {
+				continue
+			}
+			if c.Spec.PreStop && (a.PreStop == none || a.PreStop > a.Stop) {
+				hits = append(hits, p.at(a.Stop, none, "sidecar %q killed for its startup probe without running preStop", c.Name))
+			}
+			hits = p.expectRestart(hits, s, a, a.Stop, "its startup probe failed")
+		}
+	}
+	return hits
+}
+
+// checkS3 checks what postStart adds to INV-S1 for sidecars (Started=true
+// only after the hook returned; S1 orders the next container behind
+// Started) and, for main containers, that they start one after another
+// behind a blocking postStart hook.
+func checkS3(p *Pod, hits []Hit) []Hit {
+	for _, s := range p.Sidecars {
+		if !p.Ctrs[s].Spec.PostStart {
+			continue
+		}
+		for k := range p.Ctrs[s].Att {
+			a := &p.Ctrs[s].Att[k]
+			if a.Started != none && (a.PostStart == none || a.PostStart > a.Started) {
+				hits = append(hits, p.at(a.Started, a.PostStart, "sidecar %q published Started=true before its postStart hook returned", p.Ctrs[s].Name))
+			}
+		}
+	}
+	// Main containers are started one after another and postStart blocks.
+	for sb := range int32(len(p.Sandboxes)) {
+		for k := 0; k+1 < len(p.Mains); k++ {
+			m, n := p.Mains[k], p.Mains[k+1]
+			if !p.Ctrs[m].Spec.PostStart {
+				continue
+			}
+			a, b := p.firstIn(m, sb), p.firstIn(n, sb)
+			if a == nil || b == nil || a.Start() > b.Start() {
+				continue
+			}
+			done := a.PostStart
+			if done == none || (a.Exited != none && a.Exited < done) {
+				done = a.Exited
+			}
+			if done == none || done > b.Start() {
+				hits = append(hits, p.at(b.Start(), done, "main %q started before main %q's postStart hook returned", p.Ctrs[n].Name, p.Ctrs[m].Name))
+			}
+		}
+	}
+	return hits
+}
+
+// checkS4 decides "readiness does not gate" the only way a history can:
+// the container after a sidecar must start promptly (Slack) once the
+// sidecar is started. A start that waited and came right after the
+// sidecar's Ready=true is an Order hit (readiness was the gate, as in the
+// 2019 design); any other wait is a Timing hit.
+func checkS4(p *Pod, hits []Hit) []Hit {
+	if len(p.Sidecars) == 0 {
+		return hits
+	}
+	slack := p.Slack()
+	for sb := range int32(len(p.Sandboxes)) {
+		for c := 1; c < len(p.Ctrs); c++ {
+			a := p.firstIn(c, sb)
+			if a == nil {
+				continue
+			}
+			g, who := p.gate(c, sb)
+			if g == none || g > a.Start() || p.Ctrs[who].Role != RoleSidecar {
+				continue
+			}
+			wait := p.T(a.Start()) - p.T(g)
+			if wait <= slack {
+				continue
+			}
+			s := &p.Ctrs[who]
+			if r := p.readyTrue(who, g, a.Start()); r != none && p.T(a.Start())-p.T(r) <= slack {
+				hits = append(hits, p.at(a.Start(), g, "%q waited %s after sidecar %q was started, until it became ready: readiness gated the start", p.Ctrs[c].Name, ms(wait), s.Name))
+				continue
+			}
+			h := p.at(a.Start(), g, "%q started %s after sidecar %q was started", p.Ctrs[c].Name, ms(wait), s.Name)
+			h.Kind = Timing
+			hits = append(hits, h)
+		}
+	}
+	return hits
+}
+
+// readyTrue returns the last container.ready=true of c in (from, to).
+func (p *Pod) readyTrue(c int, from, to int32) int32 {
+	r := none
+	for _, i := range p.Ctrs[c].Ev {
+		if i > from && i < to && p.Ev[i].Kind == history.ContainerReady && p.Ev[i].Value {
+			r = i
+		}
+	}
+	return r
+}
+
+func checkS5(p *Pod, hits []Hit) []Hit {
+	for sb := range int32(len(p.Sandboxes)) {
+		for _, m := range p.Mains {
+			a := p.firstIn(m, sb)
+			if a == nil {
+				continue
+			}
+			for c := range p.NInit {
+				if d := p.doneIn(c, sb); d == none || d > a.Start() {
+					verb := "exited 0"
+					if p.Ctrs[c].Role == RoleSidecar {
+						verb = "was started"
+					}
+					hits = append(hits, p.at(a.Start(), d, "main %q started before %s %q %s", p.Ctrs[m].Name, what(p.Ctrs[c].Role), p.Ctrs[c].Name, verb))
+					break
+				}
+			}
+		}
+	}
+	return hits
+}
+
+func checkS6(p *Pod, hits []Hit) []Hit {
+	never := p.Spec.RestartPolicy == "Never"
+	for _, c := range p.Inits {
+		for k := range p.Ctrs[c].Att {
+			a := &p.Ctrs[c].Att[k]
+			if a.Exited == none || a.Code == 0 || a.Stop != none || p.termAt(a.Exited) != nil {
+				continue // not a failure of its own
+			}
+			f, sb := a.Exited, a.Sandbox
+			// The failure blocks until a later attempt of c succeeds.
+			until := p.n()
+			if end := p.Sandboxes[sb].End; end != none {
+				until = end
+			}
+			for j := k + 1; j < len(p.Ctrs[c].Att); j++ {
+				b := &p.Ctrs[c].Att[j]
+				if b.Sandbox != a.Sandbox || b.Start() < f {
+					continue
+				}
+				if never {
+					hits = append(hits, p.at(b.Start(), f, "init %q retried under restartPolicy Never", p.Ctrs[c].Name))
+				}
+				if b.Exited != none && b.Code == 0 {
+					until = min(until, b.Exited)
+				}
+			}
+			for d := c + 1; d < len(p.Ctrs); d++ {
+				if b := p.nextStartAfter(d, f, sb); b != nil && b.Start() < until {
+					hits = append(hits, p.at(b.Start(), f, "%q started after init %q failed (exit %d) and before it succeeded", p.Ctrs[d].Name, p.Ctrs[c].Name, a.Code))
+				}
+			}
+			if never {
+				for _, i := range p.Phases {
+					if ph := p.Ev[i].Phase; i > f && (ph == "Running" || ph == "Succeeded") {
+						hits = append(hits, p.at(i, f, "pod phase %s after init %q failed under restartPolicy Never", ph, p.Ctrs[c].Name))
+						break
+					}
+				}
+			}
+		}
+	}
+	return hits
+}
