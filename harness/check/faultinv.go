@@ -282,8 +282,14 @@ func checkU1(p *Pod, hits []Hit) []Hit {
 			if d == c {
 				continue
 			}
-			if j := p.specKill(d, i, end); j != none {
+			if j := p.specKill(d, i, end); j != none && !p.imageChanged(d, i, j) {
 				hits = append(hits, p.at(j, i, "image change of %q stopped %s %q too", name, what(p.Ctrs[d].Role), p.Ctrs[d].Name))
+			}
+			// Only a completed init container can be re-run: one that had
+			// not run yet when the change arrived (the pod was still
+			// initializing) starts for the first time.
+			if done := p.doneIn(d, sb); done == none || done > i {
+				continue
 			}
 			if b := p.nextStartAfter(d, i, sb); b != nil && b.Start() < end && p.Ctrs[d].Role == RoleInit {
 				hits = append(hits, p.at(b.Start(), i, "image change of %q re-ran init %q", name, p.Ctrs[d].Name))
@@ -291,6 +297,17 @@ func checkU1(p *Pod, hits []Hit) []Hit {
 		}
 	}
 	return hits
+}
+
+// imageChanged reports whether container c's own image changed in
+// (from, to): a SpecChanged stop of c is then c's own business.
+func (p *Pod) imageChanged(c int, from, to int32) bool {
+	for _, k := range p.Images {
+		if k > from && k < to && p.ctr(p.Ev[k].Container) == c {
+			return true
+		}
+	}
+	return false
 }
 
 // specKill returns the first stop of c in (from, to) that is not the

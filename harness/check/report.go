@@ -9,15 +9,18 @@ import (
 
 // Row is one invariant's line in a Report.
 type Row struct {
-	ID           string   `json:"id"`
-	Rule         string   `json:"rule"`
-	Level        Level    `json:"level"`
-	Checked      int      `json:"checked"` // pods the checker decided (did not panic on)
-	Violations   int      `json:"violations"`
-	Degradations int      `json:"degradations"`
-	Bounds       int      `json:"boundsExceeded"`
-	Unknown      int      `json:"unknown"` // pods on which the checker failed
-	Valid        Validity `json:"valid"`
+	ID         string `json:"id"`
+	Rule       string `json:"rule"`
+	Level      Level  `json:"level"`
+	Checked    int    `json:"checked"` // pods the checker decided (did not panic on)
+	Violations int    `json:"violations"`
+	// ViolatingPods counts pods with at least one violation of this
+	// invariant: the numerator of its per-lifecycle violation rate.
+	ViolatingPods int      `json:"violatingPods"`
+	Degradations  int      `json:"degradations"`
+	Bounds        int      `json:"boundsExceeded"`
+	Unknown       int      `json:"unknown"` // pods on which the checker failed
+	Valid         Validity `json:"valid"`
 }
 
 // Cell counts one invariant's findings attributed to one fault ("none"
@@ -41,15 +44,18 @@ type PodError struct {
 // Findings keeps the first FindingsCap findings per invariant in pod
 // arrival order, Errors the first FindingsCap errors.
 type Report struct {
-	Meta        *history.Meta `json:"meta,omitempty"` // the first run's
-	Pods        int           `json:"pods"`
-	Valid       Validity      `json:"valid"`
-	Rows        []Row         `json:"rows"`
-	Matrix      []Cell        `json:"matrix"`
-	Findings    []Finding     `json:"findings"`
-	Errors      []PodError    `json:"errors,omitempty"`
-	Warnings    []string      `json:"warnings,omitempty"`
-	FindingsCap int           `json:"findingsCap"`
+	Meta *history.Meta `json:"meta,omitempty"` // the first run's
+	Pods int           `json:"pods"`
+	// ViolatingPods counts pods with at least one violation of any
+	// invariant: the numerator of the hard-violation rate per lifecycle.
+	ViolatingPods int        `json:"violatingPods"`
+	Valid         Validity   `json:"valid"`
+	Rows          []Row      `json:"rows"`
+	Matrix        []Cell     `json:"matrix"`
+	Findings      []Finding  `json:"findings"`
+	Errors        []PodError `json:"errors,omitempty"`
+	Warnings      []string   `json:"warnings,omitempty"`
+	FindingsCap   int        `json:"findingsCap"`
 }
 
 // Violations is the total number of violations.
@@ -110,9 +116,18 @@ func (a *aggregator) fold(res *podResult) {
 			r.Errors = append(r.Errors, e)
 		}
 	}
+	var violated uint64
+	anyViolation := false
 	for k := range res.findings {
 		f := &res.findings[k]
 		row := &r.Rows[f.chk]
+		if f.Class == Violation {
+			anyViolation = true
+			if f.chk < 64 && violated&(1<<uint(f.chk)) == 0 {
+				violated |= 1 << uint(f.chk)
+				row.ViolatingPods++
+			}
+		}
 		key := cellKey{f.chk, f.FaultName()}
 		cell := a.cells[key]
 		if cell == nil {
@@ -134,6 +149,9 @@ func (a *aggregator) fold(res *podResult) {
 			a.stored[f.chk]++
 			r.Findings = append(r.Findings, *f)
 		}
+	}
+	if anyViolation {
+		r.ViolatingPods++
 	}
 }
 

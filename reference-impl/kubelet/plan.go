@@ -357,6 +357,11 @@ func (p *planner) mainsSayInitialized() bool {
 		if r != nil && (r.State == api.StateCreated || r.State == api.StateRunning) {
 			return true
 		}
+		// SyncPod creates containers synchronously, so the kubelet never
+		// sees a main start in flight: a requested start counts as Created.
+		if p.kinds[i] == kindMain && p.obs.Containers[i].StartPending {
+			return true
+		}
 	}
 	return false
 }

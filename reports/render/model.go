@@ -95,8 +95,11 @@ type InvariantRow struct {
 	Level  string // HARD, BEST-EFFORT
 	// Checked is the number of pods the invariant was decided on: the
 	// trials of the violation rate.
-	Checked        int
-	Violations     int
+	Checked    int
+	Violations int
+	// ViolatingPods counts pods with at least one violation; the rate's
+	// numerator (a pod can hold several violations of one invariant).
+	ViolatingPods  int
 	Degradations   int
 	BoundsExceeded int
 	Unknown        int
@@ -324,7 +327,12 @@ func leadingDigits(s string) (digits, rest string) {
 
 // rate is the violation-rate summary of a row: k violations in n pods.
 func rowRate(r InvariantRow) stats.RateSummary {
-	return stats.Rate(r.Violations, r.Checked, DefaultConfidence)
+	k := r.ViolatingPods
+	if k == 0 {
+		// Inputs that predate ViolatingPods: at most one violation per pod.
+		k = r.Violations
+	}
+	return stats.Rate(min(k, r.Checked), r.Checked, DefaultConfidence)
 }
 
 // overall is FAIL if any verdict failed, else INSUFFICIENT DATA if any is
