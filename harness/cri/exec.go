@@ -1,0 +1,138 @@
+package cri
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/sidebench/sidebench/harness/behavior"
+	"github.com/sidebench/sidebench/harness/history"
+)
+
+// ExecSync answers exec probes and exec lifecycle hooks written with
+// ProbeCommand and HookCommand from the container's drawn behaviour; any
+// other command exits 0 at once.
+//
+//   - startup probe: passes once StartupAfter has elapsed since the
+//     process started; readiness likewise with ReadyAfter; liveness passes
+//     until LivenessFailAfter, then fails for good.
+//   - postStart hook: returns after PostStart (container.poststart-done).
+//   - preStop hook: container.prestop-begin, returns after PreStop,
+//     container.prestop-end.
+//
+// A hook ends early (exit 137) if the process exits meanwhile, or with the
+// call's context. Probe results are written as probe.result when they
+// change.
+func (s *Server) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
+	s.mu.Lock()
+	c, ok := s.containers[req.GetContainerId()]
+	if !ok {
+		s.mu.Unlock()
+		return nil, notFound("container", req.GetContainerId())
+	}
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		s.mu.Unlock()
+		return nil, status.Errorf(codes.FailedPrecondition, "container %q is not running", c.id)
+	}
+	cmd := req.GetCmd()
+	if len(cmd) < 3 || cmd[0] != CommandName {
+		s.mu.Unlock()
+		return &runtimeapi.ExecSyncResponse{}, nil
+	}
+	switch cmd[1] {
+	case "probe":
+		defer s.mu.Unlock()
+		return s.probeLocked(c, cmd[2]), nil
+	case "hook":
+		switch cmd[2] {
+		case HookPostStart:
+			d := c.plan.PostStart
+			s.mu.Unlock()
+			ok, why := s.waitHook(ctx, c, d, req.GetTimeout())
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			e := c.event(history.ContainerPostStartDone)
+			e.Value, e.Msg = ok, why
+			s.emit(e)
+			return hookResult(ok, why), nil
+		case HookPreStop:
+			s.emit(c.event(history.ContainerPreStopBegin))
+			d := c.plan.PreStop
+			s.mu.Unlock()
+			ok, why := s.waitHook(ctx, c, d, req.GetTimeout())
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			e := c.event(history.ContainerPreStopEnd)
+			e.Msg = why
+			s.emit(e)
+			return hookResult(ok, why), nil
+		}
+	}
+	s.mu.Unlock()
+	return &runtimeapi.ExecSyncResponse{Stderr: []byte("sidebench: unknown command\n"), ExitCode: 127}, nil
+}
+
+func hookResult(ok bool, why string) *runtimeapi.ExecSyncResponse {
+	if ok {
+		return &runtimeapi.ExecSyncResponse{}
+	}
+	return &runtimeapi.ExecSyncResponse{Stderr: []byte(why + "\n"), ExitCode: 137}
+}
+
+// waitHook waits d (Never: until something else ends it).
+func (s *Server) waitHook(ctx context.Context, c *container, d time.Duration, timeoutSec int64) (bool, string) {
+	var timer <-chan time.Time
+	if d != behavior.Never {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timer = t.C
+	}
+	var timeout <-chan time.Time
+	if timeoutSec > 0 {
+		t := time.NewTimer(time.Duration(timeoutSec) * time.Second)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-timer:
+		return true, ""
+	case <-c.exited:
+		return false, "container exited during the hook"
+	case <-timeout:
+		return false, "hook timed out"
+	case <-ctx.Done():
+		return false, "hook cancelled"
+	}
+}
+
+func (s *Server) probeLocked(c *container, kind string) *runtimeapi.ExecSyncResponse {
+	elapsed := time.Duration(s.cfg.Now() - c.startedAt)
+	var ok bool
+	switch kind {
+	case ProbeStartup:
+		ok = c.plan.StartupAfter != behavior.Never && elapsed >= c.plan.StartupAfter
+	case ProbeReadiness:
+		ok = c.plan.ReadyAfter != behavior.Never && elapsed >= c.plan.ReadyAfter
+	case ProbeLiveness:
+		ok = c.plan.LivenessFailAfter == behavior.Never || elapsed < c.plan.LivenessFailAfter
+	default:
+		return &runtimeapi.ExecSyncResponse{Stderr: []byte("sidebench: unknown probe " + kind + "\n"), ExitCode: 127}
+	}
+	result := "failure"
+	if ok {
+		result = "success"
+	}
+	if c.lastProbe[kind] != result {
+		c.lastProbe[kind] = result
+		e := c.event(history.ProbeResult)
+		e.Probe, e.Result = kind, result
+		s.emit(e)
+	}
+	if ok {
+		return &runtimeapi.ExecSyncResponse{}
+	}
+	return &runtimeapi.ExecSyncResponse{Stderr: []byte(kind + " probe failing\n"), ExitCode: 1}
+}

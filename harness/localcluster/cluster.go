@@ -1,0 +1,689 @@
+package localcluster
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/sidebench/sidebench/harness/cri"
+	"github.com/sidebench/sidebench/harness/history"
+)
+
+// Config configures Up.
+type Config struct {
+	// Nodes is the number of kubelets (default 1).
+	Nodes int
+	// Version of the Kubernetes binaries (default DefaultVersion).
+	Version string
+	// CacheDir holds the built binaries (default DefaultCacheDir(Version)).
+	CacheDir string
+	// Binaries, if set, are used as they are (no Build).
+	Binaries *Binaries
+	// RunDir holds every file of the cluster: PKI, kubeconfigs, etcd data,
+	// kubelet root dirs, logs, the state file. Default: a new temporary
+	// directory, removed by Down. A given RunDir is kept by Down.
+	RunDir string
+	// Log receives one line per step (default: discarded).
+	Log io.Writer
+	// Sink receives the CRI servers' history events (default: discarded).
+	// Several nodes write to it; Up wraps it in cri.SerialSink.
+	Sink history.Sink
+	// Scheduler also starts kube-scheduler (default: pods must set
+	// spec.nodeName).
+	Scheduler bool
+	// KubeletVerbosity is the kubelet's --v (default 2).
+	KubeletVerbosity int
+	// MaxPods per kubelet (default 250).
+	MaxPods int
+	// KeepOnExit: child processes survive the death of this process (no
+	// parent-death signal). Down/DownDir still tear them down.
+	KeepOnExit bool
+}
+
+// Node is one kubelet and its CRI server.
+type Node struct {
+	// Name is the node name: a loopback address (127.0.0.2, 127.0.0.3,
+	// ...), so the kubelet's node address is loopback and it resolves no
+	// host name.
+	Name      string
+	RootDir   string
+	CRISocket string
+	// KubeletPort and HealthzPort are on 127.0.0.1.
+	KubeletPort int
+	HealthzPort int
+	// Runtime is the node's in-process CRI server.
+	Runtime *cri.Server
+	Log     string
+
+	kubeletArgs []string
+}
+
+// Timings are the durations of Up's phases, each from the start of Up.
+type Timings struct {
+	Build          time.Duration
+	EtcdReady      time.Duration
+	APIServerReady time.Duration
+	NodesReady     time.Duration
+}
+
+// Cluster is a running local cluster.
+type Cluster struct {
+	RunDir     string
+	Server     string // https://127.0.0.1:PORT
+	Kubeconfig string // admin kubeconfig
+	AdminToken string
+	Nodes      []*Node
+	Timings    Timings
+	Binaries   Binaries
+
+	log    io.Writer
+	cfg    Config
+	state  *State
+	mu     sync.Mutex
+	exited map[int]<-chan struct{}
+	downed bool
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func freePorts(n int) ([]int, error) {
+	// Hold all listeners until every port is chosen, so they are distinct.
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	out := make([]int, n)
+	for i := range out {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		out[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	return out, nil
+}
+
+// NodeName is the name of node i (0-based): 127.0.0.(i+2), continuing into
+// 127.0.1.x and so on.
+func NodeName(i int) string {
+	n := i + 2
+	return fmt.Sprintf("127.0.%d.%d", n/256, n%256)
+}
+
+// Up starts etcd and kube-apiserver on 127.0.0.1 (free ports), then
+// cfg.Nodes kubelets each on its own in-process sidebench CRI server, and
+// waits until the apiserver is ready and every node is Ready. On error
+// everything started so far is torn down.
+func Up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
+	t0 := time.Now()
+	if cfg.Nodes <= 0 {
+		cfg.Nodes = 1
+	}
+	if cfg.Version == "" {
+		cfg.Version = DefaultVersion
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.Sink == nil {
+		cfg.Sink = history.Discard
+	}
+	if cfg.KubeletVerbosity == 0 {
+		cfg.KubeletVerbosity = 2
+	}
+	if cfg.MaxPods == 0 {
+		cfg.MaxPods = 250
+	}
+	if os.Geteuid() != 0 {
+		return nil, errors.New("localcluster: the kubelet needs root")
+	}
+	var bins Binaries
+	if cfg.Binaries != nil {
+		bins = *cfg.Binaries
+	} else if bins, err = Build(ctx, cfg.Version, cfg.CacheDir, cfg.Log); err != nil {
+		return nil, err
+	}
+	st := &State{RunDir: cfg.RunDir}
+	if st.RunDir == "" {
+		if st.RunDir, err = os.MkdirTemp("", "sidebench-local-"); err != nil {
+			return nil, err
+		}
+		st.RemoveRunDir = true
+	} else if st.RunDir, err = filepath.Abs(st.RunDir); err != nil {
+		return nil, err
+	}
+	c := &Cluster{RunDir: st.RunDir, Binaries: bins, log: cfg.Log, cfg: cfg, state: st, exited: map[int]<-chan struct{}{}}
+	c.Timings.Build = time.Since(t0)
+	defer func() {
+		if err != nil {
+			if derr := c.Down(); derr != nil {
+				err = errors.Join(err, derr)
+			}
+		}
+	}()
+	for _, d := range []string{"pki", "logs", "etcd", "apiserver-certs", "nodes"} {
+		if err := os.MkdirAll(filepath.Join(st.RunDir, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if err := st.save(); err != nil {
+		return nil, err
+	}
+
+	// PKI and tokens.
+	pki := filepath.Join(st.RunDir, "pki")
+	if err := writeServiceAccountKeys(filepath.Join(pki, "sa.key"), filepath.Join(pki, "sa.pub")); err != nil {
+		return nil, err
+	}
+	users := []tokenUser{}
+	if c.AdminToken, err = randomToken(); err != nil {
+		return nil, err
+	}
+	users = append(users, tokenUser{c.AdminToken, "sidebench-admin", "admin-uid", []string{"system:masters"}})
+	nodeTokens := make([]string, cfg.Nodes)
+	for i := range nodeTokens {
+		if nodeTokens[i], err = randomToken(); err != nil {
+			return nil, err
+		}
+		users = append(users, tokenUser{nodeTokens[i], "system:node:" + NodeName(i), "node-uid-" + strconv.Itoa(i), []string{"system:nodes"}})
+	}
+	if err := writeTokenFile(filepath.Join(pki, "tokens.csv"), users); err != nil {
+		return nil, err
+	}
+
+	// etcd.
+	ports, err := freePorts(5)
+	if err != nil {
+		return nil, err
+	}
+	etcdClient, etcdPeer, etcdMetrics, apiPort := ports[0], ports[1], ports[2], ports[3]
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdClient)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeer)
+	if err := c.start(cfg, "etcd", bins.Etcd,
+		"--name=sidebench", "--data-dir="+filepath.Join(st.RunDir, "etcd"),
+		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=sidebench="+peerURL,
+		fmt.Sprintf("--listen-metrics-urls=http://127.0.0.1:%d", etcdMetrics),
+		"--unsafe-no-fsync", "--log-level=warn",
+	); err != nil {
+		return nil, err
+	}
+	if err := waitHTTP(ctx, etcdURL+"/health", "", 60*time.Second); err != nil {
+		return nil, fmt.Errorf("localcluster: etcd not healthy: %w (log %s)", err, c.logPath("etcd"))
+	}
+	c.Timings.EtcdReady = time.Since(t0)
+	fmt.Fprintf(cfg.Log, "localcluster: etcd healthy at %s after %s\n", etcdURL, c.Timings.EtcdReady.Round(time.Millisecond))
+
+	// kube-apiserver.
+	c.Server = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
+	if err := c.start(cfg, "kube-apiserver", bins.APIServer,
+		"--etcd-servers="+etcdURL,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", apiPort),
+		"--cert-dir="+filepath.Join(st.RunDir, "apiserver-certs"),
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-key-file="+filepath.Join(pki, "sa.pub"),
+		"--service-account-signing-key-file="+filepath.Join(pki, "sa.key"),
+		"--token-auth-file="+filepath.Join(pki, "tokens.csv"),
+		"--authorization-mode=Node,RBAC",
+		"--service-cluster-ip-range=10.96.0.0/24",
+		"--endpoint-reconciler-type=none",
+		"--profiling=false",
+	); err != nil {
+		return nil, err
+	}
+	c.Kubeconfig = filepath.Join(st.RunDir, "admin.kubeconfig")
+	if err := writeKubeconfig(c.Kubeconfig, c.Server, "sidebench-admin", c.AdminToken); err != nil {
+		return nil, err
+	}
+	if err := waitHTTP(ctx, c.Server+"/readyz", c.AdminToken, 120*time.Second); err != nil {
+		return nil, fmt.Errorf("localcluster: kube-apiserver not ready: %w (log %s)", err, c.logPath("kube-apiserver"))
+	}
+	c.Timings.APIServerReady = time.Since(t0)
+	fmt.Fprintf(cfg.Log, "localcluster: kube-apiserver ready at %s after %s\n", c.Server, c.Timings.APIServerReady.Round(time.Millisecond))
+	cs, err := c.Client()
+	if err != nil {
+		return nil, err
+	}
+	if err := EnsureServiceAccount(ctx, cs, "default"); err != nil {
+		return nil, err
+	}
+
+	if cfg.Scheduler {
+		sp, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		if err := c.start(cfg, "kube-scheduler", bins.Scheduler,
+			"--kubeconfig="+c.Kubeconfig, "--authentication-kubeconfig="+c.Kubeconfig, "--authorization-kubeconfig="+c.Kubeconfig,
+			"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", sp), "--leader-elect=false",
+		); err != nil {
+			return nil, err
+		}
+	}
+
+	// Kubelets. The sysctls they rewrite are saved before the first starts.
+	if st.Sysctls, err = readSysctls(); err != nil {
+		return nil, err
+	}
+	for _, p := range kubeletHostPaths {
+		if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+			st.HostPaths = append(st.HostPaths, p)
+		}
+	}
+	if err := st.save(); err != nil {
+		return nil, err
+	}
+	sink := cri.SerialSink(cfg.Sink)
+	for i := 0; i < cfg.Nodes; i++ {
+		if _, err := c.startNode(cfg, i, nodeTokens[i], sink); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.waitNodesReady(ctx, cs, 120*time.Second); err != nil {
+		return nil, err
+	}
+	c.Timings.NodesReady = time.Since(t0)
+	fmt.Fprintf(cfg.Log, "localcluster: %d node(s) Ready after %s (run dir %s)\n", len(c.Nodes), c.Timings.NodesReady.Round(time.Millisecond), st.RunDir)
+	return c, nil
+}
+
+func (c *Cluster) logPath(name string) string { return filepath.Join(c.RunDir, "logs", name+".log") }
+
+// start runs a child process logging to logs/<name>.log and records it in
+// the state file.
+func (c *Cluster) start(cfg Config, name, bin string, args ...string) error {
+	logf, err := os.OpenFile(c.logPath(name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Dir = c.RunDir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if !cfg.KeepOnExit {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("localcluster: start %s: %w", name, err)
+	}
+	ticks, _ := procStartTicks(cmd.Process.Pid)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	c.mu.Lock()
+	c.exited[cmd.Process.Pid] = done
+	c.state.Procs = append(c.state.Procs, Proc{Name: name, PID: cmd.Process.Pid, StartTicks: ticks})
+	err = c.state.save()
+	c.mu.Unlock()
+	return err
+}
+
+func (c *Cluster) startNode(cfg Config, i int, token string, sink history.Sink) (*Node, error) {
+	name := NodeName(i)
+	dir := filepath.Join(c.RunDir, "nodes", name)
+	n := &Node{Name: name, RootDir: filepath.Join(dir, "root"), CRISocket: filepath.Join(dir, "cri.sock")}
+	if len(n.CRISocket) > 100 {
+		return nil, fmt.Errorf("localcluster: socket path %s is too long for a unix socket; use a shorter RunDir", n.CRISocket)
+	}
+	for _, d := range []string{n.RootDir, filepath.Join(dir, "pki"), filepath.Join(dir, "pod-logs")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	c.mu.Lock()
+	c.state.MountRoots = append(c.state.MountRoots, n.RootDir)
+	err := c.state.save()
+	c.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	n.KubeletPort, n.HealthzPort = ports[0], ports[1]
+	n.Runtime = cri.New(cri.Config{
+		Node: name, Sink: sink, FsMountpoint: n.RootDir,
+		// Loopback pod IPs, a /24 per node: 127.100.0.0/24, 127.100.1.0/24, ...
+		PodCIDR: fmt.Sprintf("127.%d.%d.0/24", 100+i/256, i%256),
+	})
+	if err := n.Runtime.ListenAndServe(n.CRISocket); err != nil {
+		return nil, err
+	}
+	c.Nodes = append(c.Nodes, n) // from here on, Down closes its runtime
+	kc := filepath.Join(dir, "kubelet.kubeconfig")
+	if err := writeKubeconfig(kc, c.Server, "system:node:"+name, token); err != nil {
+		return nil, err
+	}
+	conf := filepath.Join(dir, "kubelet-config.yaml")
+	if err := os.WriteFile(conf, []byte(kubeletConfig(n, filepath.Join(dir, "pod-logs"), cfg.MaxPods)), 0o644); err != nil {
+		return nil, err
+	}
+	n.Log = c.logPath("kubelet-" + name)
+	n.kubeletArgs = []string{
+		"--config=" + conf, "--kubeconfig=" + kc,
+		"--root-dir=" + n.RootDir, "--cert-dir=" + filepath.Join(dir, "pki"),
+		"--hostname-override=" + name,
+		"--v=" + strconv.Itoa(cfg.KubeletVerbosity),
+	}
+	if err := c.start(cfg, "kubelet-"+name, c.Binaries.Kubelet, n.kubeletArgs...); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+func (c *Cluster) proc(name string) (Proc, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.state.Procs {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Proc{}, false
+}
+
+// KillKubelet SIGKILLs node i's kubelet and waits until it is gone. Its
+// CRI server keeps running with every container, as a container runtime
+// outlives a crashed kubelet.
+func (c *Cluster) KillKubelet(i int) error {
+	n := c.Nodes[i]
+	p, ok := c.proc("kubelet-" + n.Name)
+	if !ok || !p.Alive() {
+		return fmt.Errorf("localcluster: kubelet of %s is not running", n.Name)
+	}
+	if err := syscall.Kill(p.PID, syscall.SIGKILL); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	exited := c.exited[p.PID]
+	c.mu.Unlock()
+	if !waitGone(p, 10*time.Second, exited) {
+		return fmt.Errorf("localcluster: kubelet of %s (pid %d) survived SIGKILL", n.Name, p.PID)
+	}
+	return nil
+}
+
+// StartKubelet starts node i's kubelet again (after KillKubelet) with the
+// same flags, root dir and CRI socket, and waits until its /healthz answers.
+func (c *Cluster) StartKubelet(ctx context.Context, i int) error {
+	n := c.Nodes[i]
+	name := "kubelet-" + n.Name
+	if p, ok := c.proc(name); ok && p.Alive() {
+		return fmt.Errorf("localcluster: kubelet of %s is already running (pid %d)", n.Name, p.PID)
+	}
+	c.mu.Lock()
+	procs := c.state.Procs[:0]
+	for _, p := range c.state.Procs {
+		if p.Name != name {
+			procs = append(procs, p)
+		}
+	}
+	c.state.Procs = procs
+	c.mu.Unlock()
+	if err := c.start(c.cfg, name, c.Binaries.Kubelet, n.kubeletArgs...); err != nil {
+		return err
+	}
+	return waitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/healthz", n.HealthzPort), "", 60*time.Second)
+}
+
+// WaitNodesReady waits until every node reports Ready.
+func (c *Cluster) WaitNodesReady(ctx context.Context, within time.Duration) error {
+	cs, err := c.Client()
+	if err != nil {
+		return err
+	}
+	return c.waitNodesReady(ctx, cs, within)
+}
+
+// kubeletHostPaths are created by a kubelet whatever its flags: the
+// device manager's socket dir is hard-coded under /var/lib/kubelet, the
+// container log symlinks go to /var/log/containers, and the mount helper
+// creates /run/mount (utab). Down removes those that did not exist before
+// Up.
+var kubeletHostPaths = []string{"/var/lib/kubelet", "/var/log/containers", "/run/mount"}
+
+// kubeletConfig is REAL-KUBELET.md's verified configuration, with
+// anonymous access off: nothing reaches the kubelet's API in sidebench
+// (no logs/exec), and it binds 127.0.0.1 only.
+func kubeletConfig(n *Node, podLogs string, maxPods int) string {
+	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: 127.0.0.1
+port: %d
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: %d
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: false}
+authorization: {mode: AlwaysAllow}
+cgroupDriver: cgroupfs
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+failSwapOn: false
+failCgroupV1: false
+containerRuntimeEndpoint: unix://%s
+podLogsDir: %s
+registerNode: true
+maxPods: %d
+serializeImagePulls: false
+volumePluginDir: %s
+`, n.KubeletPort, n.HealthzPort, n.CRISocket, podLogs, maxPods, filepath.Join(filepath.Dir(n.RootDir), "volume-plugins"))
+}
+
+// waitHTTP polls url until it answers 200.
+func waitHTTP(ctx context.Context, url, token string, within time.Duration) error {
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // self-signed, 127.0.0.1 only
+	}}
+	deadline := time.Now().Add(within)
+	var last error
+	for time.Now().Before(deadline) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Errorf("%s: %s", url, resp.Status)
+		} else {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("timed out after %s: %v", within, last)
+}
+
+// RESTConfig returns an admin client configuration.
+func (c *Cluster) RESTConfig() *rest.Config {
+	return &rest.Config{
+		Host:            c.Server,
+		BearerToken:     c.AdminToken,
+		TLSClientConfig: rest.TLSClientConfig{Insecure: true},
+		QPS:             200,
+		Burst:           400,
+	}
+}
+
+// Client returns an admin clientset.
+func (c *Cluster) Client() (kubernetes.Interface, error) {
+	return kubernetes.NewForConfig(c.RESTConfig())
+}
+
+// EnsureServiceAccount creates the "default" ServiceAccount of ns (there
+// is no kube-controller-manager to do it). Pods must also set
+// automountServiceAccountToken: false (no kube-root-ca.crt ConfigMap).
+func EnsureServiceAccount(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	if ns != "default" {
+		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	_, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// waitNodesReady waits until every node is Ready, then removes the
+// not-ready taint the node lifecycle controller would remove (there is no
+// kube-controller-manager), so a scheduler can place pods.
+func (c *Cluster) waitNodesReady(ctx context.Context, cs kubernetes.Interface, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	pending := map[string]bool{}
+	for _, n := range c.Nodes {
+		pending[n.Name] = true
+	}
+	for len(pending) > 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("localcluster: nodes not Ready after %s: %v (logs in %s)", within, keys(pending), filepath.Join(c.RunDir, "logs"))
+		}
+		c.mu.Lock()
+		procs := append([]Proc(nil), c.state.Procs...)
+		c.mu.Unlock()
+		for _, p := range procs {
+			if !p.Alive() {
+				return fmt.Errorf("localcluster: %s (pid %d) exited; see %s", p.Name, p.PID, c.logPath(p.Name))
+			}
+		}
+		list, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err == nil {
+			for i := range list.Items {
+				nd := &list.Items[i]
+				if !pending[nd.Name] {
+					continue
+				}
+				for _, cond := range nd.Status.Conditions {
+					if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+						delete(pending, nd.Name)
+						if err := untaint(ctx, cs, nd); err != nil {
+							return err
+						}
+					}
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+func untaint(ctx context.Context, cs kubernetes.Interface, nd *corev1.Node) error {
+	var keep []corev1.Taint
+	for _, t := range nd.Spec.Taints {
+		if t.Key != corev1.TaintNodeNotReady {
+			keep = append(keep, t)
+		}
+	}
+	if len(keep) == len(nd.Spec.Taints) {
+		return nil
+	}
+	nd = nd.DeepCopy()
+	nd.Spec.Taints = keep
+	_, err := cs.CoreV1().Nodes().Update(ctx, nd, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) {
+		return nil // the kubelet updated it; the next Up poll does not retry, harmless
+	}
+	return err
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Down stops every kubelet, the CRI servers, the scheduler, the apiserver
+// and etcd (by PID), unmounts the kubelets' mounts, restores the sysctls
+// and removes the run dir if Up created it. Safe to call twice.
+func (c *Cluster) Down() error {
+	c.mu.Lock()
+	if c.downed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.downed = true
+	exited := c.exited
+	c.mu.Unlock()
+	// Kubelets first, while their runtimes still answer; then the runtimes.
+	var errs []error
+	var kubelets, rest []Proc
+	c.mu.Lock()
+	allProcs := append([]Proc(nil), c.state.Procs...)
+	c.mu.Unlock()
+	for _, p := range allProcs {
+		if len(p.Name) > 7 && p.Name[:8] == "kubelet-" {
+			kubelets = append(kubelets, p)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	for _, p := range kubelets {
+		if err := stopLogged(p, exited[p.PID], c.log); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, n := range c.Nodes {
+		n.Runtime.Close()
+	}
+	st := *c.state
+	st.Procs = rest
+	if err := st.teardown(exited, c.log); err != nil {
+		errs = append(errs, err)
+	}
+	err := errors.Join(errs...)
+	if err != nil {
+		fmt.Fprintf(c.log, "localcluster: teardown of %s incomplete: %v\n", c.RunDir, err)
+	}
+	return err
+}

@@ -1,0 +1,169 @@
+package localcluster
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestKubeToolsGoMod(t *testing.T) {
+	in := []byte(`module k8s.io/kubernetes
+
+go 1.26.0
+
+require (
+	k8s.io/api v0.0.0
+)
+
+replace (
+	k8s.io/api => ./staging/src/k8s.io/api
+	k8s.io/cri-api => ./staging/src/k8s.io/cri-api
+	github.com/foo/bar => github.com/foo/bar v1.2.3
+)
+`)
+	got, n, err := KubeToolsGoMod("v1.37.2", in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Errorf("n = %d, want 2", n)
+	}
+	for _, want := range []string{
+		"require k8s.io/kubernetes v1.37.2",
+		"\tk8s.io/api => k8s.io/api v0.37.2\n",
+		"\tk8s.io/cri-api => k8s.io/cri-api v0.37.2\n",
+		"godebug default=go1.26",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("go.mod lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "foo/bar") {
+		t.Errorf("non-staging replace copied:\n%s", got)
+	}
+	if _, _, err := KubeToolsGoMod("1.37", in); err == nil {
+		t.Error("bad version accepted")
+	}
+	if _, _, err := KubeToolsGoMod("v1.37.2", []byte("module x\n")); err == nil {
+		t.Error("go.mod without staging lines accepted")
+	}
+}
+
+func TestBuildSkipsExisting(t *testing.T) {
+	dir := t.TempDir()
+	bins := binariesIn(filepath.Join(dir, "bin"))
+	if err := os.MkdirAll(bins.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{bins.Etcd, bins.APIServer, bins.Kubelet, bins.Scheduler} {
+		if err := os.WriteFile(p, []byte("#!/bin/true\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var log bytes.Buffer
+	got, err := Build(context.Background(), "v1.37.2", dir, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != bins || log.Len() != 0 {
+		t.Errorf("Build = %+v, log %q; want %+v and no output", got, log.String(), bins)
+	}
+}
+
+func TestNodeName(t *testing.T) {
+	for i, want := range map[int]string{0: "127.0.0.2", 1: "127.0.0.3", 253: "127.0.0.255", 254: "127.0.1.0"} {
+		if got := NodeName(i); got != want {
+			t.Errorf("NodeName(%d) = %s, want %s", i, got, want)
+		}
+	}
+}
+
+func TestStateRoundTripAndProc(t *testing.T) {
+	dir := t.TempDir()
+	ticks, err := procStartTicks(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &State{RunDir: dir, Procs: []Proc{{Name: "self", PID: os.Getpid(), StartTicks: ticks}}, Sysctls: map[string]string{"kernel/panic": "0"}}
+	if err := s.save(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Procs) != 1 || !got.Procs[0].Alive() || got.Sysctls["kernel/panic"] != "0" {
+		t.Errorf("loaded %+v", got)
+	}
+	stale := Proc{Name: "recycled", PID: os.Getpid(), StartTicks: ticks + 1}
+	if stale.Alive() {
+		t.Error("a PID with another start time counts as alive")
+	}
+}
+
+func TestUnescapeMount(t *testing.T) {
+	if got := unescapeMount(`/tmp/a\040b`); got != "/tmp/a b" {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestKubeletConfig(t *testing.T) {
+	n := &Node{KubeletPort: 1, HealthzPort: 2, CRISocket: "/r/cri.sock"}
+	c := kubeletConfig(n, "/r/logs", 250)
+	for _, want := range []string{"failCgroupV1: false", "cgroupsPerQOS: false", "containerRuntimeEndpoint: unix:///r/cri.sock", "address: 127.0.0.1", "healthzBindAddress: 127.0.0.1"} {
+		if !strings.Contains(c, want) {
+			t.Errorf("kubelet config lacks %q", want)
+		}
+	}
+}
+
+func TestDownDirKillsRecordedProcesses(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A process that ignores SIGTERM must be SIGKILLed; a stale record
+	// (same PID, other start time) must be left alone.
+	cmd := exec.Command("sh", "-c", "trap '' TERM; sleep 60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	time.Sleep(100 * time.Millisecond) // let sh install the trap
+	ticks, err := procStartTicks(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	selfTicks, _ := procStartTicks(os.Getpid())
+	s := &State{RunDir: dir, RemoveRunDir: true, Procs: []Proc{
+		{Name: "stale", PID: os.Getpid(), StartTicks: selfTicks + 1},
+		{Name: "stubborn", PID: cmd.Process.Pid, StartTicks: ticks},
+	}}
+	if err := s.save(); err != nil {
+		t.Fatal(err)
+	}
+	old := stopGrace
+	stopGrace = 200 * time.Millisecond
+	defer func() { stopGrace = old }()
+	var log bytes.Buffer
+	if err := DownDir(dir, &log); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("recorded process still running after DownDir")
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("run dir not removed: %v", err)
+	}
+	if !strings.Contains(log.String(), "stopped stubborn") || strings.Contains(log.String(), "stale") {
+		t.Errorf("log: %s", log.String())
+	}
+}
