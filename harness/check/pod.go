@@ -69,6 +69,11 @@ type Sandbox struct {
 	Idx  int32 // sandbox.created (none for an implicit first sandbox)
 	End  int32 // sandbox.lost / sandbox.stopped, none while it lives
 	Lost bool
+	// Reset marks a virtual sandbox: a RestartAllContainers reset began at
+	// Idx (pod.condition AllContainersRestarting=True) in the same real
+	// sandbox. Everything started after it is a new initialization, so the
+	// start invariants apply again (INV-RA8).
+	Reset bool
 }
 
 // Term is one whole-pod kill: from pod.terminating to the next one, the
@@ -238,6 +243,13 @@ func (p *Pod) build(meta *history.Meta, name string, events []history.Event) err
 			p.Phases = append(p.Phases, i)
 		case history.PodCondition:
 			p.Conds = append(p.Conds, i)
+			if e.Cond == "AllContainersRestarting" && e.Value {
+				if cur >= 0 && p.Sandboxes[cur].End == none {
+					p.Sandboxes[cur].End = i
+				}
+				p.Sandboxes = append(p.Sandboxes, Sandbox{Idx: i, End: none, Reset: true})
+				cur = int32(len(p.Sandboxes) - 1)
+			}
 		case history.KubeletDown, history.RuntimeDown, history.NodeDown:
 			p.Outages = append(p.Outages, Outage{What: e.Kind, Down: i, Up: none})
 		case history.KubeletUp, history.RuntimeUp, history.NodeUp:

@@ -171,6 +171,9 @@ func checkR4(p *Pod, hits []Hit) []Hit {
 			if a.KillReason == "UnknownState" {
 				continue // INV-F8: recreated whatever the policy
 			}
+			if sp := p.Ctrs[m].Spec; p.hasGate("ContainerRestartRules") && sp != nil && sp.RestartPolicy != "" {
+				continue // a container-level policy decides: INV-RR1
+			}
 			if rp == "Never" {
 				hits = append(hits, p.at(b.Start(), a.Exited, "main %q restarted under restartPolicy Never (exit %d)", p.Ctrs[m].Name, a.Code))
 			} else if rp == "OnFailure" && a.Code == 0 {

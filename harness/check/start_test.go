@@ -188,7 +188,7 @@ func TestStartInvariants(t *testing.T) { runCases(t, startCases()) }
 // it is broken: no checker ships untested.
 func TestEveryCheckerHasPassingAndFailingCases(t *testing.T) {
 	pass, fail := map[string]bool{}, map[string]bool{}
-	for _, group := range [][]invCase{startCases(), restartCases(), phaseCases(), terminationCases(), faultCases()} {
+	for _, group := range [][]invCase{startCases(), restartCases(), phaseCases(), terminationCases(), faultCases(), ruleCases()} {
 		for _, c := range group {
 			if c.clean {
 				pass[c.id] = true

@@ -240,6 +240,36 @@ type ContainerSpec struct {
 	Liveness  bool   `json:"livenessProbe,omitempty"`
 	PostStart bool   `json:"postStart,omitempty"`
 	PreStop   bool   `json:"preStop,omitempty"`
+	// RestartPolicy is the container-level restartPolicy of a main
+	// container (ContainerRestartRules), empty when unset.
+	RestartPolicy string `json:"restartPolicy,omitempty"`
+	// Rules are its restartPolicyRules, in order.
+	Rules []RestartRule `json:"restartPolicyRules,omitempty"`
+}
+
+// RestartRule is one restartPolicyRules entry of a container.
+type RestartRule struct {
+	Action   string  `json:"action"`   // Restart, RestartAllContainers
+	Operator string  `json:"operator"` // In, NotIn
+	Values   []int32 `json:"values"`
+}
+
+// Match returns the first rule matching exit code code, or nil.
+func (c *ContainerSpec) Match(code int32) *RestartRule {
+	for i := range c.Rules {
+		r := &c.Rules[i]
+		in := false
+		for _, v := range r.Values {
+			if v == code {
+				in = true
+				break
+			}
+		}
+		if in == (r.Operator != "NotIn") {
+			return r
+		}
+	}
+	return nil
 }
 
 // Sink receives events in order. Implementations must not keep e after

@@ -1,0 +1,78 @@
+package check
+
+import (
+	"testing"
+
+	"github.com/sidebench/sidebench/harness/history"
+)
+
+var rulesMeta = &history.Meta{Scenario: "t", Policy: "kep753+ContainerRestartRules+RestartAllContainersOnContainerExits", Backend: "sim"}
+
+// resetSpec: a sidecar and a main whose exit 88 resets the pod, and whose
+// exit 42 restarts only it (container policy Never).
+func resetSpec(rp string) *history.PodSpec {
+	s := specOf(rp, 30, "sidecar:proxy", "main:app")
+	s.Main[0].RestartPolicy = "Never"
+	s.Main[0].Rules = []history.RestartRule{
+		{Action: "RestartAllContainers", Operator: "In", Values: []int32{88}},
+		{Action: "Restart", Operator: "In", Values: []int32{42}},
+	}
+	return s
+}
+
+func (h *hb) removedC(c string) *hb { return h.k(history.ContainerRemoved, c) }
+
+// resetHistory is a correct reset: app exits 88, proxy is stopped with
+// 2 s and removed, then app; then proxy and app start again in order.
+func resetHistory() *hb {
+	return newPod("r", resetSpec("Always")).at(0).created().at(10).sandbox().
+		at(20).up("proxy").at(30).up("app").
+		at(1000).exited("app", 88).cond("AllContainersRestarting", true).stop("proxy", 2, "RestartAllContainers").
+		at(1100).exited("proxy", 137).removedC("proxy").at(1110).removedC("app").
+		at(1120).req("proxy").cond("AllContainersRestarting", false).running("proxy").started("proxy", true).
+		at(1200).up("app")
+}
+
+func ruleCases() []invCase {
+	return []invCase{
+		{name: "INV-RR1/restart on exit 42 by rule in a Never pod", id: "INV-RR1", clean: true, meta: rulesMeta,
+			ev: evs(newPod("a", resetSpec("Never")).at(0).created().at(10).sandbox().at(20).up("proxy").at(30).up("app").
+				at(1000).exited("app", 42).at(1010).up("app"))},
+		{name: "INV-RR1/restart after exit 0 with container policy Never", id: "INV-RR1", want: Violation, meta: rulesMeta,
+			ev: evs(newPod("a", resetSpec("Always")).at(0).created().at(10).sandbox().at(20).up("proxy").at(30).up("app").
+				at(1000).exited("app", 0).at(1010).up("app"))},
+		{name: "INV-RA7/correct reset", id: "INV-RA7", clean: true, meta: rulesMeta, ev: evs(resetHistory())},
+		{name: "INV-RA7/trigger restarted before the sidecar was removed", id: "INV-RA7", want: Violation, meta: rulesMeta,
+			ev: evs(newPod("r", resetSpec("Always")).at(0).created().at(10).sandbox().at(20).up("proxy").at(30).up("app").
+				at(1000).exited("app", 88).cond("AllContainersRestarting", true).stop("proxy", 2, "RestartAllContainers").
+				at(1010).req("app").running("app"))},
+		{name: "INV-RA4/correct reset", id: "INV-RA4", clean: true, meta: rulesMeta, ev: evs(resetHistory())},
+		{name: "INV-RA4/trigger removed first", id: "INV-RA4", want: Violation, meta: rulesMeta,
+			ev: evs(newPod("r", resetSpec("Always")).at(0).created().at(10).sandbox().at(20).up("proxy").at(30).up("app").
+				at(1000).exited("app", 88).cond("AllContainersRestarting", true).removedC("app").stop("proxy", 2, "RestartAllContainers").
+				at(1100).exited("proxy", 137).removedC("proxy"))},
+		{name: "INV-RA5/correct reset", id: "INV-RA5", clean: true, meta: rulesMeta, ev: evs(resetHistory())},
+		{name: "INV-RA5/reset kill with the pod grace and a preStop", id: "INV-RA5", want: Violation, meta: rulesMeta,
+			ev: evs(newPod("r", resetSpec("Always")).at(0).created().at(10).sandbox().at(20).up("proxy").at(30).up("app").
+				at(1000).exited("app", 88).cond("AllContainersRestarting", true).prestop("proxy", "RestartAllContainers").stop("proxy", 30, "RestartAllContainers"))},
+	}
+}
+
+func TestRuleInvariants(t *testing.T) { runCases(t, ruleCases()) }
+
+// TestResetIsANewInitialization: after a reset the start invariants apply
+// again in the same sandbox: a main starting before the sidecar started is
+// an INV-S5 violation, a correct re-initialization is not.
+func TestResetIsANewInitialization(t *testing.T) {
+	if fs := checkOne(t, rulesMeta, resetHistory().events(), "INV-S5"); len(fs) != 0 {
+		t.Fatalf("correct reset flagged:%s", dump(fs))
+	}
+	bad := newPod("r", resetSpec("Always")).at(0).created().at(10).sandbox().at(20).up("proxy").at(30).up("app").
+		at(1000).exited("app", 88).cond("AllContainersRestarting", true).stop("proxy", 2, "RestartAllContainers").
+		at(1100).exited("proxy", 137).removedC("proxy").at(1110).removedC("app").
+		at(1120).req("app").req("proxy").cond("AllContainersRestarting", false)
+	fs := checkOne(t, rulesMeta, bad.events(), "INV-S5")
+	if len(fs) == 0 || fs[0].Class != Violation {
+		t.Fatalf("main started before the sidecar after a reset not caught as INV-S5:%s", dump(fs))
+	}
+}
