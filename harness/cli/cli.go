@@ -1,14 +1,176 @@
-// Package cli holds sidebench's cobra commands.
+// Package cli holds sidebench's cobra commands. main is a stub
+// (os.Exit(cli.Main())); everything is testable in-process through Run with
+// injected streams. Commands parse flags and call the runner, the scenario
+// loader, the checker or the history reader; they hold no measurement logic.
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/spf13/cobra"
 )
 
+// Exit codes, documented in `sidebench --help`.
+const (
+	ExitOK       = 0 // every criterion met
+	ExitFailed   = 1 // a violation or a criterion failed
+	ExitUsage    = 2 // usage or validation error
+	ExitInternal = 3 // internal error
+)
+
+// IOStreams are the command's standard streams.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// Version is the sidebench version; set with -ldflags "-X ...cli.Version=v1".
+var Version = ""
+
+func version() string {
+	if Version != "" {
+		return Version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// exitError carries an exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(format string, args ...any) error {
+	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// silent is an exit code whose message was already printed.
+func silent(code int) error { return &exitError{code: code} }
+
 // Main runs the CLI with the process's arguments and streams and returns
-// the exit code.
+// the exit code. SIGINT and SIGTERM cancel the context: commands stop
+// cleanly and what was recorded stays on disk, marked partial.
 func Main() int {
-	fmt.Fprintln(os.Stderr, "sidebench: CLI not wired yet")
-	return 3
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		// After the first signal, restore the default behaviour: a second
+		// Ctrl-C kills the process at once.
+		<-ctx.Done()
+		stop()
+	}()
+	return RunContext(ctx, IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Args[1:])
+}
+
+// Run runs the CLI in-process and returns the exit code.
+func Run(streams IOStreams, args []string) int {
+	return RunContext(context.Background(), streams, args)
+}
+
+// RunContext is Run with a context (cancellation = Ctrl-C).
+func RunContext(ctx context.Context, streams IOStreams, args []string) int {
+	root := NewRootCommand(streams)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintf(streams.ErrOut, "sidebench: %v\n", ee.err)
+		}
+		return ee.code
+	}
+	// Errors cobra raises itself: unknown command or flag, bad arguments.
+	fmt.Fprintf(streams.ErrOut, "sidebench: %v\n", err)
+	fmt.Fprintln(streams.ErrOut, "Run 'sidebench --help' for usage.")
+	return ExitUsage
+}
+
+const rootLong = `sidebench measures how often Kubernetes sidecar ordering guarantees (KEP-753)
+break under real faults, and what they cost in pod startup latency.
+
+A scenario file (docs/scenarios.md) describes workloads (real pod templates
+with sidecars), container behaviours, faults and pass criteria. 'sidebench run'
+runs it on a backend, records a history per trial, checks the ordering
+invariants over it and measures pod startup latency.
+
+Exit codes:
+  0  every criterion met
+  1  a violation or a criterion failed
+  2  usage or validation error
+  3  internal error`
+
+// NewRootCommand builds the command tree.
+func NewRootCommand(streams IOStreams) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "sidebench",
+		Short:         "Benchmark Kubernetes sidecar ordering guarantees under faults",
+		Long:          rootLong,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmd.Help()
+		},
+	}
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageErr("%s: %v", c.CommandPath(), err)
+	})
+	root.AddCommand(
+		newRunCommand(streams),
+		newSoakCommand(streams),
+		newValidateCommand(streams),
+		newCheckCommand(streams),
+		newExplainCommand(streams),
+		newVersionCommand(streams),
+		newClusterCommand(streams),
+	)
+	return root
+}
+
+// exactFiles is cobra.MinimumNArgs(1) with a usage exit code.
+func atLeastOne(what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return usageErr("%s: at least one %s is required", cmd.CommandPath(), what)
+		}
+		return nil
+	}
+}
+
+func newVersionCommand(streams IOStreams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the sidebench version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fmt.Fprintf(streams.Out, "sidebench %s\n", version())
+			return nil
+		},
+	}
 }

@@ -285,7 +285,11 @@ func (s *Server) StartContainer(ctx context.Context, req *runtimeapi.StartContai
 	lat := c.plan.StartLatency
 	s.mu.Unlock()
 
-	done := sleepCtx(ctx, lat)
+	// A real runtime finishes a start it began even if the caller goes
+	// away (the kubelet was SIGKILLed mid-call): the latency is not cut
+	// short by ctx. The kubelet finds the container running when it
+	// relists.
+	done := sleepCtx(context.WithoutCancel(ctx), lat)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()

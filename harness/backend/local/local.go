@@ -1,0 +1,931 @@
+// Package local is sidebench's local backend: scenario trials run on real
+// kubelets (harness/localcluster) against sidebench's CRI server
+// (harness/cri), on a real etcd + kube-apiserver on loopback.
+//
+// A trial creates the scenario's pods through the apiserver (spec.nodeName
+// round-robin over the kubelets), watches them with a client-go informer,
+// and writes one history: the pod-level events it observes (pod.created,
+// pod.scheduled, pod.phase, pod.condition, container.started/ready,
+// pod.deleted, pod.removed), stamped on receipt with the harness clock,
+// merged with the CRI servers' events and the faults it injects.
+package local
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/sidebench/sidebench/harness/behavior"
+	"github.com/sidebench/sidebench/harness/cri"
+	"github.com/sidebench/sidebench/harness/faults"
+	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/harness/localcluster"
+	"github.com/sidebench/sidebench/harness/scenario"
+	"github.com/sidebench/sidebench/reference-impl/api"
+	"github.com/sidebench/sidebench/reference-impl/convert"
+)
+
+// Label keys the backend sets on every pod.
+const (
+	LabelTrial    = "sidebench.dev/trial"
+	LabelWorkload = "sidebench.dev/workload"
+)
+
+// DefaultTolerance is the timing tolerance written into run.meta: events
+// are stamped on receipt (watch latency, status-update batching), so the
+// checker allows this much slack.
+const DefaultTolerance = 500 * time.Millisecond
+
+// Options configure New.
+type Options struct {
+	// Nodes is the number of kubelets (default 3).
+	Nodes int
+	// Version of Kubernetes (default localcluster.DefaultVersion).
+	Version string
+	// CacheDir of the binaries (default localcluster.DefaultCacheDir).
+	CacheDir string
+	// Log receives progress lines (default discarded).
+	Log io.Writer
+	// Horizon caps a trial's duration on this backend (default: the
+	// scenario's horizon, at most 10m).
+	Horizon time.Duration
+	// KeepOnExit: the cluster's processes survive this process.
+	KeepOnExit bool
+	// KubeletVerbosity is the kubelet's --v (default 2).
+	KubeletVerbosity int
+	// OnUp is called once the cluster is up (for a state pointer file).
+	OnUp func(c *localcluster.Cluster)
+}
+
+// Backend runs trials on one local cluster, one trial at a time.
+type Backend struct {
+	opts Options
+	cl   *localcluster.Cluster
+	cs   kubernetes.Interface
+	sw   *switchSink
+	run  sync.Mutex // one trial at a time
+	node []*nodeState
+	seq  int
+}
+
+type nodeState struct {
+	mu          sync.Mutex
+	kubeletDown bool
+	runtimeDown bool
+}
+
+// New builds (or reuses) the binaries and brings a cluster up.
+func New(ctx context.Context, o Options) (*Backend, error) {
+	if o.Nodes <= 0 {
+		o.Nodes = 3
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	if o.Version == "" {
+		o.Version = localcluster.DefaultVersion
+	}
+	if o.CacheDir == "" {
+		o.CacheDir = localcluster.DefaultCacheDir(o.Version)
+	}
+	b := &Backend{opts: o, sw: &switchSink{}}
+	bins, err := localcluster.Build(ctx, o.Version, o.CacheDir, o.Log)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := localcluster.Up(ctx, localcluster.Config{
+		Nodes: o.Nodes, Version: o.Version, CacheDir: o.CacheDir, Binaries: &bins,
+		Sink: b.sw, KeepOnExit: o.KeepOnExit, KubeletVerbosity: o.KubeletVerbosity,
+	})
+	if err != nil {
+		return nil, err
+	}
+	b.cl = cl
+	if o.OnUp != nil {
+		o.OnUp(cl)
+	}
+	cs, err := cl.Client()
+	if err != nil {
+		cl.Down()
+		return nil, err
+	}
+	b.cs = cs
+	for range cl.Nodes {
+		b.node = append(b.node, &nodeState{})
+	}
+	return b, nil
+}
+
+// Cluster returns the running cluster.
+func (b *Backend) Cluster() *localcluster.Cluster { return b.cl }
+
+// Close takes the cluster down. Idempotent.
+func (b *Backend) Close() error {
+	if b.cl == nil {
+		return nil
+	}
+	return b.cl.Down()
+}
+
+// Supports reports whether the real kubelet implements a policy: only the
+// final KEP-753 design with no extra gates or bug replicas.
+func Supports(policy string) bool { return policy == "kep753" }
+
+// Stats is what a trial reports beyond its history.
+type Stats struct {
+	Partial          bool
+	Pods             int
+	FaultsApplied    int
+	FaultsNotApplied int
+	Elapsed          time.Duration
+}
+
+type sinkFunc func(e *history.Event) error
+
+func (f sinkFunc) Write(e *history.Event) error { return f(e) }
+
+// switchSink forwards the CRI servers' events to the current trial.
+type switchSink struct {
+	mu   sync.Mutex
+	next history.Sink
+}
+
+func (s *switchSink) set(n history.Sink) {
+	s.mu.Lock()
+	s.next = n
+	s.mu.Unlock()
+}
+
+func (s *switchSink) Write(e *history.Event) error {
+	s.mu.Lock()
+	n := s.next
+	s.mu.Unlock()
+	if n == nil {
+		return nil
+	}
+	return n.Write(e)
+}
+
+// trialSink is the trial's one history: a mutex serialises the writers
+// (watcher, CRI servers, pod drivers, faults); T never goes backwards;
+// events of pods the trial does not know, or of pods after their
+// pod.removed, are dropped (the kubelet garbage-collects records of a
+// deleted pod later; the contract makes pod.removed a pod's last event).
+type trialSink struct {
+	mu      sync.Mutex
+	next    history.Sink
+	last    int64
+	known   map[string]bool
+	removed map[string]bool
+	closed  bool
+	err     error
+	dropped int
+}
+
+func (s *trialSink) register(pod string) {
+	s.mu.Lock()
+	s.known[pod] = true
+	s.mu.Unlock()
+}
+
+func (s *trialSink) Write(e *history.Event) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.err != nil {
+		return nil
+	}
+	if e.Pod != "" && !e.Kind.IsFault() {
+		if !s.known[e.Pod] || s.removed[e.Pod] {
+			s.dropped++
+			return nil
+		}
+		if e.Kind == history.PodRemoved {
+			s.removed[e.Pod] = true
+		}
+	}
+	if e.T < s.last {
+		e.T = s.last
+	}
+	s.last = e.T
+	if err := s.next.Write(e); err != nil {
+		s.err = err
+	}
+	return nil
+}
+
+func now() int64 { return time.Now().UnixNano() }
+
+// workload is one compiled workload of the trial.
+type workload struct {
+	w      *scenario.Workload
+	ns     string
+	spec   api.PodSpec
+	hspec  *history.PodSpec
+	world  faults.Workload
+	ann    map[string]string
+	job    bool
+	tmpl   corev1.PodSpec // rewritten probes and hooks
+	labels map[string]string
+}
+
+// podState is what the watcher last saw of one pod.
+type podState struct {
+	name     string // namespace/name
+	wl       *workload
+	node     string
+	created  bool
+	phase    corev1.PodPhase
+	conds    map[corev1.PodConditionType]bool
+	started  map[string]bool
+	ready    map[string]bool
+	deleting bool
+	delGrace int64
+	removed  bool
+	// CRI-side view: mains running, whole-pod kill seen in this sandbox.
+	running     map[string]bool
+	attempt     map[string]uint32
+	terminating bool
+	done     chan struct{} // closed at pod.removed
+	terminal chan struct{} // closed at a terminal phase
+	termOnce sync.Once
+}
+
+type trial struct {
+	b      *Backend
+	t      scenario.Trial
+	sink   *trialSink
+	start  time.Time
+	wls    []*workload
+	id     string
+	mu     sync.Mutex
+	pods   map[string]*podState
+	order  []*podState
+	fid    uint32
+	stats  Stats
+	podsWG sync.WaitGroup
+	faulWG sync.WaitGroup
+}
+
+func (tr *trial) emit(e history.Event) {
+	if e.T == 0 {
+		e.T = now()
+	}
+	tr.sink.Write(&e)
+}
+
+// RunTrial runs one trial and writes its history to sink (run.meta first,
+// run.end last).
+func (b *Backend) RunTrial(ctx context.Context, t scenario.Trial, sink history.Sink) (Stats, error) {
+	b.run.Lock()
+	defer b.run.Unlock()
+	if !Supports(t.Policy) {
+		return Stats{}, fmt.Errorf("local backend: policy %q is not what a real kubelet implements (only kep753)", t.Policy)
+	}
+	b.seq++
+	tr := &trial{b: b, t: t, id: fmt.Sprintf("t%d-%d", b.seq, t.Number), pods: map[string]*podState{},
+		sink: &trialSink{next: sink, known: map[string]bool{}, removed: map[string]bool{}}}
+	if err := tr.compile(); err != nil {
+		return Stats{}, err
+	}
+	for _, w := range tr.wls {
+		if w.ns != "default" {
+			if err := ensureNamespace(ctx, b.cs, w.ns); err != nil {
+				return Stats{}, err
+			}
+		}
+	}
+	// Informer on the trial's pods, synced before the first pod exists.
+	wctx, stopWatch := context.WithCancel(context.Background())
+	defer stopWatch()
+	synced, err := tr.watch(wctx)
+	if err != nil {
+		return Stats{}, err
+	}
+	select {
+	case <-synced:
+	case <-ctx.Done():
+		return Stats{Partial: true}, ctx.Err()
+	}
+
+	tr.start = time.Now()
+	b.sw.set(sinkFunc(tr.onCRI))
+	defer b.sw.set(nil)
+	tr.emit(history.Event{T: tr.start.UnixNano(), Kind: history.RunMeta, Meta: &history.Meta{
+		Scenario: t.Scenario.Metadata.Name, ScenarioHash: t.Scenario.Hash, Seed: t.Seed, Trial: t.Number,
+		Policy: t.Policy, Backend: "local", Version: localcluster.DefaultVersion,
+		StartUnixNano: tr.start.UnixNano(), ToleranceNanos: int64(DefaultTolerance),
+		Extra: map[string]string{"nodes": strconv.Itoa(len(b.cl.Nodes)), "kubelet": b.opts.Version, "runtime": "sidebench-cri " + cri.Version},
+	}})
+
+	horizon := t.Scenario.Horizon()
+	if b.opts.Horizon > 0 && b.opts.Horizon < horizon {
+		horizon = b.opts.Horizon
+	}
+	if horizon > 10*time.Minute && b.opts.Horizon == 0 {
+		horizon = 10 * time.Minute
+	}
+	tctx, cancel := context.WithDeadline(ctx, tr.start.Add(horizon))
+	defer cancel()
+
+	tr.arrive(tctx)
+	fctx, stopFaults := context.WithCancel(tctx)
+	tr.scheduleFaults(fctx)
+
+	// Wait for every pod to be created and removed, or the horizon.
+	allDone := make(chan struct{})
+	go func() {
+		tr.podsWG.Wait()
+		close(allDone)
+	}()
+	select {
+	case <-allDone:
+	case <-tctx.Done():
+	}
+	stopFaults()
+	tr.faulWG.Wait()
+	msg := "complete"
+	if ctx.Err() != nil {
+		msg = "partial"
+		tr.stats.Partial = true
+	}
+	tr.emit(history.Event{Kind: history.RunEnd, Msg: msg})
+	tr.sink.mu.Lock()
+	tr.sink.closed = true
+	serr := tr.sink.err
+	tr.sink.mu.Unlock()
+	b.sw.set(nil)
+	// Clean up what is left (horizon reached or interrupted): nothing of
+	// this trial may survive into the next one (pod names repeat).
+	tr.cleanup()
+	tr.stats.Elapsed = time.Since(tr.start)
+	return tr.stats, serr
+}
+
+func ensureNamespace(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return localcluster.EnsureServiceAccount(ctx, cs, ns)
+}
+
+// compile converts the scenario's workloads: history spec, fault world,
+// behaviour annotations and the pod spec with probes and hooks rewritten
+// to the CRI server's exec commands.
+func (tr *trial) compile() error {
+	s := tr.t.Scenario
+	for i := range s.Workloads {
+		w := &s.Workloads[i]
+		spec, err := convert.PodSpecFromV1(&w.Template.Spec)
+		if err != nil {
+			return fmt.Errorf("workloads[%d] %q: %w", i, w.Name, err)
+		}
+		ns := w.Template.Namespace
+		if ns == "" {
+			ns = "default"
+		}
+		cw := &workload{w: w, ns: ns, spec: spec, hspec: HistorySpec(w.Name, w.Template.Labels, &spec),
+			world: faults.WorldOf(w.Name, w.Template.Labels, &spec), ann: map[string]string{},
+			job: spec.RestartPolicy != api.RestartAlways, labels: map[string]string{}}
+		for k, v := range w.Template.Labels {
+			cw.labels[k] = v
+		}
+		cw.labels[LabelTrial] = tr.id
+		cw.labels[LabelWorkload] = w.Name
+		for k, v := range w.Template.Annotations {
+			cw.ann[k] = v
+		}
+		for j := 0; j < spec.Len(); j++ {
+			name := spec.At(j).Name
+			bh, err := w.BehaviorOf(name)
+			if err != nil {
+				return fmt.Errorf("workloads[%d] %q: container %q: %w", i, w.Name, name, err)
+			}
+			k, v, err := cri.BehaviorAnnotation(name, bh)
+			if err != nil {
+				return err
+			}
+			cw.ann[k] = v
+		}
+		cw.ann[cri.AnnotationSeed] = strconv.FormatUint(tr.t.Seed, 10)
+		cw.tmpl = *RewriteSpec(&w.Template.Spec)
+		tr.wls = append(tr.wls, cw)
+	}
+	return nil
+}
+
+// RewriteSpec returns a copy of ps fit for the local cluster: no service
+// account token, no service links, every probe and hook an exec of the
+// CRI server's commands (timings kept), so that they follow the behaviour.
+func RewriteSpec(ps *corev1.PodSpec) *corev1.PodSpec {
+	out := ps.DeepCopy()
+	f := false
+	out.AutomountServiceAccountToken = &f
+	out.EnableServiceLinks = &f
+	fix := func(c *corev1.Container) {
+		probe := func(p *corev1.Probe, kind string) {
+			if p == nil {
+				return
+			}
+			p.ProbeHandler = corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: cri.ProbeCommand(kind)}}
+		}
+		probe(c.StartupProbe, cri.ProbeStartup)
+		probe(c.ReadinessProbe, cri.ProbeReadiness)
+		probe(c.LivenessProbe, cri.ProbeLiveness)
+		if l := c.Lifecycle; l != nil {
+			if l.PostStart != nil {
+				l.PostStart = &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: cri.HookCommand(cri.HookPostStart)}}
+			}
+			if l.PreStop != nil {
+				l.PreStop = &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: cri.HookCommand(cri.HookPreStop)}}
+			}
+		}
+		if c.ImagePullPolicy == "" {
+			c.ImagePullPolicy = corev1.PullIfNotPresent
+		}
+	}
+	for i := range out.InitContainers {
+		fix(&out.InitContainers[i])
+	}
+	for i := range out.Containers {
+		fix(&out.Containers[i])
+	}
+	return out
+}
+
+// HistorySpec is the history's form of a pod spec (as the sim writes it).
+func HistorySpec(workload string, labels map[string]string, s *api.PodSpec) *history.PodSpec {
+	hs := &history.PodSpec{
+		RestartPolicy: s.RestartPolicy.String(),
+		Grace:         int64(s.TerminationGracePeriod),
+		Critical:      s.Critical,
+		Labels:        labels,
+		Workload:      workload,
+	}
+	conv := func(c *api.Container) history.ContainerSpec {
+		return history.ContainerSpec{Name: c.Name, Role: c.Role.String(), Image: c.Image,
+			Startup: c.StartupProbe != nil, Readiness: c.ReadinessProbe != nil, Liveness: c.LivenessProbe != nil,
+			PostStart: c.PostStart, PreStop: c.PreStop}
+	}
+	for i := range s.Init {
+		hs.Init = append(hs.Init, conv(&s.Init[i]))
+	}
+	for i := range s.Main {
+		hs.Main = append(hs.Main, conv(&s.Main[i]))
+	}
+	return hs
+}
+
+// arrivals returns the creation offsets of a workload's pods, drawn like
+// the sim does (stream Seed(seed).Str("arrival").Str(workload)).
+func arrivals(seed uint64, w *scenario.Workload) []time.Duration {
+	a := &w.Arrival
+	r := behavior.Seed(seed).Str("arrival").Str(w.Name).Rand()
+	out := make([]time.Duration, 0, w.Count)
+	t := a.Start.D()
+	for len(out) < w.Count {
+		switch a.Type {
+		case "poisson":
+			out = append(out, t)
+			u := r.Float64()
+			t += time.Duration(-math.Log1p(-u) / a.Rate * float64(time.Second))
+		case "burst":
+			n := a.Size
+			if n <= 0 {
+				n = w.Count
+			}
+			for i := 0; i < n && len(out) < w.Count; i++ {
+				out = append(out, t)
+			}
+			t += a.Every.D()
+		default:
+			if a.Rate > 0 {
+				out = append(out, a.Start.D()+time.Duration(math.Round(float64(len(out))*float64(time.Second)/a.Rate)))
+			} else {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// arrive starts one driver goroutine per pod: create at its arrival time,
+// delete after its lifetime (or once terminal for Job-style pods), then
+// wait for its removal.
+func (tr *trial) arrive(ctx context.Context) {
+	nodes := len(tr.b.cl.Nodes)
+	type plan struct {
+		at time.Duration
+		w  *workload
+		i  int
+	}
+	var plans []plan
+	for _, w := range tr.wls {
+		for i, at := range arrivals(tr.t.Seed, w.w) {
+			plans = append(plans, plan{at, w, i})
+		}
+	}
+	sort.SliceStable(plans, func(i, j int) bool { return plans[i].at < plans[j].at })
+	for k, p := range plans {
+		name := p.w.w.Name + "-" + strconv.Itoa(p.i)
+		full := p.w.ns + "/" + name
+		ps := &podState{name: full, wl: p.w, conds: map[corev1.PodConditionType]bool{},
+			started: map[string]bool{}, ready: map[string]bool{}, running: map[string]bool{}, attempt: map[string]uint32{}, done: make(chan struct{}), terminal: make(chan struct{})}
+		tr.mu.Lock()
+		tr.pods[full] = ps
+		tr.order = append(tr.order, ps)
+		tr.mu.Unlock()
+		node := tr.b.cl.Nodes[k%nodes].Name
+		tr.podsWG.Add(1)
+		go func() {
+			defer tr.podsWG.Done()
+			tr.drive(ctx, ps, name, node, p.at)
+		}()
+	}
+}
+
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (tr *trial) drive(ctx context.Context, ps *podState, name, node string, at time.Duration) {
+	if !sleepUntil(ctx, tr.start.Add(at)) {
+		tr.markDone(ps)
+		return
+	}
+	w := ps.wl
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns, Labels: w.labels, Annotations: w.ann},
+		Spec:       *w.tmpl.DeepCopy(),
+	}
+	pod.Spec.NodeName = node
+	tr.sink.register(ps.name)
+	// Bound at creation: pod.created and pod.scheduled precede anything the
+	// kubelet can do with the pod.
+	t := now()
+	tr.mu.Lock()
+	ps.created, ps.node = true, node
+	tr.mu.Unlock()
+	tr.emit(history.Event{T: t, Kind: history.PodCreated, Pod: ps.name, Spec: w.hspec})
+	tr.emit(history.Event{T: t, Kind: history.PodScheduled, Pod: ps.name, Node: node})
+	tr.mu.Lock()
+	tr.stats.Pods++
+	tr.mu.Unlock()
+	if _, err := tr.b.cs.CoreV1().Pods(w.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		tr.emit(history.Event{Kind: history.PodRemoved, Pod: ps.name, Msg: "create failed: " + err.Error()})
+		tr.markDone(ps)
+		return
+	}
+	var grace *int64
+	if w.w.DeleteGrace != nil {
+		g := int64(w.w.DeleteGrace.D() / time.Second)
+		grace = &g
+	}
+	switch {
+	case w.job:
+		select {
+		case <-ps.terminal:
+		case <-ps.done:
+		case <-ctx.Done():
+		}
+	case w.w.Lifetime != nil && !w.w.Lifetime.IsZero() && !w.w.Lifetime.IsNever():
+		life := w.w.Lifetime.Sample(behavior.Seed(tr.t.Seed).Str(ps.name).Str("lifetime").Rand())
+		select {
+		case <-time.After(life):
+		case <-ps.done:
+		case <-ctx.Done():
+		}
+	default:
+		select { // lives until the horizon
+		case <-ps.done:
+		case <-ctx.Done():
+		}
+	}
+	if ctx.Err() == nil {
+		tr.delete(ctx, ps, grace)
+	}
+	select {
+	case <-ps.done:
+	case <-ctx.Done():
+	}
+}
+
+func (tr *trial) markDone(ps *podState) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if !ps.removed {
+		ps.removed = true
+		close(ps.done)
+	}
+}
+
+// delete deletes a pod with grace (nil: the pod's own), writing pod.deleted
+// first.
+func (tr *trial) delete(ctx context.Context, ps *podState, grace *int64) {
+	tr.mu.Lock()
+	if ps.deleting || ps.removed {
+		tr.mu.Unlock()
+		return
+	}
+	g := ps.wl.spec.TerminationGracePeriod
+	if grace != nil {
+		g = time.Duration(*grace) * time.Second
+	}
+	ps.deleting, ps.delGrace = true, int64(g)
+	tr.mu.Unlock()
+	tr.emit(history.Event{Kind: history.PodDeleted, Pod: ps.name, Grace: int64(g)})
+	ns, name := splitName(ps.name)
+	err := tr.b.cs.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: grace})
+	if err != nil && !apierrors.IsNotFound(err) {
+		fmt.Fprintf(tr.b.opts.Log, "local: delete %s: %v\n", ps.name, err)
+	}
+}
+
+func splitName(full string) (string, string) {
+	for i := 0; i < len(full); i++ {
+		if full[i] == '/' {
+			return full[:i], full[i+1:]
+		}
+	}
+	return "default", full
+}
+
+var watchedConds = []corev1.PodConditionType{corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady}
+
+// observe turns one informer notification into history events (diffs
+// against what was last seen).
+func (tr *trial) observe(o any, deleted bool) {
+	pod, ok := o.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	t := now()
+	full := pod.Namespace + "/" + pod.Name
+	tr.mu.Lock()
+	ps := tr.pods[full]
+	if ps == nil || !ps.created || ps.removed {
+		tr.mu.Unlock()
+		return
+	}
+	var evs []history.Event
+	ev := func(e history.Event) {
+		e.T = t
+		e.Pod = full
+		if e.Node == "" && e.Kind != history.PodDeleted && e.Kind != history.PodRemoved {
+			e.Node = ps.node
+		}
+		evs = append(evs, e)
+	}
+	if ps.node == "" && pod.Spec.NodeName != "" {
+		ps.node = pod.Spec.NodeName
+		ev(history.Event{Kind: history.PodScheduled, Node: ps.node})
+	}
+	// Container flags first (a container turning ready precedes the
+	// condition it causes).
+	statuses := append(append([]corev1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+	for _, cs := range statuses {
+		// Started comes from the CRI wire (onCRI), the kubelet's own view,
+		// unless the kubelet publishes Started for the running attempt
+		// without the runtime having seen a reason (no startup probe
+		// success): that is the kubelet's claim, recorded when observed.
+		if cs.Started != nil && *cs.Started && !ps.started[cs.Name] && ps.running[cs.Name] && uint32(cs.RestartCount) == ps.attempt[cs.Name] {
+			ps.started[cs.Name] = true
+			ev(history.Event{Kind: history.ContainerStarted, Container: cs.Name, Attempt: uint32(cs.RestartCount), Value: true, Msg: "published without a startup probe success"})
+		}
+		if cs.Ready != ps.ready[cs.Name] {
+			ps.ready[cs.Name] = cs.Ready
+			ev(history.Event{Kind: history.ContainerReady, Container: cs.Name, Attempt: uint32(cs.RestartCount), Value: cs.Ready})
+		}
+	}
+	for _, ct := range watchedConds {
+		for _, c := range pod.Status.Conditions {
+			if c.Type != ct {
+				continue
+			}
+			v := c.Status == corev1.ConditionTrue
+			if old, seen := ps.conds[ct]; !seen || old != v {
+				ps.conds[ct] = v
+				ev(history.Event{Kind: history.PodCondition, Cond: string(ct), Value: v})
+			}
+		}
+	}
+	if pod.Status.Phase != "" && pod.Status.Phase != ps.phase {
+		ps.phase = pod.Status.Phase
+		e := history.Event{Kind: history.PodPhase, Phase: string(ps.phase)}
+		if ps.phase == corev1.PodSucceeded || ps.phase == corev1.PodFailed {
+			e.Reason = pod.Status.Reason
+			ps.termOnce.Do(func() { close(ps.terminal) })
+		}
+		ev(e)
+	}
+	if pod.DeletionTimestamp != nil && !ps.deleting {
+		ps.deleting = true
+		var g int64
+		if pod.DeletionGracePeriodSeconds != nil {
+			g = *pod.DeletionGracePeriodSeconds * int64(time.Second)
+		}
+		ps.delGrace = g
+		ev(history.Event{Kind: history.PodDeleted, Grace: g})
+	}
+	if deleted {
+		ps.removed = true
+		ev(history.Event{Kind: history.PodRemoved})
+	}
+	tr.mu.Unlock()
+	for i := range evs {
+		tr.sink.Write(&evs[i])
+	}
+	if deleted {
+		close(ps.done)
+	}
+}
+
+// onCRI receives the CRI servers' events (with the server's lock held).
+// It writes them, then the Started flag the kubelet derives from them:
+// the kubelet marks a container Started when its startup probe succeeds
+// (or, without a startup probe, when it runs), and acts on it at once
+// (starting the next init container); the published
+// containerStatuses[].started reaches a watcher only after the status
+// manager's update and the watch, tens of milliseconds later, so ordering
+// checks against it would see the kubelet start the next container
+// "before" the previous one was Started. Started is false again when the
+// attempt exits.
+//
+// It also infers pod.terminating, the start of a whole-pod kill, which the
+// kubelet does not publish: the first preStop or stop request of a sandbox
+// once the pod is being deleted (reason PodDeleted, the deletion grace) or,
+// for a Job-style pod, once no main container runs (PodCompleted, the
+// pod's grace). Ordered (v) is true for pods with sidecars: the real
+// kubelet (>= 1.29) terminates them in reverse order.
+func (tr *trial) onCRI(e *history.Event) error {
+	if e.Pod == "" || e.Container == "" {
+		if e.Kind == history.SandboxCreated && e.Pod != "" {
+			tr.mu.Lock()
+			if ps := tr.pods[e.Pod]; ps != nil {
+				ps.terminating = false
+			}
+			tr.mu.Unlock()
+		}
+		return tr.sink.Write(e)
+	}
+	tr.mu.Lock()
+	ps := tr.pods[e.Pod]
+	if ps == nil || ps.removed {
+		tr.mu.Unlock()
+		return tr.sink.Write(e)
+	}
+	var term *history.Event
+	if (e.Kind == history.ContainerPreStopBegin || e.Kind == history.ContainerStopRequested) && !ps.terminating {
+		anyMain := false
+		for i := range ps.wl.spec.Main {
+			anyMain = anyMain || ps.running[ps.wl.spec.Main[i].Name]
+		}
+		ordered := ps.wl.spec.HasSidecars()
+		switch {
+		case ps.deleting:
+			term = &history.Event{T: e.T, Kind: history.PodTerminating, Pod: e.Pod, Node: e.Node, Reason: "PodDeleted", Grace: ps.delGrace, Value: ordered}
+		case ps.wl.job && !anyMain:
+			term = &history.Event{T: e.T, Kind: history.PodTerminating, Pod: e.Pod, Node: e.Node, Reason: "PodCompleted", Grace: int64(ps.wl.spec.TerminationGracePeriod), Value: ordered}
+		}
+		if term != nil {
+			ps.terminating = true
+		}
+	}
+	switch e.Kind {
+	case history.ContainerRunning:
+		ps.running[e.Container] = true
+		ps.attempt[e.Container] = e.Attempt
+	case history.ContainerExited:
+		ps.running[e.Container] = false
+	}
+	tr.mu.Unlock()
+	if term != nil {
+		tr.sink.Write(term)
+	}
+	if err := tr.sink.Write(e); err != nil {
+		return err
+	}
+	var v, set bool
+	tr.mu.Lock()
+	hasStartup := false
+	for j := 0; j < ps.wl.spec.Len(); j++ {
+		if c := ps.wl.spec.At(j); c.Name == e.Container {
+			hasStartup = c.StartupProbe != nil
+		}
+	}
+	switch {
+	case e.Kind == history.ContainerRunning && !hasStartup,
+		e.Kind == history.ProbeResult && e.Probe == "startup" && e.Result == "success":
+		v, set = true, !ps.started[e.Container]
+	case e.Kind == history.ContainerExited:
+		v, set = false, ps.started[e.Container]
+	}
+	if set {
+		ps.started[e.Container] = v
+	}
+	tr.mu.Unlock()
+	if set {
+		tr.sink.Write(&history.Event{T: e.T, Kind: history.ContainerStarted, Pod: e.Pod, Node: e.Node, Container: e.Container, Attempt: e.Attempt, Value: v})
+	}
+	return nil
+}
+
+// cleanup force-deletes whatever is left of the trial's pods and waits
+// until the apiserver has none (bounded).
+func (tr *trial) cleanup() {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	sel := metav1.ListOptions{LabelSelector: LabelTrial + "=" + tr.id}
+	nss := map[string]bool{}
+	for _, w := range tr.wls {
+		nss[w.ns] = true
+	}
+	zero := int64(0)
+	for ns := range nss {
+		_ = tr.b.cs.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, sel)
+	}
+	for ctx.Err() == nil {
+		left := 0
+		for ns := range nss {
+			l, err := tr.b.cs.CoreV1().Pods(ns).List(ctx, sel)
+			if err == nil {
+				left += len(l.Items)
+			}
+		}
+		if left == 0 {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// watch lists and then watches the trial's pods (label selector) until
+// ctx ends, re-watching from the last resource version when the server
+// closes the stream. synced is closed once the initial list is handled.
+func (tr *trial) watch(ctx context.Context) (<-chan struct{}, error) {
+	sel := LabelTrial + "=" + tr.id
+	pods := tr.b.cs.CoreV1().Pods(metav1.NamespaceAll)
+	l, err := pods.List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, err
+	}
+	synced := make(chan struct{})
+	go func() {
+		rv := l.ResourceVersion
+		close(synced)
+		for ctx.Err() == nil {
+			w, err := pods.Watch(ctx, metav1.ListOptions{LabelSelector: sel, ResourceVersion: rv, AllowWatchBookmarks: true})
+			if err != nil {
+				if ctx.Err() == nil {
+					time.Sleep(100 * time.Millisecond)
+				}
+				continue
+			}
+			for ev := range w.ResultChan() {
+				switch ev.Type {
+				case watch.Added, watch.Modified, watch.Deleted:
+					if p, ok := ev.Object.(*corev1.Pod); ok {
+						rv = p.ResourceVersion
+						tr.observe(p, ev.Type == watch.Deleted)
+					}
+				case watch.Bookmark:
+					if p, ok := ev.Object.(*corev1.Pod); ok {
+						rv = p.ResourceVersion
+					}
+				case watch.Error:
+					// Too old a resource version: relist.
+					if l, err := pods.List(ctx, metav1.ListOptions{LabelSelector: sel}); err == nil {
+						rv = l.ResourceVersion
+						for i := range l.Items {
+							tr.observe(&l.Items[i], false)
+						}
+					}
+				}
+			}
+			w.Stop()
+		}
+	}()
+	return synced, nil
+}

@@ -1,0 +1,319 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/harness/scenario"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// run runs the CLI in-process and returns stdout, stderr and the exit code.
+func run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	return runCtx(t, context.Background(), args...)
+}
+
+func runCtx(t *testing.T, ctx context.Context, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := RunContext(ctx, IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, args)
+	return out.String(), errOut.String(), code
+}
+
+// golden compares got with testdata/NAME.golden (-update rewrites it).
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if got != string(want) {
+		os.WriteFile(path+".got", []byte(got), 0o644)
+		t.Errorf("%s differs from golden (see %s.got):\n--- got\n%s\n--- want\n%s", name, path, got, want)
+	}
+}
+
+func TestHelpGolden(t *testing.T) {
+	for _, cmd := range []string{"", "run", "soak", "validate", "check", "explain", "version"} {
+		name := cmd
+		if name == "" {
+			name = "root"
+		}
+		t.Run(name, func(t *testing.T) {
+			args := []string{"--help"}
+			if cmd != "" {
+				args = []string{cmd, "--help"}
+			}
+			out, errOut, code := run(t, args...)
+			if code != 0 || errOut != "" {
+				t.Fatalf("exit %d, stderr %q", code, errOut)
+			}
+			golden(t, "help/"+name, out)
+		})
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	cases := [][]string{
+		{"frobnicate"},
+		{"run"},
+		{"run", "--bogus", "x.yaml"},
+		{"run", "--backend", "local", "--nodes", "0", "testdata/tiny.yaml"},
+		{"run", "--backend", "kube", "testdata/tiny.yaml"},
+		{"run", "--backend", "nope", "testdata/tiny.yaml"},
+		{"soak", "testdata/tiny.yaml"},
+		{"explain", "somewhere"},
+		{"validate"},
+		{"check"},
+	}
+	for _, args := range cases {
+		_, errOut, code := run(t, args...)
+		if code != ExitUsage {
+			t.Errorf("%v: exit %d, want 2 (stderr %q)", args, code, errOut)
+		}
+		if !strings.HasPrefix(errOut, "sidebench: ") {
+			t.Errorf("%v: stderr %q", args, errOut)
+		}
+	}
+	_, errOut, _ := run(t, "run", "--backend", "kube", "testdata/tiny.yaml")
+	if !strings.Contains(errOut, "not implemented yet") {
+		t.Errorf("kube backend: %q", errOut)
+	}
+}
+
+func TestValidateGolden(t *testing.T) {
+	out, errOut, code := run(t, "validate", "testdata/tiny.yaml", "testdata/bad.yaml")
+	if code != ExitUsage {
+		t.Fatalf("exit %d", code)
+	}
+	golden(t, "validate", "stdout:\n"+out+"stderr:\n"+errOut)
+}
+
+func TestVersion(t *testing.T) {
+	out, _, code := run(t, "version")
+	if code != 0 || !strings.HasPrefix(out, "sidebench ") {
+		t.Fatalf("%d %q", code, out)
+	}
+}
+
+var ansi = regexp.MustCompile("\x1b")
+
+// TestRunTableGolden runs the committed tiny scenario and compares the
+// result table; stdout is not a terminal, so progress is plain lines.
+func TestRunTableGolden(t *testing.T) {
+	dir := t.TempDir()
+	out, errOut, code := run(t, "run", "--quiet", "--out", filepath.Join(dir, "r"), "testdata/tiny.yaml")
+	if code != ExitOK && code != ExitFailed {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	golden(t, "run-table", out)
+	for _, f := range []string{fileHistory, filePods, fileFindings, fileSummary, fileJournal, fileRun, "report.md", "report.html", "junit.xml"} {
+		if _, err := os.Stat(filepath.Join(dir, "r", f)); err != nil {
+			t.Errorf("missing %s", f)
+		}
+	}
+	sum, err := readSummary(filepath.Join(dir, "r", fileSummary))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "r", fileSummary)); !bytes.HasPrefix(b, []byte("{\n  \"schemaVersion\": 1,")) {
+		t.Errorf("summary.json is not reports/render's schema: %.80s", b)
+	}
+	if sum.Partial || sum.TrialsCommitted != 4 || len(sum.Rows) != 2 {
+		t.Errorf("summary: partial=%v trials=%d rows=%d", sum.Partial, sum.TrialsCommitted, len(sum.Rows))
+	}
+	// Same seed, same table (determinism).
+	out2, _, _ := run(t, "run", "--quiet", "--parallel", "3", "--out", filepath.Join(dir, "r2"), "testdata/tiny.yaml")
+	if out2 != out {
+		t.Errorf("--parallel 3 changed the table:\n%s\nvs\n%s", out2, out)
+	}
+	h1, _ := os.ReadFile(filepath.Join(dir, "r", fileHistory))
+	h2, _ := os.ReadFile(filepath.Join(dir, "r2", fileHistory))
+	if !bytes.Equal(h1, h2) {
+		t.Error("--parallel changed history.jsonl")
+	}
+	// check and explain work on the run directory.
+	if _, errOut, code := run(t, "check", filepath.Join(dir, "r", fileHistory)); code == ExitUsage || code == ExitInternal {
+		t.Errorf("check: exit %d %s", code, errOut)
+	}
+	exp, errOut, code := run(t, "explain", filepath.Join(dir, "r"), "--pod", "web-0", "--policy", "none", "--trial", "1")
+	if code != 0 {
+		t.Fatalf("explain: exit %d %s", code, errOut)
+	}
+	for _, want := range []string{"pod default/web-0  scenario=tiny policy=none trial=1", "spec: restartPolicy=Always", "container.running proxy", "findings:"} {
+		if !strings.Contains(exp, want) {
+			t.Errorf("explain output lacks %q:\n%s", want, exp)
+		}
+	}
+}
+
+// TestRunPlainProgress: with a non-terminal stdout, progress is plain
+// lines and carries no ANSI control characters.
+func TestRunPlainProgress(t *testing.T) {
+	dir := t.TempDir()
+	out, errOut, code := run(t, "run", "--out", filepath.Join(dir, "r"), "testdata/tiny.yaml")
+	if code != ExitOK && code != ExitFailed {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"progress: tiny: started, 4 trials, 24 pods", "progress: tiny: finished 4/4 trials", "SCENARIO"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	if ansi.MatchString(out + errOut) {
+		t.Errorf("ANSI control characters in non-terminal output: %q", out)
+	}
+	t.Setenv("CI", "true")
+	out, _, _ = run(t, "run", "--progress", "auto", "--out", filepath.Join(dir, "r2"), "testdata/tiny.yaml")
+	if ansi.MatchString(out) || !strings.Contains(out, "progress: tiny") {
+		t.Errorf("CI output: %q", out)
+	}
+}
+
+func TestRunOutNotEmpty(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "x"), nil, 0o644)
+	_, errOut, code := run(t, "run", "--quiet", "--out", dir, "testdata/tiny.yaml")
+	if code != ExitUsage || !strings.Contains(errOut, "not empty") {
+		t.Fatalf("exit %d %q", code, errOut)
+	}
+}
+
+func TestRunSkipsLarge(t *testing.T) {
+	dir := t.TempDir()
+	src, _ := os.ReadFile("testdata/tiny.yaml")
+	large := strings.Replace(string(src), "  name: tiny", "  name: tiny-large\n  tags: [large]", 1)
+	p := filepath.Join(dir, "large.yaml")
+	os.WriteFile(p, []byte(large), 0o644)
+	_, errOut, code := run(t, "run", "--quiet", "--out", filepath.Join(dir, "r"), p)
+	if code != ExitUsage || !strings.Contains(errOut, "tagged large") {
+		t.Fatalf("exit %d %q", code, errOut)
+	}
+	out, _, code := run(t, "run", "--quiet", "--include-large", "--trials", "1", "--out", filepath.Join(dir, "r2"), p)
+	if code == ExitUsage || !strings.Contains(out, "tiny-large") {
+		t.Fatalf("exit %d %q", code, out)
+	}
+}
+
+// cancelAt cancels the run when trial number n starts.
+type cancelAt struct {
+	n      int
+	cancel context.CancelFunc
+	be     Backend
+}
+
+func (c cancelAt) RunTrial(ctx context.Context, t scenario.Trial, sink history.Sink) (TrialStats, error) {
+	if t.Number == c.n {
+		c.cancel()
+	}
+	return c.be.RunTrial(ctx, t, sink)
+}
+
+// TestInterruptPartial: Ctrl-C (context cancellation) stops the run
+// cleanly; what was recorded stays, marked partial.
+func TestInterruptPartial(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	old := newBackend
+	defer func() { newBackend = old }()
+	newBackend = func(name string) (Backend, error) {
+		be, err := defaultBackend(name)
+		return cancelAt{n: 1, cancel: cancel, be: be}, err
+	}
+	dir := filepath.Join(t.TempDir(), "r")
+	out, errOut, code := runCtx(t, ctx, "run", "--quiet", "--trials", "5", "--out", dir, "testdata/tiny.yaml")
+	if code != ExitFailed || !strings.Contains(errOut, "partial") {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	sum, err := readSummary(filepath.Join(dir, fileSummary))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sum.Partial || sum.TrialsCommitted < 1 || sum.TrialsCommitted >= 10 {
+		t.Fatalf("summary partial=%v trials=%d\n%s", sum.Partial, sum.TrialsCommitted, out)
+	}
+	// Every committed trial is whole in the history: run.meta ... run.end.
+	h, _ := os.ReadFile(filepath.Join(dir, fileHistory))
+	if n, m := bytes.Count(h, []byte(`"run.meta"`)), bytes.Count(h, []byte(`"run.end"`)); n != sum.TrialsCommitted || m != n {
+		t.Errorf("history: %d run.meta, %d run.end, %d trials committed", n, m, sum.TrialsCommitted)
+	}
+}
+
+type failing struct{}
+
+func (failing) RunTrial(context.Context, scenario.Trial, history.Sink) (TrialStats, error) {
+	return TrialStats{}, os.ErrPermission
+}
+
+func TestInternalErrorExit3(t *testing.T) {
+	old := newBackend
+	defer func() { newBackend = old }()
+	newBackend = func(string) (Backend, error) { return failing{}, nil }
+	_, errOut, code := run(t, "run", "--quiet", "--out", filepath.Join(t.TempDir(), "r"), "testdata/tiny.yaml")
+	if code != ExitInternal || !strings.Contains(errOut, "permission denied") {
+		t.Fatalf("exit %d %q", code, errOut)
+	}
+}
+
+// TestResumeTruncatesTornTail: bytes written after the last journal line
+// (a trial cut short by a crash) are dropped on resume.
+func TestResumeTruncatesTornTail(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "s")
+	_, errOut, code := run(t, "soak", "--quiet", "--duration", "1ns", "--checkpoint", "1h", "--out", dir, "testdata/tiny.yaml")
+	if code == ExitUsage || code == ExitInternal {
+		t.Fatalf("exit %d %s", code, errOut)
+	}
+	// A 1ns soak may commit nothing; make sure there is something, then
+	// simulate a crash in the middle of the next commit.
+	_, errOut, code = run(t, "soak", "--quiet", "--resume", dir, "--duration", "50ms")
+	if code == ExitUsage || code == ExitInternal {
+		t.Fatalf("exit %d %s", code, errOut)
+	}
+	committed := journalLines(dir)
+	if committed == 0 {
+		t.Fatal("nothing committed")
+	}
+	hist, _ := os.ReadFile(filepath.Join(dir, fileHistory))
+	appendFile := func(name, s string) {
+		f, _ := os.OpenFile(filepath.Join(dir, name), os.O_APPEND|os.O_WRONLY, 0)
+		f.WriteString(s)
+		f.Close()
+	}
+	appendFile(fileHistory, `{"t":0,"k":"run.meta","meta":{"scenario":"tiny","trial":99}}`+"\n"+`{"t":1,"k":"pod.crea`)
+	appendFile(filePods, `{"scenario":"tiny","pod":"torn"`)
+	appendFile(fileJournal, `{"scenario":"tiny","policy":"kep753","tri`)
+	rd, _, err := openRunDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd.close()
+	got, _ := os.ReadFile(filepath.Join(dir, fileHistory))
+	if !bytes.Equal(got, hist) {
+		t.Errorf("history not truncated to the last commit: %d bytes, want %d", len(got), len(hist))
+	}
+	if n := journalLines(dir); n != committed {
+		t.Errorf("journal has %d lines, want %d", n, committed)
+	}
+	if p, _ := os.ReadFile(filepath.Join(dir, filePods)); bytes.Contains(p, []byte("torn")) {
+		t.Error("pods.jsonl not truncated")
+	}
+}

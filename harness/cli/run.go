@@ -1,0 +1,304 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/sidebench/sidebench/harness/progress"
+	"github.com/sidebench/sidebench/harness/scenario"
+	"github.com/sidebench/sidebench/reference-impl/api"
+)
+
+func newTabWriter(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
+
+func parseGatesString(s string) (string, error) {
+	g, err := api.ParseGates(s)
+	if err != nil {
+		return "", err
+	}
+	return g.String(), nil
+}
+
+// runFlags is the flagpole of `sidebench run`.
+type runFlags struct {
+	backend          string
+	seed             uint64
+	trials           int
+	parallel         int
+	out              string
+	quiet            bool
+	includeLarge     bool
+	progress         string
+	progressInterval time.Duration
+	nodes            int
+	keep             bool
+	horizon          time.Duration
+}
+
+func (f *runFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.backend, "backend", "", "backend: sim (default), local or kube (default: the scenario's backend.name)")
+	fl.Uint64Var(&f.seed, "seed", 0, "master seed (default: the scenario's seed)")
+	fl.IntVar(&f.trials, "trials", 0, "trials per policy (default: the scenario's trials)")
+	fl.IntVar(&f.parallel, "parallel", 1, "trials run at once")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the result")
+	fl.StringVar(&f.progress, "progress", "auto", "progress display: auto (bars on a terminal, plain lines otherwise or when CI is set), bars, plain")
+	fl.DurationVar(&f.progressInterval, "progress-interval", 10*time.Second, "period of plain progress lines")
+	_ = fl.MarkHidden("progress-interval")
+}
+
+func (f *runFlags) reporter(w io.Writer) (*progress.Reporter, error) {
+	mode := progress.Auto
+	switch {
+	case f.quiet:
+		mode = progress.Quiet
+	case f.progress == "bars":
+		mode = progress.Bars
+	case f.progress == "plain":
+		mode = progress.Plain
+	case f.progress != "auto":
+		return nil, usageErr("--progress %q: allowed: auto, bars, plain", f.progress)
+	}
+	return progress.New(w, progress.Options{Mode: mode, Interval: f.progressInterval}), nil
+}
+
+const runLong = `Run every scenario × policy × trial on a backend and write, per scenario, a
+run directory with:
+
+  history.jsonl   the history of every trial (run.meta ... run.end)
+  pods.jsonl      per-pod latencies (harness/metrics)
+  findings.jsonl  the checker's findings (violations, degradations, bounds)
+  summary.json    every number of the run (docs/reports.md), plus a
+                  "sidebench" section: per scenario × policy trials, pods,
+                  violations, degradations, pod_startup percentiles and
+                  the criteria verdict; partial: true if interrupted
+  report.md, report.html, junit.xml, PodStartupLatency_*.json
+                  the reports (reports/render)
+  journal.jsonl   the committed trials; run.json the invocation
+
+and print a result table. Scenarios tagged "large" (the scale envelope,
+soak profiles) are skipped unless --include-large is given. Ctrl-C stops
+cleanly: what was recorded stays on disk, marked partial.
+
+Criteria (a scenario's criteria:) apply to its first policy, or to
+criteria.policies; baselines such as none are measured, not judged.
+
+Exit codes:
+  0  every criterion met
+  1  a violation or a criterion failed (or the run was interrupted)
+  2  usage or validation error
+  3  internal error`
+
+func newRunCommand(streams IOStreams) *cobra.Command {
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "run [flags] FILE...",
+		Short: "Run scenarios and check and measure every trial",
+		Long:  runLong,
+		Args:  atLeastOne("scenario file"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRun(cmd.Context(), streams, f, args)
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&f.out, "out", "", "run directory (default reports/runs/<UTC timestamp>-<scenario>; with several scenarios, DIR/<scenario>)")
+	cmd.Flags().BoolVar(&f.includeLarge, "include-large", false, "also run scenarios tagged large")
+	cmd.Flags().IntVar(&f.nodes, "nodes", 3, "local backend: number of kubelets")
+	cmd.Flags().BoolVar(&f.keep, "keep", false, "local backend: leave the cluster up at the end ('sidebench cluster down' removes it)")
+	cmd.Flags().DurationVar(&f.horizon, "horizon", 0, "local backend: cap every trial at this wall-clock duration (default: the scenario's horizon, at most 10m)")
+	return cmd
+}
+
+// loadScenarios loads and validates every file; any error is a usage error
+// (exit 2) after all files were reported.
+func loadScenarios(streams IOStreams, files []string, seed uint64, trials int) ([]*scenario.Scenario, error) {
+	var out []*scenario.Scenario
+	bad := false
+	for _, f := range files {
+		s, err := scenario.Load(f)
+		if err != nil {
+			fmt.Fprintln(streams.ErrOut, err)
+			bad = true
+			continue
+		}
+		out = append(out, s.WithOverrides(seed, trials))
+	}
+	if bad {
+		return nil, silent(ExitUsage)
+	}
+	seen := map[string]string{}
+	for _, s := range out {
+		if prev, dup := seen[s.Metadata.Name]; dup {
+			return nil, usageErr("%s and %s both define scenario %q", prev, s.File, s.Metadata.Name)
+		}
+		seen[s.Metadata.Name] = s.File
+	}
+	return out, nil
+}
+
+func backendName(flag string, s *scenario.Scenario) string {
+	if flag != "" {
+		return flag
+	}
+	if s.Backend.Name != "" {
+		return s.Backend.Name
+	}
+	return "sim"
+}
+
+func runRun(ctx context.Context, streams IOStreams, f *runFlags, files []string) error {
+	if f.parallel < 1 {
+		return usageErr("--parallel must be >= 1")
+	}
+	if f.trials < 0 {
+		return usageErr("--trials must be >= 0")
+	}
+	scens, err := loadScenarios(streams, files, f.seed, f.trials)
+	if err != nil {
+		return err
+	}
+	var todo []*scenario.Scenario
+	for _, s := range scens {
+		if s.HasTag("large") && !f.includeLarge {
+			fmt.Fprintf(streams.ErrOut, "sidebench: skipping %s (%s): tagged large; use --include-large\n", s.Metadata.Name, s.File)
+			continue
+		}
+		todo = append(todo, s)
+	}
+	if len(todo) == 0 {
+		return usageErr("no scenario to run")
+	}
+	if f.nodes < 1 {
+		return usageErr("--nodes must be >= 1")
+	}
+	localOpts = localOptions{nodes: f.nodes, keep: f.keep, horizon: f.horizon, log: streams.ErrOut}
+	if f.quiet {
+		localOpts.log = nil
+	}
+	backends := map[string]Backend{}
+	// Backends that hold resources (the local backend's cluster) are
+	// closed on every way out: normal end, error, Ctrl-C (the context) and
+	// panic (deferred calls run while a panic unwinds).
+	defer func() {
+		for name, be := range backends {
+			if c, ok := be.(interface{ Close() error }); ok {
+				if err := c.Close(); err != nil {
+					fmt.Fprintf(streams.ErrOut, "sidebench: closing backend %s: %v\n", name, err)
+				}
+			}
+		}
+	}()
+	for _, s := range todo {
+		name := backendName(f.backend, s)
+		if _, ok := backends[name]; ok {
+			continue
+		}
+		be, err := newBackend(name)
+		if err != nil {
+			return err
+		}
+		backends[name] = be
+	}
+	rep, err := f.reporter(streams.Out)
+	if err != nil {
+		return err
+	}
+	stamp := time.Now().UTC().Format("20060102T150405Z")
+	var rows []row
+	pass, partial := true, false
+	var dirs []string
+	for _, s := range todo {
+		if ctx.Err() != nil {
+			break
+		}
+		dir := f.out
+		switch {
+		case dir == "":
+			dir = filepath.Join("reports", "runs", stamp+"-"+s.Metadata.Name)
+		case len(todo) > 1:
+			dir = filepath.Join(dir, s.Metadata.Name)
+		}
+		name := backendName(f.backend, s)
+		info := runInfo{Command: "run", Backend: name, Seed: f.seed, Trials: f.trials, StartedAt: time.Now().UTC(), Version: version()}
+		rd, err := createRunDir(dir, info, []*scenario.Scenario{s})
+		if err != nil {
+			rep.Close()
+			return asInternal(err)
+		}
+		dirs = append(dirs, dir)
+		trials := scenario.Expand(s)
+		if sp, ok := backends[name].(interface{ Supports(string) bool }); ok {
+			var keep []scenario.Trial
+			skipped := map[string]bool{}
+			for _, t := range trials {
+				if sp.Supports(t.Policy) {
+					keep = append(keep, t)
+				} else if !skipped[t.Policy] {
+					skipped[t.Policy] = true
+					fmt.Fprintf(streams.ErrOut, "sidebench: %s: policy %s skipped: --backend %s runs the real kubelet (kep753 only)\n", s.Metadata.Name, t.Policy, name)
+				}
+			}
+			trials = keep
+		}
+		ps := rep.AddScenario(s.Metadata.Name, len(trials), len(trials)*s.TotalPods())
+		i := 0
+		next := func() (scenario.Trial, bool) {
+			if i >= len(trials) {
+				return scenario.Trial{}, false
+			}
+			i++
+			return trials[i-1], true
+		}
+		err = rd.execute(ctx, backends[name], next, execOptions{parallel: f.parallel, onCommit: func(o *trialOut) {
+			ps.TrialDone(o.podCount, o.violations)
+		}})
+		ps.Done()
+		sum, serr := rd.writeSummary()
+		rd.close()
+		if err != nil {
+			rep.Close()
+			return asInternal(err)
+		}
+		var rw *reportWarning
+		if errors.As(serr, &rw) {
+			fmt.Fprintf(streams.ErrOut, "sidebench: warning: %s: %v\n", dir, rw)
+		} else if serr != nil {
+			rep.Close()
+			return asInternal(serr)
+		}
+		rows = append(rows, sum.Rows...)
+		pass = pass && sum.Pass
+		partial = partial || sum.Partial
+	}
+	rep.Close()
+	writeTable(streams.Out, rows)
+	if !f.quiet {
+		for _, d := range dirs {
+			fmt.Fprintf(streams.ErrOut, "sidebench: wrote %s\n", d)
+		}
+	}
+	switch {
+	case ctx.Err() != nil || partial:
+		fmt.Fprintln(streams.ErrOut, "sidebench: interrupted: results are partial (summary.json partial: true)")
+		return silent(ExitFailed)
+	case !pass:
+		return silent(ExitFailed)
+	}
+	return nil
+}
+
+// asInternal marks an unexpected error as internal (exit 3) unless it
+// already carries an exit code.
+func asInternal(err error) error {
+	if _, ok := err.(*exitError); ok {
+		return err
+	}
+	return &exitError{code: ExitInternal, err: err}
+}

@@ -1,0 +1,349 @@
+// Package faults is sidebench's fault catalogue and schedule: what a fault
+// does (Kind and its parameters), when it fires (Schedule) and where it hits
+// (Target). It is pure data plus selection logic; each backend applies the
+// faults its own way and records in the history that they took effect
+// (fault.begin, fault.effect, fault.end, fault.not-applied).
+//
+// The package holds no backend types: selection works on plain descriptions
+// of the world (World, Workload, Container) and a caller-supplied random
+// source, so that a backend stays deterministic.
+package faults
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sidebench/sidebench/reference-impl/api"
+)
+
+// Kind names a fault of the catalogue.
+type Kind uint8
+
+const (
+	KindInvalid Kind = iota
+	// KubeletCrash: the kubelet process dies; its pod state machines are
+	// discarded at once. For Downtime nothing is started, stopped or probed
+	// and no status is published, while containers keep running (and
+	// exiting) under the runtime. Then a fresh kubelet with no memory
+	// relists from the runtime's records (INV-F1, INV-F2, INV-F6).
+	// RecoveryCrash makes it crash once more shortly after coming back.
+	KubeletCrash
+	// RuntimeRestart: the container runtime refuses every call for Downtime;
+	// calls in flight fail (the kubelet retries). Mode KeepContainers keeps
+	// containers and sandboxes (INV-F7); KillContainers loses them all
+	// (sandbox lost: INV-F3 re-initialization).
+	RuntimeRestart
+	// OOMKill: the target container exits 137, reason OOMKilled, with no
+	// preStop hook (INV-Q4, INV-H1).
+	OOMKill
+	// NodeShutdown: graceful node shutdown (INV-F4). The kubelet terminates
+	// regular pods with budget ShutdownGracePeriod −
+	// ShutdownGracePeriodCriticalPods, then critical pods with
+	// ShutdownGracePeriodCriticalPods; then the node goes down. With Return
+	// it comes back after Downtime with every sandbox lost.
+	NodeShutdown
+	// NodePoweroff: everything on the node dies at once (exit 137, no
+	// preStop, no grace, INV-F5). With Return the node comes back after
+	// Downtime with every sandbox lost and a fresh kubelet relists (INV-F3).
+	NodePoweroff
+	// ContainerGC: the runtime removes exited regular init container records
+	// (AllExited: every exited container record) (INV-F1).
+	ContainerGC
+	// ProbeFailure: the Probe of the target container fails for Window,
+	// whatever the container's behaviour says.
+	ProbeFailure
+	// ImageChange: the spec image of the target container changes to Image
+	// (INV-U1).
+	ImageChange
+
+	kindCount
+)
+
+var kindNames = [kindCount]string{"", "kubelet-crash", "runtime-restart", "oom-kill", "node-shutdown", "node-poweroff", "container-gc", "probe-failure", "image-change"}
+
+func (k Kind) String() string {
+	if k < kindCount && k != KindInvalid {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// ParseKind maps a catalogue name ("kubelet-crash", ...) to its Kind.
+func ParseKind(s string) (Kind, bool) {
+	for k := Kind(1); k < kindCount; k++ {
+		if kindNames[k] == s {
+			return k, true
+		}
+	}
+	return KindInvalid, false
+}
+
+// KindNames lists the catalogue names in catalogue order.
+func KindNames() []string { return append([]string(nil), kindNames[1:]...) }
+
+// NodeLevel reports whether the fault hits a node (kubelet, runtime, the
+// whole node, the runtime's garbage collector) rather than one container.
+func (k Kind) NodeLevel() bool {
+	switch k {
+	case KubeletCrash, RuntimeRestart, NodeShutdown, NodePoweroff, ContainerGC:
+		return true
+	}
+	return false
+}
+
+// RuntimeMode says what a runtime restart does to containers.
+type RuntimeMode uint8
+
+const (
+	// KeepContainers: containers and sandboxes survive the restart.
+	KeepContainers RuntimeMode = iota
+	// KillContainers: every container and sandbox of the node is lost.
+	KillContainers
+)
+
+func (m RuntimeMode) String() string {
+	switch m {
+	case KeepContainers:
+		return "keep-containers"
+	case KillContainers:
+		return "kill-containers"
+	}
+	return fmt.Sprintf("RuntimeMode(%d)", uint8(m))
+}
+
+// ParseRuntimeMode is the inverse of RuntimeMode.String.
+func ParseRuntimeMode(s string) (RuntimeMode, bool) {
+	switch s {
+	case "keep-containers", "":
+		return KeepContainers, true
+	case "kill-containers":
+		return KillContainers, true
+	}
+	return 0, false
+}
+
+// DefaultRecoveryCrashAfter is how long after coming back a kubelet with
+// RecoveryCrash set crashes again when RecoveryCrashAfter is zero.
+const DefaultRecoveryCrashAfter = 100 * time.Millisecond
+
+// Spec is one entry of a scenario's fault list: what, when, where.
+type Spec struct {
+	// Name identifies the fault in errors and in the history (Event.Fault
+	// carries the Kind name, Event.Target the Name). Empty means
+	// "<kind>#<index>".
+	Name string
+	Kind Kind
+	When Schedule
+	// Where selects nodes (node-level kinds) or pods and containers.
+	Where Target
+
+	// Downtime: how long the kubelet (KubeletCrash) or the runtime
+	// (RuntimeRestart) stays down, or how long the node stays off before it
+	// returns (NodeShutdown, NodePoweroff with Return).
+	Downtime time.Duration
+	// RecoveryCrash (KubeletCrash): crash a second time RecoveryCrashAfter
+	// after coming back (during recovery), down again for Downtime.
+	RecoveryCrash      bool
+	RecoveryCrashAfter time.Duration
+	// Mode (RuntimeRestart): keep or kill containers.
+	Mode RuntimeMode
+	// ShutdownGracePeriod and ShutdownGracePeriodCriticalPods are the
+	// kubelet settings of the same names (NodeShutdown). Regular pods get
+	// ShutdownGracePeriod − ShutdownGracePeriodCriticalPods, critical pods
+	// get ShutdownGracePeriodCriticalPods.
+	ShutdownGracePeriod             time.Duration
+	ShutdownGracePeriodCriticalPods time.Duration
+	// Return (NodeShutdown, NodePoweroff): the node comes back after
+	// Downtime with every sandbox lost; otherwise it stays down and the
+	// control plane removes its pods.
+	Return bool
+	// AllExited (ContainerGC): remove every exited container record, not
+	// only those of regular init containers.
+	AllExited bool
+	// Probe (ProbeFailure) is the probe forced to fail.
+	Probe api.ProbeKind
+	// Window (ProbeFailure) is how long the probe fails.
+	Window time.Duration
+	// Image (ImageChange) is the new image.
+	Image string
+}
+
+// Label returns Name, or "<kind>#<index>" when Name is empty.
+func (s *Spec) Label(index int) string {
+	if s.Name != "" {
+		return s.Name
+	}
+	return fmt.Sprintf("%s#%d", s.Kind, index)
+}
+
+// ScheduleKind says how a fault's firing times are chosen.
+type ScheduleKind uint8
+
+const (
+	// Once fires at At.
+	Once ScheduleKind = iota
+	// Every fires at At, At+Interval, ... each shifted by a uniform draw
+	// in [0, Jitter).
+	Every
+	// Poisson fires as a Poisson process of Rate per second from At.
+	Poisson
+	// OnPhase fires Delay after a pod matching the target enters Phase.
+	OnPhase
+)
+
+var scheduleNames = [...]string{"once", "every", "poisson", "on-phase"}
+
+func (k ScheduleKind) String() string {
+	if int(k) < len(scheduleNames) {
+		return scheduleNames[k]
+	}
+	return fmt.Sprintf("ScheduleKind(%d)", uint8(k))
+}
+
+// ParseScheduleKind is the inverse of ScheduleKind.String.
+func ParseScheduleKind(s string) (ScheduleKind, bool) {
+	for i, n := range scheduleNames {
+		if n == s {
+			return ScheduleKind(i), true
+		}
+	}
+	return 0, false
+}
+
+// PodPhase names a stage of a pod's life an OnPhase schedule can wait for.
+// These are lifecycle stages, not API phases.
+type PodPhase uint8
+
+const (
+	PhaseNone PodPhase = iota
+	// PhaseInitializing: the kubelet created the pod's first sandbox.
+	PhaseInitializing
+	// PhaseRunning: the kubelet first published phase Running.
+	PhaseRunning
+	// PhaseTerminating: the kubelet began a whole-pod kill.
+	PhaseTerminating
+)
+
+var podPhaseNames = [...]string{"", "initializing", "running", "terminating"}
+
+func (p PodPhase) String() string {
+	if int(p) < len(podPhaseNames) {
+		return podPhaseNames[p]
+	}
+	return fmt.Sprintf("PodPhase(%d)", uint8(p))
+}
+
+// ParsePodPhase is the inverse of PodPhase.String.
+func ParsePodPhase(s string) (PodPhase, bool) {
+	for i, n := range podPhaseNames {
+		if i > 0 && n == s {
+			return PodPhase(i), true
+		}
+	}
+	return PhaseNone, false
+}
+
+// Schedule says when a fault fires. Times are virtual durations since the
+// start of the trial.
+type Schedule struct {
+	Kind ScheduleKind
+	// At is the firing time (Once) or the earliest firing time (Every,
+	// Poisson, OnPhase).
+	At time.Duration
+	// Interval (Every) is the period.
+	Interval time.Duration
+	// Jitter (Every) delays each firing by a uniform draw in [0, Jitter).
+	Jitter time.Duration
+	// Rate (Poisson) is the mean number of firings per second.
+	Rate float64
+	// Until: no firing after this time (0 = no end).
+	Until time.Duration
+	// Max bounds the number of firings (0 = unlimited; Once fires once).
+	Max int
+	// Phase (OnPhase) is the lifecycle stage that triggers the fault.
+	Phase PodPhase
+	// Delay (OnPhase) is the time from entering Phase to the firing.
+	Delay time.Duration
+	// Probability (OnPhase) is the chance that one matching pod entering
+	// Phase triggers the fault; 0 means 1 (every matching pod, within Max).
+	Probability float64
+}
+
+// Rand is the random source selection draws from (*math/rand/v2.Rand
+// satisfies it). Backends pass a stream derived from the trial seed.
+type Rand interface {
+	Float64() float64
+	IntN(n int) int
+}
+
+// Timed reports whether the schedule fires at chosen times (Once, Every,
+// Poisson) rather than on pod events (OnPhase).
+func (s *Schedule) Timed() bool { return s.Kind != OnPhase }
+
+// First returns the first firing time of a timed schedule.
+func (s *Schedule) First(r Rand) (time.Duration, bool) {
+	switch s.Kind {
+	case Once:
+		return s.At, true
+	case Every:
+		return s.within(s.At+s.jitter(r), 0)
+	case Poisson:
+		return s.within(s.At+s.exp(r), 0)
+	}
+	return 0, false
+}
+
+// Next returns the firing after one at prev, given that fired firings
+// already happened; false when the schedule is exhausted.
+func (s *Schedule) Next(prev time.Duration, fired int, r Rand) (time.Duration, bool) {
+	switch s.Kind {
+	case Every:
+		// Jitter is drawn per firing around the nominal grid so it does not
+		// accumulate.
+		nominal := s.At + time.Duration(fired)*s.Interval
+		return s.within(nominal+s.jitter(r), fired)
+	case Poisson:
+		return s.within(prev+s.exp(r), fired)
+	}
+	return 0, false
+}
+
+// Triggers reports whether a matching pod entering phase at now triggers an
+// OnPhase fault that already fired fired times.
+func (s *Schedule) Triggers(phase PodPhase, now time.Duration, fired int, r Rand) bool {
+	if s.Kind != OnPhase || phase != s.Phase || now < s.At {
+		return false
+	}
+	if s.Until > 0 && now > s.Until {
+		return false
+	}
+	if s.Max > 0 && fired >= s.Max {
+		return false
+	}
+	if s.Probability > 0 && s.Probability < 1 && r.Float64() >= s.Probability {
+		return false
+	}
+	return true
+}
+
+func (s *Schedule) within(t time.Duration, fired int) (time.Duration, bool) {
+	if s.Max > 0 && fired >= s.Max {
+		return 0, false
+	}
+	if s.Until > 0 && t > s.Until {
+		return 0, false
+	}
+	return t, true
+}
+
+func (s *Schedule) jitter(r Rand) time.Duration {
+	if s.Jitter <= 0 {
+		return 0
+	}
+	return time.Duration(r.Float64() * float64(s.Jitter))
+}
+
+func (s *Schedule) exp(r Rand) time.Duration {
+	u := r.Float64()
+	return time.Duration(-logOneMinus(u) / s.Rate * float64(time.Second))
+}

@@ -1,0 +1,59 @@
+package sim
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"github.com/sidebench/sidebench/harness/behavior"
+)
+
+// Random streams. Every entity draws from its own stream, derived with
+// harness/behavior's stream keys from the trial seed and the entity's
+// names, never from a shared RNG: adding a node, a pod, a workload or a
+// fault does not perturb the draws of the others.
+//
+//	container attempt  behavior.ContainerKey(seed, pod, container, attempt)
+//	pod lifetime       Seed(seed).Str(pod).Str("lifetime")
+//	arrivals           Seed(seed).Str("arrival").Str(workload)
+//	fault selection    Seed(seed).Str("fault").Str(label).Uint(index)
+
+func arrivalStream(seed uint64, workload string) *rand.Rand {
+	return behavior.Seed(seed).Str("arrival").Str(workload).Rand()
+}
+
+func faultStream(seed uint64, label string, index int) *rand.Rand {
+	return behavior.Seed(seed).Str("fault").Str(label).Uint(uint64(index)).Rand()
+}
+
+// drawAttempt samples container c's behaviour for one attempt into its
+// compact plan and returns the start latency. It reuses the engine's RNG
+// (reseeded), so it does not allocate.
+func (e *engine) drawAttempt(p *pod, c int, attempt uint32, out *plan) time.Duration {
+	ws := &e.wls[p.wl]
+	behavior.ContainerKey(e.seed, p.name, p.spec.At(c).Name, attempt).Reseed(e.pcg)
+	b := &defaultBehavior
+	if j := ws.beh[c]; j >= 0 {
+		b = &ws.cfg.Behavior[j].Behavior
+	}
+	d := b.Draw(e.rnd)
+	*out = plan{
+		startupAfter: d.StartupAfter, readyAfter: d.ReadyAfter, livenessFailAfter: d.LivenessFailAfter,
+		termHandling: d.TermHandling, preStop: d.PreStop, postStart: d.PostStart, exitAfter: d.ExitAfter,
+		exitCode: d.ExitCode, termExitCode: d.TermExitCode, exitReason: reasonOf(d.ExitReason),
+	}
+	return d.StartLatency
+}
+
+// drawLifetime samples a pod's lifetime.
+func (e *engine) drawLifetime(p *pod) int64 {
+	behavior.Seed(e.seed).Str(p.name).Str("lifetime").Reseed(e.pcg)
+	return int64(e.wls[p.wl].cfg.Lifetime.Sample(e.rnd))
+}
+
+var defaultBehavior = behavior.Default()
+
+// distIsZero: the zero Dist (fixed 0) and never both mean "not set" for a
+// lifetime.
+func distIsZero(d *behavior.Dist) bool { return d.IsZero() || d.IsNever() }
+
+func validateBehavior(b *behavior.Container) error { return b.Validate() }

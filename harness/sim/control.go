@@ -1,0 +1,312 @@
+package sim
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/reference-impl/api"
+)
+
+// --- arrival -------------------------------------------------------------
+
+func (e *engine) onArrive(w int) {
+	ws := &e.wls[w]
+	a := &ws.cfg.Arrival
+	count := ws.cfg.Count
+	n := 1
+	if a.Kind == ArrivalBurst {
+		n = a.BurstSize
+		if n <= 0 {
+			n = count
+		}
+	}
+	for i := 0; i < n && ws.created < count && e.err == nil; i++ {
+		e.createPod(w)
+	}
+	if ws.created >= count {
+		return
+	}
+	var next int64
+	switch a.Kind {
+	case ArrivalBurst:
+		next = e.now + int64(a.BurstInterval)
+	case ArrivalConstant:
+		// From the grid, so that rounding does not drift.
+		next = int64(a.Start) + int64(math.Round(float64(ws.created)*float64(time.Second)/a.Rate))
+	case ArrivalPoisson:
+		u := ws.rng.Float64()
+		next = e.now + int64(-math.Log1p(-u)/a.Rate*float64(time.Second))
+	}
+	e.push(event{t: next, kind: evArrive, slot: int32(w)})
+}
+
+// createPod creates the next pod of workload w and tries to schedule it.
+func (e *engine) createPod(w int) {
+	ws := &e.wls[w]
+	var slot int32
+	if n := len(e.free); n > 0 {
+		slot = e.free[n-1]
+		e.free = e.free[:n-1]
+	} else {
+		e.pods = append(e.pods, pod{})
+		slot = int32(len(e.pods) - 1)
+	}
+	p := &e.pods[slot]
+	cs := p.cs
+	*p = pod{}
+	e.nextID++
+	p.id = e.nextID
+	p.slot = slot
+	p.wl = int32(w)
+	p.node = -1
+	e.nameBuf = strconv.AppendInt(append(e.nameBuf[:0], ws.prefix...), int64(ws.created), 10)
+	p.name = string(e.nameBuf)
+	ws.created++
+	e.arrivalsLeft--
+	if ws.private {
+		p.spec = copySpec(ws.spec)
+	} else {
+		p.spec = ws.spec
+	}
+	nc := ws.spec.Len()
+	if cap(cs) >= nc {
+		cs = cs[:nc]
+		clear(cs)
+	} else {
+		cs = make([]ctr, nc)
+	}
+	p.cs = cs
+	p.createdAt = e.now
+	e.live++
+	if e.live > e.res.PeakLivePods {
+		e.res.PeakLivePods = e.live
+	}
+	e.res.PodsCreated++
+	e.ev = history.Event{T: e.now, Kind: history.PodCreated, Pod: p.name, Spec: ws.hspec}
+	e.write()
+	if ws.lifetime {
+		e.push(event{t: e.now + e.drawLifetime(p), kind: evLifetime, slot: slot, id: p.id})
+	}
+	e.schedule(p)
+}
+
+func copySpec(s *api.PodSpec) *api.PodSpec {
+	c := *s
+	c.Init = append([]api.Container(nil), s.Init...)
+	c.Main = append([]api.Container(nil), s.Main...)
+	return &c
+}
+
+// --- scheduling ----------------------------------------------------------
+
+type pendingPod struct {
+	slot int32
+	id   uint32
+}
+
+func (e *engine) hasRoom(n *node) bool {
+	return n.up && !n.shuttingDown && (e.cfg.Cluster.PodsPerNode == 0 || len(n.pods) < e.cfg.Cluster.PodsPerNode)
+}
+
+// schedule binds p to the next node with room (round robin), or queues it.
+func (e *engine) schedule(p *pod) {
+	nn := len(e.nodes)
+	if e.lostNodes == nn {
+		e.removePod(p, true) // every node is gone for good
+		return
+	}
+	for i := 0; i < nn; i++ {
+		k := e.rr + i
+		if k >= nn {
+			k -= nn
+		}
+		if e.hasRoom(&e.nodes[k]) {
+			e.rr = k + 1
+			if e.rr == nn {
+				e.rr = 0
+			}
+			e.bind(p, k)
+			return
+		}
+	}
+	e.pending = append(e.pending, pendingPod{p.slot, p.id})
+}
+
+func (e *engine) bind(p *pod, k int) {
+	n := &e.nodes[k]
+	p.node = int32(k)
+	p.nodeName = n.name
+	p.nidx = int32(len(n.pods))
+	n.pods = append(n.pods, p.slot)
+	e.res.PodsScheduled++
+	e.ev = history.Event{T: e.now, Kind: history.PodScheduled, Pod: p.name, Node: n.name}
+	e.write()
+	e.push(event{t: e.now + int64(e.cfg.Cluster.APIDelay), kind: evBind, slot: p.slot, id: p.id})
+}
+
+// drainPending binds waiting pods to node k while it has room.
+func (e *engine) drainPending(k int) {
+	n := &e.nodes[k]
+	for e.pendHd < len(e.pending) && e.hasRoom(n) {
+		pp := e.pending[e.pendHd]
+		e.pendHd++
+		p := &e.pods[pp.slot]
+		if p.id != pp.id || p.node >= 0 || p.deleted {
+			continue
+		}
+		e.bind(p, k)
+	}
+	if e.pendHd == len(e.pending) {
+		e.pending = e.pending[:0]
+		e.pendHd = 0
+	} else if e.pendHd > 1024 && e.pendHd*2 > len(e.pending) {
+		e.pending = append(e.pending[:0], e.pending[e.pendHd:]...)
+		e.pendHd = 0
+	}
+}
+
+// onBind: the kubelet of the pod's node sees the binding.
+func (e *engine) onBind(p *pod) {
+	p.bindSeen = true
+	n := &e.nodes[p.node]
+	if n.up && n.kubeletUp {
+		e.startMachine(p)
+	}
+}
+
+// startMachine gives p a fresh machine (a kubelet with no memory) and
+// relists the runtime's records into it, then replays what the API server
+// holds for the pod (deletion, node shutdown).
+func (e *engine) startMachine(p *pod) {
+	if p.kdone {
+		return
+	}
+	m, err := e.mf(p.spec, e.cfg.Gates)
+	if err != nil {
+		e.err = e.podErr(p, "new machine", err)
+		return
+	}
+	p.m = m
+	p.mgen++
+	p.wgen++
+	p.wakeAt = int64(api.Never)
+	e.relist = e.relist[:0]
+	for c := range p.cs {
+		e.relist = append(e.relist, p.cs[c].rec)
+	}
+	in := api.Input{Kind: api.InRelist, Sandbox: p.sandbox, Records: e.relist, Status: p.status,
+		Deleted: p.deleteSeen, Grace: time.Duration(p.deleteGrace)}
+	// The new kubelet's prober starts for running containers; a passed
+	// startup probe is not re-run (the API server shows Started).
+	for c := range p.cs {
+		if p.cs[c].rec.State == api.StateRunning && !p.cs[c].starting {
+			p.cs[c].pgen++
+			e.startProbes(p, c, p.status.Started.Has(c))
+		}
+	}
+	e.step(p, &in)
+	n := &e.nodes[p.node]
+	if n.shuttingDown && p.shutdown == 0 {
+		// A pod the kubelet meets during a node shutdown is shut down too.
+		p.shutdown = max(int64(e.faults[n.nFaultIdx].spec.BudgetFor(p.spec.Critical, p.spec.TerminationGracePeriod)), 1)
+	}
+	if p.shutdown > 0 && p.m != nil && n.shuttingDown {
+		in = api.Input{Kind: api.InNodeShutdown, Grace: time.Duration(p.shutdown)}
+		e.step(p, &in)
+	}
+}
+
+// --- deletion and removal ------------------------------------------------
+
+func (e *engine) deletePod(p *pod, grace int64) {
+	if p.deleted {
+		return
+	}
+	p.deleted = true
+	p.deleteGrace = grace
+	e.ev = history.Event{T: e.now, Kind: history.PodDeleted, Pod: p.name, Grace: grace}
+	if p.node >= 0 {
+		e.ev.Node = e.nodes[p.node].name
+	}
+	e.write()
+	switch {
+	case p.node < 0:
+		e.removePod(p, false) // never scheduled: nothing to stop
+	case p.kdone:
+		e.scheduleRemoval(p)
+	default:
+		e.push(event{t: e.now + int64(e.cfg.Cluster.APIDelay), kind: evDeliverDelete, slot: p.slot, id: p.id})
+	}
+}
+
+func (e *engine) onDeliverDelete(p *pod) {
+	p.deleteSeen = true
+	if p.m != nil {
+		in := api.Input{Kind: api.InDelete, Grace: time.Duration(p.deleteGrace)}
+		e.step(p, &in)
+	}
+}
+
+func (e *engine) scheduleRemoval(p *pod) {
+	if p.removing {
+		return
+	}
+	p.removing = true
+	e.push(event{t: e.now + int64(e.cfg.Cluster.APIDelay), kind: evRemove, slot: p.slot, id: p.id})
+}
+
+// removePod writes pod.removed and releases the pod's memory and node room.
+func (e *engine) removePod(p *pod, lost bool) {
+	e.closePodFaults(p)
+	e.ev = history.Event{T: e.now, Kind: history.PodRemoved, Pod: p.name}
+	k := int(p.node)
+	if k >= 0 {
+		e.ev.Node = e.nodes[k].name
+	}
+	if lost {
+		e.ev.Reason = "NodeLost"
+	}
+	e.write()
+	e.res.PodsRemoved++
+	if lost {
+		e.res.PodsLost++
+	} else {
+		e.res.PodsCompleted++
+	}
+	if k >= 0 {
+		n := &e.nodes[k]
+		i := p.nidx
+		last := int32(len(n.pods) - 1)
+		if i != last {
+			moved := n.pods[last]
+			n.pods[i] = moved
+			e.pods[moved].nidx = i
+		}
+		n.pods = n.pods[:last]
+	}
+	p.id = 0
+	p.m = nil
+	p.name = ""
+	p.spec = nil
+	e.free = append(e.free, p.slot)
+	e.live--
+	if k >= 0 && !lost {
+		e.drainPending(k)
+	}
+}
+
+// afterDrive applies the control plane's reaction to what the kubelet
+// published.
+func (e *engine) afterDrive(p *pod) {
+	if p.m != nil && !p.kdone && p.m.Done() {
+		p.kdone = true
+		p.m = nil // the kubelet forgets a finished pod
+		p.mgen++
+		p.wgen++
+		if p.deleted {
+			e.scheduleRemoval(p)
+		}
+	}
+}

@@ -1,0 +1,192 @@
+// Package sim is sidebench's default backend: a deterministic
+// discrete-event simulation of a Kubernetes cluster on a virtual clock.
+// Every simulated node runs the reference kubelet (one
+// reference-impl/kubelet.Machine per pod), a simulated CRI runtime and
+// probers; a small control plane creates, schedules and deletes pods; faults
+// from harness/faults are injected as inputs. The run is written to a
+// history.Sink as it happens. See docs/sim.md.
+package sim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/reference-impl/api"
+	"github.com/sidebench/sidebench/reference-impl/kubelet"
+)
+
+// machine is the host-facing API of kubelet.Machine (raft's RawNode
+// shape). The production path always uses kubelet.Machine; tests may
+// substitute a fake.
+type machine interface {
+	Step(now api.Time, in api.Input) error
+	HasReady() bool
+	Ready() api.Ready
+	Advance(rd api.Ready)
+	Terminating() bool
+	Done() bool
+}
+
+type machineFactory func(spec *api.PodSpec, gates api.Gates) (machine, error)
+
+func newKubeletMachine(spec *api.PodSpec, gates api.Gates) (machine, error) {
+	m, err := kubelet.NewMachine(spec, gates)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// cancelCheckEvery is how many events run between ctx checks.
+const cancelCheckEvery = 4096
+
+// Run simulates one trial of cfg with the given seed, streaming the history
+// to sink (run.meta first, run.end last). It is single-threaded and
+// deterministic: the same cfg, seed and binary give a byte-identical
+// history. When ctx is cancelled Run stops, writes run.end "partial" and
+// returns what was done with Result.Partial set and a nil error. Errors
+// are configuration errors, sink errors and machine errors. A nil sink
+// discards the history.
+func Run(ctx context.Context, cfg *Config, seed uint64, sink history.Sink) (Result, error) {
+	return run(ctx, cfg, seed, 0, sink, newKubeletMachine)
+}
+
+// RunTrial is Run with the trial index recorded in run.meta (for callers
+// that schedule trials themselves).
+func RunTrial(ctx context.Context, cfg *Config, seed uint64, trial int, sink history.Sink) (Result, error) {
+	return run(ctx, cfg, seed, trial, sink, newKubeletMachine)
+}
+
+func run(ctx context.Context, cfg *Config, seed uint64, trial int, sink history.Sink, mf machineFactory) (Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return Result{Seed: seed}, err
+	}
+	if sink == nil {
+		sink = history.Discard
+	}
+	e := newEngine(ctx, cfg, seed, sink, mf)
+	e.emitMeta(trial)
+	e.start()
+	e.loop()
+	if e.err == nil {
+		msg := "complete"
+		if e.res.Partial {
+			msg = "partial"
+		}
+		e.ev = history.Event{T: e.now, Kind: history.RunEnd, Msg: msg}
+		e.write()
+	}
+	e.res.End = time.Duration(e.now)
+	return e.res, e.err
+}
+
+// loop pops events until the stop condition, cancellation or an error.
+func (e *engine) loop() {
+	max := int64(e.cfg.Stop.MaxDuration)
+	var n uint64
+	for e.err == nil {
+		var ev event
+		if e.immHead < len(e.imm) {
+			ev = e.imm[e.immHead]
+			e.immHead++
+			if e.immHead == len(e.imm) {
+				e.imm = e.imm[:0]
+				e.immHead = 0
+			}
+		} else {
+			if e.done() {
+				return
+			}
+			if e.q.len() == 0 {
+				return
+			}
+			if max > 0 && e.q.peek().t > max {
+				e.now = max
+				return
+			}
+			ev = e.q.pop()
+			e.now = ev.t
+		}
+		n++
+		e.res.Events++
+		if n%cancelCheckEvery == 0 && e.ctx.Err() != nil {
+			e.res.Partial = true
+			return
+		}
+		e.dispatch(&ev)
+	}
+}
+
+// done reports whether every pod was created and removed and no fault is
+// still in progress (a node shutting down, a kubelet down).
+func (e *engine) done() bool {
+	return e.arrivalsLeft == 0 && e.live == 0 && e.activeFaults == 0
+}
+
+func (e *engine) dispatch(ev *event) {
+	switch ev.kind {
+	case evArrive:
+		e.onArrive(int(ev.slot))
+	case evFault:
+		e.onFault(int(ev.slot), ev)
+	case evKubeletUp:
+		e.onKubeletUp(int(ev.slot), ev)
+	case evKubeletCrash:
+		e.onRecoveryCrash(int(ev.slot), ev)
+	case evRuntimeUp:
+		e.onRuntimeUp(int(ev.slot), ev)
+	case evNodeUp:
+		e.onNodeUp(int(ev.slot), ev)
+	case evShutdownCritical:
+		e.onShutdownCritical(int(ev.slot), ev)
+	case evShutdownEnd:
+		e.onShutdownEnd(int(ev.slot), ev)
+	default:
+		p := &e.pods[ev.slot]
+		if p.id != ev.id {
+			return // the pod is gone
+		}
+		e.onPodEvent(p, ev)
+	}
+}
+
+func (e *engine) push(ev event) {
+	if ev.t <= e.now {
+		ev.t = e.now
+		e.imm = append(e.imm, ev)
+		return
+	}
+	e.q.push(ev)
+}
+
+// write sends e.ev to the sink.
+func (e *engine) write() {
+	if e.err != nil {
+		return
+	}
+	e.res.HistoryEvents++
+	if err := e.sink.Write(&e.ev); err != nil {
+		e.err = fmt.Errorf("sim: history sink: %w", err)
+	}
+}
+
+func (e *engine) emitMeta(trial int) {
+	extra := map[string]string{
+		"nodes":       fmt.Sprint(e.cfg.Cluster.Nodes),
+		"podsPerNode": fmt.Sprint(e.cfg.Cluster.PodsPerNode),
+		"apiDelay":    e.cfg.Cluster.APIDelay.String(),
+	}
+	e.ev = history.Event{Kind: history.RunMeta, Meta: &history.Meta{
+		Scenario:     e.cfg.Scenario,
+		ScenarioHash: e.cfg.ScenarioHash,
+		Seed:         e.seed,
+		Trial:        trial,
+		Policy:       e.cfg.Gates.String(),
+		Backend:      "sim",
+		Version:      e.cfg.Version,
+		Extra:        extra,
+	}}
+	e.write()
+}

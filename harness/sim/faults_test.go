@@ -1,0 +1,385 @@
+package sim
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sidebench/sidebench/harness/behavior"
+	"github.com/sidebench/sidebench/harness/faults"
+	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/reference-impl/api"
+)
+
+// Fault tests: one small deterministic run per fault with fixed timings.
+// Timeline of the pod without faults (t in seconds): sandbox 0, init
+// 0.1-0.3, proxy running 0.4 (startup passes at 1.4), logs running 1.5
+// (startup passes at once), app running 1.6; deleted at 60 with 30 s
+// grace.
+
+const sec = int64(time.Second)
+
+func fixedBehavior() []ContainerBehavior {
+	d := behavior.Default()
+	init := d
+	init.RunTime = behavior.Fixed(200 * time.Millisecond)
+	proxy := d
+	proxy.StartupAfter = behavior.Fixed(time.Second)
+	proxy.PreStop = behavior.Fixed(200 * time.Millisecond)
+	logs := d
+	app := d
+	app.PreStop = behavior.Fixed(100 * time.Millisecond)
+	app.TermHandling = behavior.Fixed(500 * time.Millisecond)
+	return []ContainerBehavior{{"init", init}, {"proxy", proxy}, {"logs", logs}, {"app", app}}
+}
+
+func faultConfig(pods int, fs ...faults.Spec) *Config {
+	return &Config{
+		Scenario: "faults",
+		Cluster:  Cluster{Nodes: 1, PodsPerNode: 10},
+		Workloads: []Workload{{
+			Name:     "web",
+			Labels:   map[string]string{"app": "web"},
+			Spec:     benchPod(),
+			Behavior: fixedBehavior(),
+			Count:    pods,
+			Lifetime: behavior.Fixed(60 * time.Second),
+		}},
+		Faults: fs,
+		Stop:   Stop{MaxDuration: 10 * time.Minute},
+	}
+}
+
+type evs []history.Event
+
+func (l evs) filter(f func(*history.Event) bool) evs {
+	var out evs
+	for i := range l {
+		if f(&l[i]) {
+			out = append(out, l[i])
+		}
+	}
+	return out
+}
+
+func (l evs) kind(k history.Kind) evs {
+	return l.filter(func(e *history.Event) bool { return e.Kind == k })
+}
+
+func (l evs) c(name string) evs {
+	return l.filter(func(e *history.Event) bool { return e.Container == name })
+}
+
+func (l evs) between(from, to int64) evs {
+	return l.filter(func(e *history.Event) bool { return e.T >= from && e.T < to })
+}
+
+func (l evs) first() *history.Event {
+	if len(l) == 0 {
+		return nil
+	}
+	return &l[0]
+}
+
+// runFault runs cfg, checks KEP-753 ordering over the whole history and
+// that every pod was removed, and returns the events.
+func runFault(t *testing.T, cfg *Config) (evs, Result) {
+	t.Helper()
+	s, res := runMem(t, cfg, 1)
+	o := &orderSink{pods: map[string]*podOrder{}}
+	for i := range s.evs {
+		o.Write(&s.evs[i])
+	}
+	for _, e := range o.errs {
+		t.Error("ordering: " + e)
+	}
+	if res.PodsRemoved != res.PodsCreated {
+		t.Errorf("%d of %d pods removed", res.PodsRemoved, res.PodsCreated)
+	}
+	if t.Failed() {
+		t.Log("\n" + dump(s.evs))
+	}
+	return evs(s.evs), res
+}
+
+func wantFault(t *testing.T, l evs, effects int) {
+	t.Helper()
+	if n := len(l.kind(history.FaultEffect)); n != effects {
+		t.Errorf("%d fault.effect events, want %d", n, effects)
+	}
+	if len(l.kind(history.FaultBegin)) != len(l.kind(history.FaultEnd)) {
+		t.Errorf("%d fault.begin but %d fault.end", len(l.kind(history.FaultBegin)), len(l.kind(history.FaultEnd)))
+	}
+}
+
+func once(at int64) faults.Schedule { return faults.Schedule{Kind: faults.Once, At: time.Duration(at)} }
+
+func TestFaultKubeletCrash(t *testing.T) {
+	cfg := faultConfig(1, faults.Spec{Kind: faults.KubeletCrash, When: once(10 * sec), Downtime: 5 * time.Second})
+	l, res := runFault(t, cfg)
+	wantFault(t, l, 1)
+	if d, u := l.kind(history.KubeletDown).first(), l.kind(history.KubeletUp).first(); d == nil || u == nil || d.T != 10*sec || u.T != 15*sec {
+		t.Fatalf("kubelet down/up: %v %v", d, u)
+	}
+	// INV-F1: nothing is re-run or restarted, Started does not flap.
+	if n := len(l.kind(history.ContainerStartRequested)); n != 4 {
+		t.Errorf("%d starts, want 4 (no container re-run after the kubelet restart)", n)
+	}
+	if f := l.kind(history.ContainerStarted).between(0, 60*sec).filter(func(e *history.Event) bool { return !e.Value }); len(f) > 0 {
+		t.Errorf("Started flapped: %v", f)
+	}
+	if res.FaultsApplied != 1 {
+		t.Errorf("result %+v", res)
+	}
+}
+
+func TestFaultKubeletCrashDuringTermination(t *testing.T) {
+	cfg := faultConfig(1, faults.Spec{Kind: faults.KubeletCrash, Downtime: 3 * time.Second, RecoveryCrash: true, RecoveryCrashAfter: 500 * time.Millisecond,
+		When: faults.Schedule{Kind: faults.OnPhase, Phase: faults.PhaseTerminating, Delay: 50 * time.Millisecond}})
+	// The main ignores SIGTERM, so termination is in progress at the crash.
+	cfg.Workloads[0].Behavior[3].Behavior.TermHandling = behavior.NeverDist()
+	l, _ := runFault(t, cfg)
+	wantFault(t, l, 2) // the crash and the crash during recovery
+	if n := len(l.kind(history.KubeletDown)); n != 2 {
+		t.Errorf("%d kubelet.down, want 2", n)
+	}
+	// INV-F6: termination restarts after the kubelet is back; the main is
+	// killed at the end of its grace, then the sidecars stop in order.
+	if k := l.kind(history.ContainerKilled).c("app").first(); k == nil {
+		t.Error("main never SIGKILLed")
+	}
+	if n := len(l.kind(history.PodTerminating)); n < 2 {
+		t.Errorf("%d pod.terminating, want the termination retried after the restart", n)
+	}
+}
+
+func TestFaultRuntimeRestartKillContainers(t *testing.T) {
+	cfg := faultConfig(1, faults.Spec{Kind: faults.RuntimeRestart, When: once(10 * sec), Downtime: 3 * time.Second, Mode: faults.KillContainers})
+	l, _ := runFault(t, cfg)
+	wantFault(t, l, 1)
+	if n := len(l.kind(history.ContainerExited).between(10*sec, 10*sec+1).filter(func(e *history.Event) bool { return e.Code == 137 })); n != 3 {
+		t.Errorf("%d containers exited 137 at the restart, want 3", n)
+	}
+	if l.kind(history.SandboxLost).first() == nil {
+		t.Fatal("no sandbox.lost")
+	}
+	// INV-F3: new sandbox after the runtime is back, init re-runs first.
+	sb := l.kind(history.SandboxCreated).filter(func(e *history.Event) bool { return e.Attempt == 1 }).first()
+	if sb == nil || sb.T < 13*sec {
+		t.Fatalf("sandbox attempt 1: %v", sb)
+	}
+	if s := l.kind(history.ContainerStartRequested).c("init").between(sb.T, 60*sec).first(); s == nil {
+		t.Error("init not re-run in the new sandbox")
+	}
+	if s := l.kind(history.ContainerRunning).c("app").between(sb.T, 60*sec).first(); s == nil {
+		t.Error("app not running again in the new sandbox")
+	}
+}
+
+func TestFaultRuntimeRestartInFlight(t *testing.T) {
+	// proxy's start is in flight at 0.35 s (requested 0.3, running 0.4).
+	cfg := faultConfig(1, faults.Spec{Kind: faults.RuntimeRestart, When: once(350 * int64(time.Millisecond)), Downtime: 2 * time.Second})
+	l, _ := runFault(t, cfg)
+	wantFault(t, l, 1)
+	if f := l.kind(history.ContainerStartFailed).c("proxy").first(); f == nil {
+		t.Fatal("in-flight start of proxy did not fail")
+	}
+	if r := l.kind(history.ContainerRunning).c("app").first(); r == nil || r.T < 2350*int64(time.Millisecond) {
+		t.Errorf("app running at %v, want after the runtime is back", r)
+	}
+}
+
+func TestFaultOOMKillSidecar(t *testing.T) {
+	cfg := faultConfig(1, faults.Spec{Kind: faults.OOMKill, When: once(10 * sec), Where: faults.Target{Container: "proxy"}})
+	l, _ := runFault(t, cfg)
+	wantFault(t, l, 1)
+	x := l.kind(history.ContainerExited).c("proxy").first()
+	if x == nil || x.T != 10*sec || x.Code != 137 || x.Reason != "OOMKilled" {
+		t.Fatalf("proxy exit: %v", x)
+	}
+	if p := l.kind(history.ContainerPreStopBegin).c("proxy").between(0, 10*sec+1); len(p) > 0 {
+		t.Error("preStop ran for an OOM-killed container")
+	}
+	// INV-Q4/R1: the sidecar restarts, the main does not.
+	if s := l.kind(history.ContainerStartRequested).c("proxy").filter(func(e *history.Event) bool { return e.Attempt == 1 }).first(); s == nil {
+		t.Error("proxy not restarted")
+	}
+	if n := len(l.kind(history.ContainerStartRequested).c("app")); n != 1 {
+		t.Errorf("app started %d times, want 1", n)
+	}
+}
+
+func TestFaultNotApplied(t *testing.T) {
+	cfg := faultConfig(1, faults.Spec{Kind: faults.OOMKill, When: once(10 * sec), Where: faults.Target{Container: "init"}})
+	l, res := runFault(t, cfg)
+	na := l.kind(history.FaultNotApplied).first()
+	if na == nil || !strings.Contains(na.Msg, "not running") || res.FaultsNotApplied != 1 || res.FaultsApplied != 0 {
+		t.Fatalf("not-applied: %v, result %+v", na, res)
+	}
+}
+
+func TestFaultNodeShutdown(t *testing.T) {
+	cfg := faultConfig(2, faults.Spec{Kind: faults.NodeShutdown, When: once(10 * sec), ShutdownGracePeriod: 20 * time.Second,
+		ShutdownGracePeriodCriticalPods: 5 * time.Second, Return: true, Downtime: 10 * time.Second})
+	crit := cfg.Workloads[0]
+	crit.Name, crit.Count = "critical", 1
+	crit.Spec.Critical = true
+	cfg.Workloads = append(cfg.Workloads, crit)
+	l, _ := runFault(t, cfg)
+	wantFault(t, l, 1)
+	if s := l.kind(history.NodeShutdown).first(); s == nil || s.T != 10*sec {
+		t.Fatalf("node.shutdown: %v", s)
+	}
+	// INV-F4: regular pods first with SGP-SGPCP, then critical pods with
+	// SGPCP.
+	term := l.kind(history.PodTerminating)
+	if len(term) != 3 || term[0].Reason != "NodeShutdown" || term[0].Grace != int64(15*time.Second) || term[0].T != 10*sec ||
+		term[2].Pod != "default/critical-0" || term[2].T != 25*sec || term[2].Grace != int64(5*time.Second) {
+		t.Fatalf("pod.terminating: %v", term)
+	}
+	failed := l.kind(history.PodPhase).filter(func(e *history.Event) bool { return e.Phase == "Failed" && e.Reason == "Terminated" })
+	if len(failed) != 3 {
+		t.Errorf("want 3 pods Failed/Terminated (INV-F4), got %v", failed)
+	}
+	if d := l.kind(history.NodeDown).first(); d == nil || d.T != 30*sec {
+		t.Errorf("node.down: %v", d)
+	}
+	if u := l.kind(history.NodeUp).first(); u == nil || u.T != 40*sec {
+		t.Errorf("node.up: %v", u)
+	}
+}
+
+func TestFaultPoweroffReturn(t *testing.T) {
+	cfg := faultConfig(1, faults.Spec{Kind: faults.NodePoweroff, When: once(10 * sec), Return: true, Downtime: 5 * time.Second})
+	l, _ := runFault(t, cfg)
+	wantFault(t, l, 1)
+	at := l.between(10*sec, 10*sec+1)
+	if n := len(at.kind(history.ContainerExited).filter(func(e *history.Event) bool { return e.Code == 137 })); n != 3 {
+		t.Errorf("%d containers died at power-off, want 3", n)
+	}
+	if len(at.kind(history.ContainerPreStopBegin)) > 0 || len(at.kind(history.PodTerminating)) > 0 {
+		t.Error("power-off ran preStop hooks or a termination (INV-F5: none)")
+	}
+	sb := l.kind(history.SandboxCreated).filter(func(e *history.Event) bool { return e.Attempt == 1 }).first()
+	if sb == nil || sb.T < 15*sec {
+		t.Fatalf("sandbox attempt 1: %v", sb)
+	}
+	if s := l.kind(history.ContainerStartRequested).c("init").between(sb.T, 60*sec).first(); s == nil {
+		t.Error("init not re-run after the node came back (INV-F3)")
+	}
+}
+
+func TestFaultPoweroffLost(t *testing.T) {
+	cfg := faultConfig(1, faults.Spec{Kind: faults.NodePoweroff, When: once(10 * sec)})
+	l, res := runFault(t, cfg)
+	wantFault(t, l, 1)
+	r := l.kind(history.PodRemoved).first()
+	if r == nil || r.Reason != "NodeLost" || res.PodsLost != 1 {
+		t.Fatalf("pod.removed %v, result %+v", r, res)
+	}
+}
+
+func TestFaultGCWhileKubeletDown(t *testing.T) {
+	cfg := faultConfig(1,
+		faults.Spec{Kind: faults.KubeletCrash, When: once(10 * sec), Downtime: 5 * time.Second},
+		faults.Spec{Kind: faults.ContainerGC, When: once(12 * sec)})
+	l, _ := runFault(t, cfg)
+	wantFault(t, l, 2)
+	rm := l.kind(history.ContainerRemoved).first()
+	if rm == nil || rm.Container != "init" || rm.T != 12*sec {
+		t.Fatalf("container.removed: %v", rm)
+	}
+	// INV-F1: the completed init is not re-run by the restarted kubelet.
+	if n := len(l.kind(history.ContainerStartRequested).c("init")); n != 1 {
+		t.Errorf("init started %d times, want 1", n)
+	}
+}
+
+func TestFaultStartupProbeFailure(t *testing.T) {
+	cfg := faultConfig(1, faults.Spec{Kind: faults.ProbeFailure, Probe: api.ProbeStartup, Window: 10 * time.Second,
+		Where: faults.Target{Container: "proxy"},
+		When:  faults.Schedule{Kind: faults.OnPhase, Phase: faults.PhaseInitializing, Delay: 500 * time.Millisecond}})
+	l, _ := runFault(t, cfg)
+	wantFault(t, l, 1)
+	f := l.kind(history.ProbeResult).c("proxy").filter(func(e *history.Event) bool { return e.Result == "failure" }).first()
+	if f == nil {
+		t.Fatal("no startup probe failure")
+	}
+	// INV-S2: the sidecar is killed and restarted; nothing after it starts
+	// meanwhile (checked by the ordering sink).
+	if s := l.kind(history.ContainerStopRequested).c("proxy").first(); s == nil || s.Reason != "StartupProbe" {
+		t.Errorf("proxy stop: %v", s)
+	}
+	if s := l.kind(history.ContainerStartRequested).c("app").first(); s == nil || s.T < f.T {
+		t.Errorf("app started at %v, before the sidecar recovered", s)
+	}
+}
+
+func TestFaultLivenessProbeFailure(t *testing.T) {
+	cfg := faultConfig(1, faults.Spec{Kind: faults.ProbeFailure, Probe: api.ProbeLiveness, Window: 5 * time.Second,
+		Where: faults.Target{Container: "app"}, When: once(10 * sec)})
+	cfg.Workloads[0].Spec.Main[0].LivenessProbe = &api.Probe{Period: time.Second, SuccessThreshold: 1, FailureThreshold: 3}
+	l, _ := runFault(t, cfg)
+	wantFault(t, l, 1)
+	if s := l.kind(history.ContainerStopRequested).c("app").first(); s == nil || s.Reason != "LivenessProbe" {
+		t.Fatalf("app stop: %v", s)
+	}
+	if n := len(l.kind(history.ContainerStartRequested).c("app")); n != 2 {
+		t.Errorf("app started %d times, want 2", n)
+	}
+	if n := len(l.kind(history.ContainerStartRequested).c("proxy")); n != 1 {
+		t.Errorf("proxy started %d times, want 1 (INV-R3)", n)
+	}
+}
+
+func TestFaultImageChange(t *testing.T) {
+	cfg := faultConfig(1, faults.Spec{Kind: faults.ImageChange, Image: "envoy:v2", Where: faults.Target{Container: "proxy"}, When: once(10 * sec)})
+	l, _ := runFault(t, cfg)
+	wantFault(t, l, 1)
+	if c := l.kind(history.ContainerImageChanged).first(); c == nil || c.Msg != "envoy:v2" {
+		t.Fatalf("image-changed: %v", c)
+	}
+	// INV-U1: only the sidecar restarts.
+	if n := len(l.kind(history.ContainerStartRequested).c("proxy")); n != 2 {
+		t.Errorf("proxy started %d times, want 2", n)
+	}
+	if n := len(l.kind(history.ContainerStartRequested).c("app")) + len(l.kind(history.ContainerStartRequested).c("logs")); n != 2 {
+		t.Errorf("app/logs started %d times, want once each", n)
+	}
+}
+
+func TestFaultValidation(t *testing.T) {
+	cases := []struct {
+		f    faults.Spec
+		want string
+	}{
+		{faults.Spec{Name: "x", Kind: faults.OOMKill, Where: faults.Target{Container: "nope"}}, `fault 0 (x): target "container=nope"`},
+		{faults.Spec{Kind: faults.KubeletCrash, Downtime: time.Second, Where: faults.Target{Nodes: []int{3}}}, "node index 3 out of range"},
+		{faults.Spec{Kind: faults.KubeletCrash}, "fault 0 (kubelet-crash#0): downtime must be > 0"},
+		{faults.Spec{Kind: faults.ProbeFailure, Probe: api.ProbeLiveness, Window: time.Second, Where: faults.Target{Container: "app"}}, "has a liveness probe"},
+		{faults.Spec{Kind: faults.OOMKill, Where: faults.Target{Workload: "db"}}, "no workload matches"},
+	}
+	for _, c := range cases {
+		cfg := faultConfig(1, c.f)
+		_, err := Run(context.Background(), cfg, 1, history.Discard)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want %q", c.f, err, c.want)
+		}
+	}
+}
+
+// TestAllNodesLost: when every node is powered off for good, waiting and
+// later pods are given up instead of waiting forever (even with a
+// recurring fault and no stop time).
+func TestAllNodesLost(t *testing.T) {
+	cfg := faultConfig(20,
+		faults.Spec{Kind: faults.NodePoweroff, When: once(10 * sec)},
+		faults.Spec{Kind: faults.ContainerGC, When: faults.Schedule{Kind: faults.Every, Interval: time.Second}})
+	cfg.Workloads[0].Arrival = Arrival{Kind: ArrivalConstant, Rate: 1}
+	cfg.Stop = Stop{}
+	_, res := runFault(t, cfg)
+	if res.PodsLost != 20-res.PodsCompleted || res.PodsRemoved != 20 {
+		t.Fatalf("%+v", res)
+	}
+}

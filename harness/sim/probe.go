@@ -1,0 +1,227 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/sidebench/sidebench/harness/behavior"
+	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/reference-impl/api"
+)
+
+// The prober mirrors the kubelet's: per running container and probe, a
+// first probe InitialDelay after the start, then one every Period; startup
+// first, readiness and liveness only once startup succeeded (or if there
+// is no startup probe); Success/FailureThreshold consecutive results flip
+// the result, and only changes are reported (InProbe) and recorded
+// (probe.result). Liveness stops while the pod terminates.
+//
+// Probes are cheap in the sim: a probe's outcome is a step function of
+// time (startup/readiness fail until the drawn StartupAfter/ReadyAfter,
+// liveness passes until LivenessFailAfter) unless a probe-failure fault
+// forces failures. So instead of one event per Period the prober jumps to
+// the next probe that can change the result; the skipped probes are
+// accounted for in the consecutive counters. A fault forcing failures
+// re-arms the probe on its period grid.
+
+// startProbes arms c's probes after its process started (or after a
+// kubelet restart, with startedAlready from the API server's Started
+// flag: a restarted kubelet does not re-run a passed startup probe).
+func (e *engine) startProbes(p *pod, c int, startedAlready bool) {
+	spec := p.spec.At(c)
+	cs := &p.cs[c]
+	cs.probe = [3]probeState{}
+	if spec.StartupProbe != nil && !startedAlready {
+		cs.startupOK = false
+		e.armProbe(p, c, api.ProbeStartup, cs.startedAt+int64(spec.StartupProbe.InitialDelay))
+		return
+	}
+	cs.startupOK = true
+	e.armAfterStartup(p, c)
+}
+
+func (e *engine) armAfterStartup(p *pod, c int) {
+	spec := p.spec.At(c)
+	cs := &p.cs[c]
+	if pr := spec.ReadinessProbe; pr != nil {
+		e.armProbe(p, c, api.ProbeReadiness, max(e.now, cs.startedAt+int64(pr.InitialDelay)))
+	}
+	if pr := spec.LivenessProbe; pr != nil {
+		e.armProbe(p, c, api.ProbeLiveness, max(e.now, cs.startedAt+int64(pr.InitialDelay)))
+	}
+}
+
+func (e *engine) armProbe(p *pod, c int, k api.ProbeKind, t int64) {
+	e.push(event{t: t, kind: evProbe, slot: p.slot, id: p.id, gen: p.cs[c].pgen, c: uint8(c), aux: uint16(k)})
+}
+
+// outcome is the raw result of one probe of c at now.
+func (e *engine) outcome(p *pod, c int, k api.ProbeKind) bool {
+	if e.forced(p, c, k) {
+		return false
+	}
+	cs := &p.cs[c]
+	el := e.now - cs.startedAt
+	switch k {
+	case api.ProbeStartup:
+		return el >= int64(cs.plan.startupAfter)
+	case api.ProbeReadiness:
+		return el >= int64(cs.plan.readyAfter)
+	}
+	return cs.plan.livenessFailAfter == behavior.Never || el < int64(cs.plan.livenessFailAfter)
+}
+
+// flipAt returns when the raw outcome changes from ok, or never.
+func (e *engine) flipAt(cs *ctr, k api.ProbeKind, ok bool) int64 {
+	var d time.Duration
+	switch {
+	case k == api.ProbeLiveness && ok:
+		d = cs.plan.livenessFailAfter
+	case k == api.ProbeStartup && !ok:
+		d = cs.plan.startupAfter
+	case k == api.ProbeReadiness && !ok:
+		d = cs.plan.readyAfter
+	default:
+		return neverT
+	}
+	if d == behavior.Never {
+		return neverT
+	}
+	return cs.startedAt + int64(d)
+}
+
+// forced reports whether a probe-failure fault forces probe k of c to
+// fail now.
+func (e *engine) forced(p *pod, c int, k api.ProbeKind) bool {
+	return p.fx != nil && p.fx[c].forcedUntil[k] > e.now
+}
+
+const neverT = int64(1<<63 - 1)
+
+func (e *engine) onProbe(p *pod, c int, k api.ProbeKind) {
+	cs := &p.cs[c]
+	if p.m == nil || p.cs[c].rec.State != api.StateRunning {
+		return
+	}
+	if k == api.ProbeLiveness && p.m.Terminating() {
+		return // liveness stops during termination (INV-P6)
+	}
+	pr := p.spec.At(c).Probe(k)
+	period := int64(pr.Period)
+	ps := &cs.probe[k]
+	// Probes skipped since the last one had the last one's outcome.
+	if ps.last > 0 {
+		if skipped := (e.now-ps.last)/period - 1; skipped > 0 {
+			if ps.lastOK {
+				ps.succ += int32(min(skipped, 1<<20))
+				ps.fail = 0
+			} else {
+				ps.fail += int32(min(skipped, 1<<20))
+				ps.succ = 0
+			}
+		}
+	}
+	ok := e.outcome(p, c, k)
+	ps.last, ps.lastOK = e.now, ok
+	changed := false
+	if ok {
+		ps.succ++
+		ps.fail = 0
+		if ps.result != api.ProbeSuccess && ps.succ >= pr.SuccessThreshold {
+			ps.result, changed = api.ProbeSuccess, true
+		}
+	} else {
+		ps.fail++
+		ps.succ = 0
+		if ps.result != api.ProbeFailure && ps.fail >= pr.FailureThreshold {
+			ps.result, changed = api.ProbeFailure, true
+		}
+	}
+	// Arm the next probe that can change anything (before stepping the
+	// machine: a kill it decides bumps the probe generation).
+	if k == api.ProbeStartup && ps.result == api.ProbeSuccess {
+		cs.startupOK = true // the startup probe stops; the others begin
+		e.armAfterStartup(p, c)
+	} else {
+		next := neverT
+		if e.forced(p, c, k) {
+			next = e.now + period
+		} else {
+			if f := e.flipAt(cs, k, ok); f != neverT {
+				// first probe on the grid at or after f
+				n := (f - e.now + period - 1) / period
+				if n < 1 {
+					n = 1
+				}
+				next = e.now + n*period
+			}
+			var need int32
+			if ok && ps.result != api.ProbeSuccess {
+				need = pr.SuccessThreshold - ps.succ
+			} else if !ok && ps.result != api.ProbeFailure {
+				need = pr.FailureThreshold - ps.fail
+			}
+			if need > 0 {
+				next = min(next, e.now+int64(need)*period)
+			}
+		}
+		if next != neverT {
+			e.armProbe(p, c, k, next)
+		}
+	}
+	if !changed {
+		return
+	}
+	e.emitC(history.ProbeResult, p, c)
+	e.ev.Probe = k.String()
+	e.ev.Result = ps.result.String()
+	e.write()
+	if ps.result == api.ProbeFailure && e.forced(p, c, k) && p.fx[c].forcedFault[k] != 0 {
+		fx := &p.fx[c]
+		e.faultEffect(int(fx.forcedIdx[k]), fx.forcedFault[k]-1, p, c, k.String()+" probe failed")
+		fx.forcedFault[k] = 0
+	}
+	e.step(p, &api.Input{Kind: api.InProbe, Container: c, Probe: k, Result: ps.result})
+}
+
+// probeActive reports whether probe k of c is being run now.
+func (e *engine) probeActive(p *pod, c int, k api.ProbeKind) bool {
+	cs := &p.cs[c]
+	if p.m == nil || p.cs[c].rec.State != api.StateRunning || cs.starting || p.spec.At(c).Probe(k) == nil {
+		return false
+	}
+	switch k {
+	case api.ProbeStartup:
+		return !cs.startupOK
+	case api.ProbeLiveness:
+		return cs.startupOK && !p.m.Terminating()
+	}
+	return cs.startupOK
+}
+
+// rearmProbe puts probe k of c back on its period grid (after a fault
+// changed its outcome). It re-arms every probe of c (the generation is per
+// container).
+func (e *engine) rearmProbes(p *pod, c int) {
+	cs := &p.cs[c]
+	cs.pgen++
+	for k := api.ProbeStartup; k <= api.ProbeLiveness; k++ {
+		if !e.probeActive(p, c, k) {
+			continue
+		}
+		pr := p.spec.At(c).Probe(k)
+		ps := &cs.probe[k]
+		first := cs.startedAt + int64(pr.InitialDelay)
+		t := first
+		if ps.last > 0 {
+			period := int64(pr.Period)
+			n := (e.now - ps.last + period - 1) / period
+			if n < 1 {
+				n = 1
+			}
+			t = ps.last + n*period
+		} else if k != api.ProbeStartup {
+			t = max(t, e.now)
+		}
+		e.armProbe(p, c, k, t)
+	}
+}

@@ -1,0 +1,248 @@
+package sim
+
+import (
+	"github.com/sidebench/sidebench/harness/behavior"
+	"github.com/sidebench/sidebench/harness/faults"
+	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/reference-impl/api"
+)
+
+// runtimeOK reports whether p's node runtime accepts calls.
+func (e *engine) runtimeOK(p *pod) bool {
+	n := &e.nodes[p.node]
+	return n.up && n.runtimeUp
+}
+
+// failAction reports that the runtime refused an action of the current
+// machine. The report reaches the machine RetryDelay later: the kubelet's
+// pod worker requeues a failed sync after a backoff, and the machine
+// retries as soon as it hears of the failure.
+func (e *engine) failAction(p *pod, k api.ActionKind, c int) {
+	e.push(event{t: e.now + e.retryDelay, kind: evActionFailed, slot: p.slot, id: p.id, gen: p.mgen, c: uint8(c), aux: uint16(k)})
+}
+
+// act executes one action of a Ready batch against the simulated runtime.
+func (e *engine) act(p *pod, a *api.Action) {
+	c := a.Container
+	switch a.Kind {
+	case api.ActCreateSandbox:
+		if !e.runtimeOK(p) {
+			e.failAction(p, api.ActCreateSandbox, 0)
+			return
+		}
+		p.sbGen++
+		p.sbBusy = true
+		p.sbAttempt = a.Attempt
+		e.push(event{t: e.now + int64(e.cfg.Cluster.SandboxLatency), kind: evSandbox, slot: p.slot, id: p.id, gen: p.sbGen})
+
+	case api.ActStartContainer:
+		if !e.runtimeOK(p) {
+			e.emitC(history.ContainerStartFailed, p, c)
+			e.ev.Attempt = a.Attempt
+			e.ev.Msg = "runtime down"
+			e.write()
+			e.failAction(p, api.ActStartContainer, c)
+			return
+		}
+		cs := &p.cs[c]
+		cs.gen++
+		cs.hgen++
+		cs.pgen++
+		latency := e.drawAttempt(p, c, a.Attempt, &cs.plan)
+		cs.starting, cs.stopping, cs.preStopOn, cs.postStartOn, cs.startupOK = true, false, false, false, false
+		cs.probe = [3]probeState{}
+		p.cs[c].rec = api.ContainerRecord{State: api.StateCreated, Attempt: a.Attempt,
+			SandboxAttempt: p.sandbox.Attempt, Image: p.spec.At(c).Image, CreatedAt: api.Time(e.now)}
+		e.emitC(history.ContainerStartRequested, p, c)
+		e.write()
+		e.push(event{t: e.now + int64(latency), kind: evRunning, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
+
+	case api.ActRunPreStop:
+		cs := &p.cs[c]
+		e.emitC(history.ContainerPreStopBegin, p, c)
+		e.ev.Reason = a.Reason.String()
+		e.write()
+		cs.hgen++
+		cs.preStopOn = true
+		d := cs.plan.preStop
+		if !e.runtimeOK(p) || p.cs[c].rec.State != api.StateRunning {
+			d = 0 // the hook's exec fails at once
+		}
+		if d != behavior.Never {
+			e.push(event{t: e.now + int64(d), kind: evPreStop, slot: p.slot, id: p.id, gen: cs.hgen, c: uint8(c)})
+		}
+
+	case api.ActStopContainer:
+		e.emitC(history.ContainerStopRequested, p, c)
+		e.ev.Grace = int64(a.Grace)
+		e.ev.Reason = a.Reason.String()
+		e.write()
+		if !e.runtimeOK(p) {
+			e.failAction(p, api.ActStopContainer, c)
+			return
+		}
+		switch p.cs[c].rec.State {
+		case api.StateRunning:
+			e.stopContainer(p, c, int64(a.Grace))
+		case api.StateCreated:
+			// Stopping a container whose start is in flight: it never runs.
+			cs := &p.cs[c]
+			cs.gen++
+			e.push(event{t: e.now, kind: evKill, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
+		}
+
+	case api.ActRemoveContainer:
+		if !e.runtimeOK(p) {
+			e.failAction(p, api.ActRemoveContainer, c)
+			return
+		}
+		// CRI RemoveContainer: the record goes (a running container is
+		// removed forcibly); the kubelet hears of it as a vanished record.
+		cs := &p.cs[c]
+		if p.cs[c].rec.State == api.StateRunning {
+			cs.pgen++
+		}
+		cs.gen++
+		cs.hgen++
+		cs.starting, cs.stopping, cs.preStopOn, cs.postStartOn = false, false, false, false
+		e.emitC(history.ContainerRemoved, p, c)
+		e.ev.Msg = "RemoveContainer"
+		e.write()
+		p.cs[c].rec = api.ContainerRecord{}
+		e.push(event{t: e.now, kind: evRemoved, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
+
+	case api.ActStopSandbox:
+		e.emitP(history.SandboxStopped, p)
+		e.ev.Attempt = p.sandbox.Attempt
+		e.write()
+	}
+}
+
+// stopContainer is CRI StopContainer(c, grace): SIGTERM now; the process
+// exits after its drawn TermHandling, or is SIGKILLed when grace runs out.
+func (e *engine) stopContainer(p *pod, c int, grace int64) {
+	cs := &p.cs[c]
+	if grace < 0 {
+		grace = 0
+	}
+	deadline := e.now + grace
+	if cs.stopping {
+		if deadline < cs.killAt {
+			cs.killAt = deadline
+			e.push(event{t: deadline, kind: evKill, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
+		}
+		return
+	}
+	cs.stopping = true
+	cs.killAt = deadline
+	th := cs.plan.termHandling
+	if th != behavior.Never && e.now+int64(th) <= deadline {
+		e.push(event{t: e.now + int64(th), kind: evTermExit, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
+	} else {
+		e.push(event{t: deadline, kind: evKill, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
+	}
+}
+
+func (e *engine) onSandboxReady(p *pod) {
+	p.sbBusy = false
+	p.sandbox = api.Sandbox{State: api.SandboxReady, Attempt: p.sbAttempt}
+	e.emitP(history.SandboxCreated, p)
+	e.ev.Attempt = p.sbAttempt
+	e.write()
+	if !p.inited {
+		p.inited = true
+		e.onPhase(p, faults.PhaseInitializing)
+	}
+	e.step(p, &api.Input{Kind: api.InSandbox, Sandbox: p.sandbox})
+}
+
+// onRunning: the process of container c started.
+func (e *engine) onRunning(p *pod, c int) {
+	cs := &p.cs[c]
+	rec := &p.cs[c].rec
+	cs.starting = false
+	cs.startedAt = e.now
+	rec.State = api.StateRunning
+	rec.StartedAt = api.Time(e.now)
+	e.emitC(history.ContainerRunning, p, c)
+	e.write()
+	if p.fx != nil && p.fx[c].imageFault != 0 && rec.Image == p.spec.At(c).Image {
+		fx := &p.fx[c]
+		e.faultEffect(int(fx.imageFaultIdx), fx.imageFault-1, p, c, "container running the new image "+rec.Image)
+		e.faultEnd(int(fx.imageFaultIdx), fx.imageFault-1, p, c)
+		fx.imageFault = 0
+	}
+	if cs.plan.exitAfter != behavior.Never {
+		e.push(event{t: e.now + int64(cs.plan.exitAfter), kind: evExit, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
+	}
+	if p.m != nil {
+		// The kubelet runs the postStart hook after StartContainer returns,
+		// and the prober starts.
+		if p.spec.At(c).PostStart {
+			cs.hgen++
+			cs.postStartOn = true
+			if d := cs.plan.postStart; d != behavior.Never {
+				e.push(event{t: e.now + int64(d), kind: evPostStart, slot: p.slot, id: p.id, gen: cs.hgen, c: uint8(c)})
+			}
+		}
+		e.startProbes(p, c, false)
+	}
+	e.step(p, &api.Input{Kind: api.InContainer, Container: c, Record: *rec})
+}
+
+func (e *engine) onPostStartDone(p *pod, c int) {
+	p.cs[c].postStartOn = false
+	e.emitC(history.ContainerPostStartDone, p, c)
+	e.ev.Value = true
+	e.write()
+	e.step(p, &api.Input{Kind: api.InPostStartDone, Container: c, OK: true})
+}
+
+func (e *engine) onPreStopDone(p *pod, c int) {
+	p.cs[c].preStopOn = false
+	e.emitC(history.ContainerPreStopEnd, p, c)
+	e.write()
+	e.step(p, &api.Input{Kind: api.InPreStopDone, Container: c})
+}
+
+// onKill: SIGKILL when the stop grace ran out (or a stop of a container
+// that never ran).
+func (e *engine) onKill(p *pod, c int) {
+	switch p.cs[c].rec.State {
+	case api.StateRunning:
+		e.emitC(history.ContainerKilled, p, c)
+		e.write()
+		e.exitContainer(p, c, 137, api.ReasonError)
+	case api.StateCreated:
+		e.exitContainer(p, c, 137, api.ReasonError)
+	}
+}
+
+// exitContainer records that c's process exited and tells the kubelet.
+func (e *engine) exitContainer(p *pod, c int, code int32, reason api.Reason) {
+	cs := &p.cs[c]
+	rec := &p.cs[c].rec
+	cs.gen++
+	cs.pgen++
+	cs.hgen++
+	cs.probe = [3]probeState{}
+	cs.starting, cs.stopping, cs.postStartOn, cs.startupOK = false, false, false, false
+	preStop := cs.preStopOn
+	cs.preStopOn = false
+	rec.State = api.StateExited
+	rec.ExitCode = code
+	rec.Reason = reason
+	rec.FinishedAt = api.Time(e.now)
+	e.emitC(history.ContainerExited, p, c)
+	e.ev.Code = code
+	e.ev.Reason = reason.String()
+	e.write()
+	e.step(p, &api.Input{Kind: api.InContainer, Container: c, Record: *rec})
+	if preStop && p.m != nil && p.id != 0 {
+		// The preStop exec fails once its container is gone.
+		e.emitC(history.ContainerPreStopEnd, p, c)
+		e.ev.Msg = "container exited"
+		e.write()
+		e.step(p, &api.Input{Kind: api.InPreStopDone, Container: c})
+	}
+}

@@ -1,0 +1,349 @@
+package sim
+
+import (
+	"context"
+	"time"
+
+	"math/rand/v2"
+	"strconv"
+
+	"github.com/sidebench/sidebench/harness/faults"
+	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/reference-impl/api"
+)
+
+type evKind uint8
+
+const (
+	evNone evKind = iota
+	// control plane and nodes (slot = workload, fault or node index)
+	evArrive
+	evFault
+	evKubeletUp
+	evKubeletCrash
+	evRuntimeUp
+	evNodeUp
+	evShutdownCritical
+	evShutdownEnd
+	// pod events (slot = pod slot, id = pod id); c = container
+	evBind
+	evWake
+	evSandbox
+	evRunning
+	evExit
+	evTermExit
+	evKill
+	evPostStart
+	evPreStop
+	evProbe
+	evActionFailed
+	evLifetime
+	evDeliverDelete
+	evAPIDelete
+	evRemove
+	evFaultPod
+	evProbeFaultEnd
+	evRemoved
+)
+
+// node is one simulated node: a kubelet (the machines of its pods), a
+// runtime and a power state.
+type node struct {
+	name      string
+	up        bool // powered and running
+	kubeletUp bool
+	runtimeUp bool
+	// generations: a timer event carries the generation it was armed in
+	// and is dropped if the component went down or up since.
+	kgen, rgen, ngen uint32
+	// pods bound here, by slot (order is deterministic: binding order with
+	// swap-removal).
+	pods []int32
+	// fault instances holding a component down (for fault.end), +1.
+	kFault, rFault, nFault uint32
+	kFaultIdx, rFaultIdx   uint16
+	nFaultIdx              uint16
+	recrashLeft            bool
+	shuttingDown           bool
+	shutdownBudget         [2]int64 // regular, critical grace budgets
+	shutdownReturn         bool
+}
+
+type probeState struct {
+	result     api.ProbeResult
+	lastOK     bool
+	succ, fail int32
+	last       int64 // time of the last probe; 0 = none yet
+}
+
+// ctr is the sim state of one container of a pod: the runtime's process
+// and the prober's view.
+type ctr struct {
+	// hot: generations and flags first, then the record (same cache lines)
+	gen         uint32 // process generation (start, exit, kill timers)
+	hgen        uint32 // hook generation (postStart, preStop)
+	pgen        uint32 // probe generation
+	starting    bool   // created, process not yet running
+	stopping    bool   // SIGTERM sent
+	preStopOn   bool
+	postStartOn bool
+	startupOK   bool // startup probe succeeded (or none)
+	startedAt   int64
+	killAt      int64
+	rec         api.ContainerRecord // the runtime's latest record
+
+	plan  plan
+	probe [3]probeState
+}
+
+// ctrFault is the fault state of one container, allocated only for pods a
+// fault touched (it is cold: kept out of ctr to keep ctr small).
+type ctrFault struct {
+	// forced probe failures (probe-failure fault): until when, and the
+	// fault instance (+1) waiting for its effect / with a window open.
+	forcedUntil   [3]int64
+	forcedFault   [3]uint32
+	forcedFaultID [3]uint32
+	forcedIdx     [3]uint16
+	// imageFault is the image-change fault instance (+1) waiting for the
+	// container to run the new image.
+	imageFault    uint32
+	imageFaultIdx uint16
+}
+
+// plan is the part of an attempt's drawn behavior.Plan the runtime and
+// the prober still need after the start (compact: it is per container).
+type plan struct {
+	startupAfter, readyAfter, livenessFailAfter time.Duration
+	termHandling, preStop, postStart, exitAfter time.Duration
+	exitCode, termExitCode                      int32
+	exitReason                                  api.Reason
+}
+
+// pod is one pod: API object, runtime state on its node, kubelet machine.
+type pod struct {
+	// hot: touched by almost every event (first cache lines)
+	id       uint32 // unique in the run; 0 = free slot
+	slot     int32
+	wl       int32
+	node     int32 // -1 = not scheduled
+	m        machine
+	cs       []ctr
+	spec     *api.PodSpec
+	name     string
+	nodeName string
+	mgen     uint32 // bumped whenever the machine is replaced or dropped
+	wgen     uint32 // wake timer generation
+	wakeAt   int64  // armed wake time (api.Never = none)
+
+	// runtime
+	sandbox   api.Sandbox
+	sbGen     uint32
+	sbAttempt uint32
+	sbBusy    bool // a sandbox creation is in flight
+
+	// API server view
+	deleted     bool
+	bindSeen    bool // the kubelet saw the binding
+	deleteSeen  bool // the kubelet saw the deletion
+	terminal    bool // a terminal phase was published
+	kdone       bool // the kubelet finished the pod on this node
+	removing    bool
+	inited      bool  // first sandbox created (on-phase "initializing")
+	ran         bool  // phase Running seen
+	terminating bool  // pod.terminating seen
+	nidx        int32 // index in node.pods
+	deleteGrace int64
+	shutdown    int64 // node-shutdown grace given (0 = none)
+	createdAt   int64
+	status      api.PodStatus // last published status (the API server's copy)
+	fx          []ctrFault    // nil unless a fault touched the pod
+}
+
+type wlState struct {
+	cfg      *Workload
+	spec     *api.PodSpec // shared template (nil slices never mutated)
+	private  bool         // image-change target: each pod gets its own spec copy
+	hspec    *history.PodSpec
+	world    faults.Workload
+	beh      []int // per container index: index into cfg.Behavior, -1 = default
+	prefix   string
+	created  int
+	rng      *rand.Rand
+	lifetime bool
+	grace    int64
+	// on-phase faults per lifecycle stage
+	onPhase [4][]int
+}
+
+type faultState struct {
+	match []bool // per workload: its pods match the pod selectors
+	spec  *faults.Spec
+	label string
+	fired int
+	rng   *rand.Rand
+}
+
+type engine struct {
+	ctx  context.Context
+	cfg  *Config
+	seed uint64
+	sink history.Sink
+	mf   machineFactory
+
+	q       queue
+	imm     []event
+	immHead int
+	now     int64
+
+	nodes     []node
+	pods      []pod
+	free      []int32
+	nextID    uint32
+	live      int
+	pending   []pendingPod // pods waiting for a node (FIFO)
+	pendHd    int
+	rr        int // scheduling cursor
+	lostNodes int // nodes down for good
+
+	wls          []wlState
+	arrivalsLeft int
+	faults       []faultState
+	nextFaultID  uint32
+	activeFaults int // fault.begin without fault.end yet
+
+	retryDelay int64
+	res        Result
+	ev         history.Event
+	err        error
+
+	relist    []api.ContainerRecord
+	pcg       *rand.PCG
+	rnd       *rand.Rand
+	candidate []int32
+	nameBuf   []byte
+}
+
+func newEngine(ctx context.Context, cfg *Config, seed uint64, sink history.Sink, mf machineFactory) *engine {
+	e := &engine{ctx: ctx, cfg: cfg, seed: seed, sink: sink, mf: mf}
+	e.res.Seed = seed
+	e.retryDelay = int64(cfg.Cluster.RetryDelay)
+	if e.retryDelay == 0 {
+		e.retryDelay = int64(DefaultRetryDelay)
+	}
+	e.pcg = rand.NewPCG(0, 0)
+	e.rnd = rand.New(e.pcg)
+	e.nodes = make([]node, cfg.Cluster.Nodes)
+	for i := range e.nodes {
+		n := &e.nodes[i]
+		n.name = "node-" + strconv.Itoa(i)
+		n.up, n.kubeletUp, n.runtimeUp = true, true, true
+	}
+	e.wls = make([]wlState, len(cfg.Workloads))
+	total := 0
+	for i := range cfg.Workloads {
+		w := &cfg.Workloads[i]
+		ws := &e.wls[i]
+		ws.cfg = w
+		ws.spec = &w.Spec
+		ws.world = faults.WorldOf(w.Name, w.Labels, &w.Spec)
+		ws.hspec = historySpec(w)
+		ns := w.Namespace
+		if ns == "" {
+			ns = "default"
+		}
+		ws.prefix = ns + "/" + w.Name + "-"
+		ws.beh = make([]int, w.Spec.Len())
+		for c := range ws.beh {
+			ws.beh[c] = -1
+			name := w.Spec.At(c).Name
+			for j := range w.Behavior {
+				if w.Behavior[j].Container == name {
+					ws.beh[c] = j
+				}
+			}
+		}
+		ws.rng = arrivalStream(seed, w.Name)
+		ws.lifetime = !distIsZero(&w.Lifetime)
+		ws.grace = int64(w.DeleteGrace)
+		if ws.grace == 0 {
+			ws.grace = int64(w.Spec.TerminationGracePeriod)
+		}
+		total += w.Count
+	}
+	e.arrivalsLeft = total
+	e.faults = make([]faultState, len(cfg.Faults))
+	for i := range cfg.Faults {
+		f := &cfg.Faults[i]
+		e.faults[i] = faultState{spec: f, label: f.Label(i), rng: faultStream(seed, f.Label(i), i)}
+		e.faults[i].match = make([]bool, len(e.wls))
+		for w := range e.wls {
+			ws := &e.wls[w]
+			if !f.Where.MatchPod(&ws.world) {
+				continue
+			}
+			e.faults[i].match[w] = true
+			if f.Kind == faults.ImageChange {
+				ws.private = true
+			}
+			if f.When.Kind == faults.OnPhase {
+				ws.onPhase[f.When.Phase] = append(ws.onPhase[f.When.Phase], i)
+			}
+		}
+	}
+	// Preallocate for the expected concurrency.
+	hint := total
+	if c := cfg.Cluster.PodsPerNode * cfg.Cluster.Nodes; c > 0 && c < hint {
+		hint = c
+	}
+	if hint > 1<<20 {
+		hint = 1 << 20
+	}
+	e.pods = make([]pod, 0, hint)
+	e.q.h = make([]event, 0, 4*hint+64)
+	return e
+}
+
+// start arms the first arrival of every workload and the first firing of
+// every timed fault.
+func (e *engine) start() {
+	for i := range e.wls {
+		w := e.wls[i].cfg
+		if w.Count == 0 {
+			continue
+		}
+		e.push(event{t: int64(w.Arrival.Start), kind: evArrive, slot: int32(i)})
+	}
+	for i := range e.faults {
+		f := &e.faults[i]
+		if !f.spec.When.Timed() {
+			continue
+		}
+		if t, ok := f.spec.When.First(f.rng); ok {
+			e.push(event{t: int64(t), kind: evFault, slot: int32(i)})
+		}
+	}
+}
+
+// historySpec converts a workload's template to the history's form, once.
+func historySpec(w *Workload) *history.PodSpec {
+	hs := &history.PodSpec{
+		RestartPolicy: w.Spec.RestartPolicy.String(),
+		Grace:         int64(w.Spec.TerminationGracePeriod),
+		Critical:      w.Spec.Critical,
+		Labels:        w.Labels,
+		Workload:      w.Name,
+	}
+	conv := func(c *api.Container) history.ContainerSpec {
+		return history.ContainerSpec{Name: c.Name, Role: c.Role.String(), Image: c.Image,
+			Startup: c.StartupProbe != nil, Readiness: c.ReadinessProbe != nil, Liveness: c.LivenessProbe != nil,
+			PostStart: c.PostStart, PreStop: c.PreStop}
+	}
+	for i := range w.Spec.Init {
+		hs.Init = append(hs.Init, conv(&w.Spec.Init[i]))
+	}
+	for i := range w.Spec.Main {
+		hs.Main = append(hs.Main, conv(&w.Spec.Main[i]))
+	}
+	return hs
+}

@@ -1,0 +1,347 @@
+// Package integration runs whole trials — scenario → sim → history →
+// checker — to prove the checker against the reference implementation:
+// every bug replica is caught with the right invariant on a pod the
+// triggering fault touched, the correct policy yields no violation under a
+// heavy mixed fault load, and the policy comparison shows what the feature
+// buys.
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/sidebench/sidebench/harness/check"
+	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/harness/scenario"
+	"github.com/sidebench/sidebench/harness/scenario/simconfig"
+	"github.com/sidebench/sidebench/harness/sim"
+)
+
+// outcome is one trial's check report plus which pods each fault touched.
+type outcome struct {
+	rep       *check.Report
+	pods      int
+	faultedBy map[string]map[string]bool // fault name → pods whose history shows it took effect
+}
+
+// runTrial runs trial number n of policy pol of the scenario text and
+// checks it in a streaming way, as the CLI does.
+func runTrial(t *testing.T, text, pol string, n int) outcome {
+	t.Helper()
+	s, err := scenario.LoadBytes("test.yaml", []byte(text))
+	if err != nil {
+		t.Fatalf("scenario: %v", err)
+	}
+	var trial *scenario.Trial
+	for _, tr := range scenario.Expand(s) {
+		if tr.Policy == pol && tr.Number == n {
+			trial = &tr
+			break
+		}
+	}
+	if trial == nil {
+		t.Fatalf("no trial %d for policy %q", n, pol)
+	}
+	cfg, err := simconfig.Compile(*trial, "test")
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	out := outcome{faultedBy: map[string]map[string]bool{}}
+	runner := check.NewRunner(check.FindingsCap(1 << 20))
+	part := history.NewPartitioner(func(meta *history.Meta, pod string, events []history.Event) error {
+		out.pods++
+		for i := range events {
+			e := &events[i]
+			if e.Kind == history.FaultEffect {
+				if out.faultedBy[e.Fault] == nil {
+					out.faultedBy[e.Fault] = map[string]bool{}
+				}
+				out.faultedBy[e.Fault][pod] = true
+			}
+		}
+		runner.Add(meta, pod, events)
+		return nil
+	})
+	if _, err := sim.RunTrial(context.Background(), cfg, trial.Seed, n, part); err != nil {
+		t.Fatalf("sim: %v", err)
+	}
+	if err := part.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out.rep = runner.Close()
+	return out
+}
+
+func (o outcome) byID(class check.Class) map[string][]check.Finding {
+	m := map[string][]check.Finding{}
+	for _, f := range o.rep.Findings {
+		if f.Class == class {
+			m[f.ID] = append(m[f.ID], f)
+		}
+	}
+	return m
+}
+
+func ids(m map[string][]check.Finding) string {
+	var out []string
+	for id, fs := range m {
+		out = append(out, fmt.Sprintf("%s×%d", id, len(fs)))
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
+}
+
+// sidecarPod is the shape most tests use: init, sidecar with a startup
+// probe and a preStop hook, a second sidecar, and a main.
+const sidecarPod = `
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      terminationGracePeriodSeconds: 20
+      initContainers:
+      - name: setup
+        image: busybox:1.36
+      - name: proxy
+        image: envoy:1
+        restartPolicy: Always
+        startupProbe: {exec: {command: [ok]}, periodSeconds: 1}
+        lifecycle: {preStop: {exec: {command: [drain]}}}
+      - name: logs
+        image: fluent:1
+        restartPolicy: Always
+      containers:
+      - name: app
+        image: app:1
+        readinessProbe: {exec: {command: [ok]}, periodSeconds: 1}
+  behaviors:
+    default: {startLatency: 200ms, termHandling: 300ms}
+    setup: {runTime: 500ms}
+    proxy: {startupAfter: 1s, preStop: 500ms}
+`
+
+func TestBugReplicasAreCaught(t *testing.T) {
+	for _, tc := range []struct {
+		bug string
+		// faults is the scenario's fault list: the trigger of the bug.
+		faults string
+		// restart is the pod restart policy the trigger needs.
+		restart string
+		wantID  string
+		class   check.Class
+		// fault names the fault whose effect the caught pod must show ("" for
+		// triggers that are not faults, e.g. deletion).
+		fault string
+	}{
+		{
+			bug:    "reinit-mains-first",
+			faults: "- {name: wipe, type: runtime-restart, mode: kill-containers, schedule: {at: 12s}, target: {nodeFraction: 1}, downtime: 1s}",
+			wantID: "INV-F3", class: check.Violation, fault: "runtime-restart",
+		},
+		{
+			bug: "rerun-init-after-gc",
+			faults: `- {name: gc, type: container-gc, schedule: {at: 10s}, target: {nodeFraction: 1}}
+- {name: crash, type: kubelet-crash, schedule: {at: 11s}, target: {nodeFraction: 1}, downtime: 1s}`,
+			wantID: "INV-F1", class: check.Violation, fault: "container-gc",
+		},
+		{
+			bug:    "sidecars-with-mains",
+			wantID: "INV-T3", class: check.Violation,
+		},
+		{
+			bug:     "no-sidecar-restart",
+			restart: "Never",
+			faults:  "- {name: oom, type: oom-kill, schedule: {at: 10s}, target: {role: sidecar, container: logs, podFraction: 1}}",
+			wantID:  "INV-R1", class: check.Bound, fault: "oom-kill",
+		},
+	} {
+		t.Run(tc.bug, func(t *testing.T) {
+			faults := tc.faults
+			if faults == "" {
+				faults = "[]"
+			} else {
+				faults = "\n" + faults
+			}
+			pod := sidecarPod
+			if tc.restart != "" {
+				pod = strings.Replace(pod, "terminationGracePeriodSeconds: 20", "terminationGracePeriodSeconds: 20\n      restartPolicy: "+tc.restart, 1)
+				pod = strings.Replace(pod, "    setup: {runTime: 500ms}", "    setup: {runTime: 500ms}\n    app: {runTime: 40s}", 1)
+			}
+			text := fmt.Sprintf(`apiVersion: sidebench.dev/v1alpha1
+kind: Scenario
+metadata: {name: bug-%s}
+seed: 753
+policies: [kep753, kep753+bug:%s]
+cluster: {nodes: 2, podsPerNode: 20}
+workloads:
+- name: web
+  count: 20
+  arrival: {type: constant, rate: 4}
+  lifetime: uniform(min=20s, max=30s)
+%s
+faults: %s
+trials: 1
+`, tc.bug, tc.bug, pod, faults)
+			buggy := runTrial(t, text, "kep753+bug:"+tc.bug, 0)
+			found := buggy.byID(tc.class)[tc.wantID]
+			if len(found) == 0 {
+				t.Fatalf("bug %s not caught as %s %s; findings: violations [%s] bounds [%s]", tc.bug, tc.wantID, tc.class,
+					ids(buggy.byID(check.Violation)), ids(buggy.byID(check.Bound)))
+			}
+			for _, f := range found {
+				if f.Pod == "" || !strings.HasPrefix(f.Pod, "default/web-") {
+					t.Errorf("finding names no pod of the workload: %+v", f)
+				}
+				if tc.fault != "" && !buggy.faultedBy[tc.fault][f.Pod] {
+					t.Errorf("%s on pod %s, which the %s fault never touched", tc.wantID, f.Pod, tc.fault)
+				}
+				if tc.fault != "" && (f.Fault == nil || f.Fault.Name != tc.fault) {
+					t.Errorf("%s on pod %s attributed to %+v, want the %s fault", tc.wantID, f.Pod, f.Fault, tc.fault)
+				}
+			}
+			// The correct policy under the same workload, seed and faults.
+			good := runTrial(t, text, "kep753", 0)
+			if v := good.byID(check.Violation); len(v) > 0 {
+				t.Errorf("kep753 under the same trigger has violations: %s\n%s", ids(v), firstFinding(good))
+			}
+		})
+	}
+}
+
+func firstFinding(o outcome) string {
+	for _, f := range o.rep.Findings {
+		if f.Class == check.Violation {
+			var b strings.Builder
+			fmt.Fprintf(&b, "%s %s %s: %s\n", f.ID, f.Pod, f.FaultName(), f.Msg)
+			for _, e := range f.Excerpt {
+				b.WriteString("    " + check.Describe(&e) + "\n")
+			}
+			return b.String()
+		}
+	}
+	return ""
+}
+
+// mixedFaults is the full fault load: every fault of the catalogue,
+// repeatedly, across the cluster.
+const mixedFaults = `
+- {name: kubelet, type: kubelet-crash, schedule: {type: poisson, rate: 0.02}, target: {nodeCount: 1}, downtime: 2s}
+- {name: runtime-keep, type: runtime-restart, mode: keep-containers, schedule: {type: poisson, rate: 0.01}, target: {nodeCount: 1}, downtime: 1s}
+- {name: runtime-kill, type: runtime-restart, mode: kill-containers, schedule: {type: poisson, rate: 0.005}, target: {nodeCount: 1}, downtime: 1s}
+- {name: oom, type: oom-kill, schedule: {type: poisson, rate: 0.5}, target: {role: sidecar, podCount: 1}}
+- {name: gc, type: container-gc, schedule: {type: every, at: 5s, interval: 7s}, target: {nodeFraction: 0.5}}
+- {name: probe, type: probe-failure, probe: startup, window: 3s, schedule: {type: poisson, rate: 0.2}, target: {container: proxy, podCount: 1}}
+- {name: image, type: image-change, image: envoy:2, schedule: {type: poisson, rate: 0.2}, target: {container: logs, podCount: 1}}
+- {name: poweroff, type: node-poweroff, return: true, schedule: {type: poisson, rate: 0.02}, target: {nodeCount: 1}, downtime: 5s}
+- {name: shutdown, type: node-shutdown, return: true, shutdownGracePeriod: 20s, shutdownGracePeriodCriticalPods: 5s, schedule: {type: poisson, rate: 0.02}, target: {nodeCount: 1}, downtime: 5s}
+`
+
+// TestNoFalsePositivesUnderMixedFaults: kep753 under every fault of the
+// catalogue for at least 100,000 pod lifecycles has no violation, and every
+// degradation names the fault that excuses it.
+func TestNoFalsePositivesUnderMixedFaults(t *testing.T) {
+	count := 100_000
+	if testing.Short() {
+		count = 5_000
+	}
+	text := fmt.Sprintf(`apiVersion: sidebench.dev/v1alpha1
+kind: Scenario
+metadata: {name: mixed-faults}
+seed: 42
+policies: [kep753]
+cluster: {nodes: 50, podsPerNode: 30}
+workloads:
+- name: web
+  count: %d
+  arrival: {type: poisson, rate: 300}
+  lifetime: uniform(min=2s, max=6s)
+%s
+faults: %s
+trials: 1
+`, count, sidecarPod, mixedFaults)
+	o := runTrial(t, text, "kep753", 0)
+	if o.pods < count {
+		t.Fatalf("only %d lifecycles checked, want >= %d", o.pods, count)
+	}
+	if v := o.byID(check.Violation); len(v) > 0 {
+		t.Fatalf("kep753 under mixed faults: %d violations [%s]\n%s", o.rep.Violations(), ids(v), firstFinding(o))
+	}
+	degraded := 0
+	for _, f := range o.rep.Findings {
+		if f.Class == check.Degradation {
+			degraded++
+			if f.Excuse == "" && f.Fault == nil {
+				t.Errorf("degradation without an excusing fault: %+v", f)
+			}
+		}
+	}
+	applied := 0
+	for _, pods := range o.faultedBy {
+		applied += len(pods)
+	}
+	if len(o.faultedBy) < 6 {
+		t.Errorf("only %d fault kinds took effect on pods: %v", len(o.faultedBy), keys(o.faultedBy))
+	}
+	t.Logf("%d lifecycles, 0 violations, %d degradations, %d pod×fault effects over %d fault kinds %v", o.pods, degraded, applied, len(o.faultedBy), keys(o.faultedBy))
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestPolicyComparison: the same workload and seed under none, kep753-2019
+// and kep753. none breaks start and termination ordering; kep753 breaks
+// nothing; kep753-2019 differs where SEMANTICS.md §4 says: sidecars start
+// in parallel (S1) and stop together (T4), but mains still wait for
+// sidecars (no S5) and are signalled first (no T3).
+func TestPolicyComparison(t *testing.T) {
+	text := `apiVersion: sidebench.dev/v1alpha1
+kind: Scenario
+metadata: {name: policy-comparison}
+seed: 2019
+policies: [none, kep753-2019, kep753]
+cluster: {nodes: 5, podsPerNode: 30}
+workloads:
+- name: web
+  count: 500
+  arrival: {type: poisson, rate: 50}
+  lifetime: uniform(min=5s, max=10s)
+` + sidecarPod + `
+faults: []
+trials: 1
+`
+	got := map[string]map[string]bool{}
+	for _, pol := range []string{"none", "kep753-2019", "kep753"} {
+		o := runTrial(t, text, pol, 0)
+		got[pol] = map[string]bool{}
+		for id := range o.byID(check.Violation) {
+			got[pol][id] = true
+		}
+		t.Logf("%-12s violations: [%s]", pol, ids(o.byID(check.Violation)))
+	}
+	for _, tc := range []struct {
+		pol    string
+		id     string
+		broken bool
+	}{
+		{"none", "INV-S1", true}, {"none", "INV-S5", true}, {"none", "INV-T3", true},
+		{"kep753-2019", "INV-S1", true}, {"kep753-2019", "INV-T4", true},
+		{"kep753-2019", "INV-S5", false}, {"kep753-2019", "INV-T3", false},
+		{"kep753", "INV-S1", false}, {"kep753", "INV-S5", false}, {"kep753", "INV-T3", false}, {"kep753", "INV-T4", false},
+	} {
+		if got[tc.pol][tc.id] != tc.broken {
+			t.Errorf("%s: %s violated = %v, want %v", tc.pol, tc.id, got[tc.pol][tc.id], tc.broken)
+		}
+	}
+	if len(got["kep753"]) != 0 {
+		t.Errorf("kep753 has violations: %v", got["kep753"])
+	}
+}
