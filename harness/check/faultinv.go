@@ -93,8 +93,8 @@ func checkF3(p *Pod, hits []Hit) []Hit {
 				}
 			}
 		}
-		if k == 0 {
-			continue
+		if k == 0 || sb.Reset {
+			continue // a RestartAllContainers reset is INV-RA7/RA8's business
 		}
 		fm := p.firstMainStart(int32(k))
 		if fm == none {
@@ -182,6 +182,13 @@ func checkF7(p *Pod, hits []Hit) []Hit {
 		for c := range p.Ctrs {
 			a := p.attAt(c, o.Down)
 			if a == nil || a.Exited == none || a.Stop != none || a.ExitReason == "OOMKilled" {
+				continue
+			}
+			if a.Code != 137 && a.Code != 143 && a.Code != 255 {
+				// A runtime that takes containers down kills them with a
+				// signal (137, 143) or loses their shim (containerd reports
+				// 255); an exit with the container's own code at that
+				// instant is a coincidence (seen at 40k pods).
 				continue
 			}
 			if sb := p.Sandboxes[a.Sandbox]; sb.Lost && sb.End != none && sb.End > o.Down {

@@ -88,7 +88,7 @@ func (p *Pod) firstMainStart(sb int32) int32 {
 // (probe failure, spec change, unknown state) rather than the pod.
 func ownKill(reason string) bool {
 	switch reason {
-	case "LivenessProbe", "StartupProbe", "SpecChanged", "FailedPostStartHook", "UnknownState":
+	case "LivenessProbe", "StartupProbe", "SpecChanged", "FailedPostStartHook", "UnknownState", "RestartAllContainers":
 		return true
 	}
 	return false
@@ -98,14 +98,15 @@ func ownKill(reason string) bool {
 // running or will be restarted (INV-R6, C1), or none (restartPolicy
 // Always, a main still running, or the pod was killed first).
 func (p *Pod) completion() int32 {
-	rp := p.Spec.RestartPolicy
-	if rp != "Never" && rp != "OnFailure" || len(p.Mains) == 0 {
+	if len(p.Mains) == 0 {
 		return none
 	}
 	done := none
 	for _, m := range p.Mains {
 		a := p.last(m)
-		if a == nil || a.Exited == none || rp == "OnFailure" && a.Code != 0 {
+		// A main that will be restarted (pod policy, or its own policy and
+		// restart rules, INV-RR1) keeps the pod alive; so does a reset.
+		if a == nil || a.Exited == none || p.wantRestart(m, a.Code) || a.KillReason == "RestartAllContainers" {
 			return none
 		}
 		if p.termAt(a.Exited) != nil {

@@ -68,6 +68,12 @@ func (p *Pod) mainsSucceeded(i int32) bool {
 		if last == nil || last.Exited == none || last.Exited > i || last.Code != 0 {
 			return false
 		}
+		if last.KillReason == "RestartAllContainers" && p.eventOf(m, history.ContainerRemoved, last.Exited, i) != none {
+			// Killed and removed by a reset, not yet re-run: its status is a
+			// reset termination (RestartingAllContainers), not a success.
+			// (Deleted before the removal, its own exit code stands.)
+			return false
+		}
 	}
 	return true
 }

@@ -137,9 +137,17 @@ func checkR3(p *Pod, hits []Hit) []Hit {
 			if w := p.termAfter(a.Exited); w != nil {
 				end = min(end, w.Idx)
 			}
+			if sbEnd := p.Sandboxes[a.Sandbox].End; sbEnd != none {
+				end = min(end, sbEnd)
+			}
 			for _, m := range p.Mains {
 				for j := range p.Ctrs[m].Att {
 					b := &p.Ctrs[m].Att[j]
+					// A RestartAllContainers reset stops everything by design;
+					// INV-RA* judge it.
+					if b.KillReason == "RestartAllContainers" {
+						continue
+					}
 					if b.Stop > a.Exited && b.Stop <= end && !ownKill(b.KillReason) {
 						hits = append(hits, p.at(b.Stop, a.Exited, "main %q stopped (%s) because sidecar %q exited", p.Ctrs[m].Name, b.KillReason, p.Ctrs[s].Name))
 					}

@@ -161,6 +161,16 @@ func checkS4(p *Pod, hits []Hit) []Hit {
 			if g == none || g > a.Start() || p.Ctrs[who].Role != RoleSidecar {
 				continue
 			}
+			// The gate is the sidecar's latest Started before the start: an
+			// earlier started attempt that was killed or exited meanwhile
+			// (a probe kill, a crash) withdrew the gate, and the wait for
+			// its successor is the restart, not readiness.
+			if l := p.lastStartedBefore(who, sb, a.Start()); l != nil {
+				if (l.Stop != none && l.Stop < a.Start()) || (l.Exited != none && l.Exited < a.Start()) {
+					continue
+				}
+				g = l.Started
+			}
 			wait := p.T(a.Start()) - p.T(g)
 			if wait <= slack {
 				continue
@@ -253,4 +263,16 @@ func checkS6(p *Pod, hits []Hit) []Hit {
 		}
 	}
 	return hits
+}
+
+// lastStartedBefore returns the latest attempt of c in sandbox sb that
+// became Started before event index i, or nil.
+func (p *Pod) lastStartedBefore(c int, sb, i int32) *Attempt {
+	var out *Attempt
+	for k := range p.Ctrs[c].Att {
+		if a := &p.Ctrs[c].Att[k]; a.Sandbox == sb && a.Started != none && a.Started < i {
+			out = a
+		}
+	}
+	return out
 }

@@ -1,5 +1,7 @@
 package check
 
+import "github.com/sidebench/sidebench/harness/history"
+
 // Termination ordering and grace accounting, SEMANTICS.md §2.5. They are
 // judged per whole-pod kill (Term): which containers were running when
 // pod.terminating was recorded, and what each of them got afterwards.
@@ -170,6 +172,11 @@ func checkT6(p *Pod, hits []Hit) []Hit {
 			if a.PreStop == none || a.Stop == none || a.Stop < a.PreStop || a.PreStopEnd != none && a.PreStopEnd < a.Stop {
 				continue
 			}
+			if p.Ev[a.Stop].Reason == "RestartAllContainers" || p.kubeletRestartedBetween(a.PreStop, a.Stop) {
+				// A reset kill runs no preStop (INV-RA5); a restarted kubelet
+				// does not know the hook its predecessor started (INV-F6).
+				continue
+			}
 			base, grace := p.T(a.PreStop), p.Spec.Grace
 			if w := p.termAt(a.PreStop); w != nil {
 				base, grace = w.T, w.Grace
@@ -289,4 +296,14 @@ func checkT10(p *Pod, hits []Hit) []Hit {
 		covered = end
 	}
 	return hits
+}
+
+// kubeletRestartedBetween reports whether the kubelet went down in (i, j).
+func (p *Pod) kubeletRestartedBetween(i, j int32) bool {
+	for _, o := range p.Outages {
+		if (o.What == history.KubeletDown || o.What == history.NodeDown) && o.Down > i && o.Down < j {
+			return true
+		}
+	}
+	return false
 }

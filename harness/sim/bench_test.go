@@ -3,22 +3,24 @@ package sim
 import (
 	"context"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
-	"github.com/sidebench/sidebench/harness/behavior"
 	"github.com/sidebench/sidebench/harness/faults"
 	"github.com/sidebench/sidebench/harness/history"
 	"github.com/sidebench/sidebench/reference-impl/api"
 )
 
 // benchRun runs cfg b.N times and reports full pod lifecycles per second.
-func benchRun(b *testing.B, cfg *Config) {
+func benchRun(b *testing.B, cfg *Config) { benchRunSink(b, cfg, history.Discard) }
+
+func benchRunSink(b *testing.B, cfg *Config, sink history.Sink) {
 	b.ReportAllocs()
 	var pods, events int
 	start, cpu0 := time.Now(), cpuTime()
 	for i := 0; i < b.N; i++ {
-		res, err := Run(context.Background(), cfg, uint64(i+1), history.Discard)
+		res, err := Run(context.Background(), cfg, uint64(i+1), sink)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -42,6 +44,12 @@ func benchRun(b *testing.B, cfg *Config) {
 // after a 20-40 s lifetime; history discarded).
 func BenchmarkLifecycles(b *testing.B) {
 	benchRun(b, benchConfig(100_000, 10_000))
+}
+
+// BenchmarkLifecyclesJSONL is BenchmarkLifecycles with the history
+// encoded as JSONL (history.Writer to io.Discard): the cost of a real run.
+func BenchmarkLifecyclesJSONL(b *testing.B) {
+	benchRunSink(b, benchConfig(100_000, 10_000), history.NewWriter(io.Discard))
 }
 
 // BenchmarkScale: cost per lifecycle at 1k/10k/100k concurrent pods (10
@@ -80,5 +88,3 @@ func BenchmarkLifecyclesFaults(b *testing.B) {
 	faultLoad(cfg)
 	benchRun(b, cfg)
 }
-
-var _ = behavior.Never

@@ -166,6 +166,8 @@ type Result struct {
 	// written to the sink.
 	Events        uint64
 	HistoryEvents uint64
+	// PeakPending is the largest number of scheduled events at once.
+	PeakPending int
 	// FaultsFired counts fault firings (one firing may hit several
 	// targets); FaultsApplied counts targets with a recorded fault.effect;
 	// FaultsNotApplied counts fault.not-applied records.

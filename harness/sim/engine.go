@@ -159,6 +159,9 @@ func (e *engine) push(ev event) {
 		return
 	}
 	e.q.push(ev)
+	if n := e.q.len(); n > e.res.PeakPending {
+		e.res.PeakPending = n
+	}
 }
 
 // write sends e.ev to the sink.

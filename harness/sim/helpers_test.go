@@ -3,7 +3,6 @@ package sim
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -104,5 +103,3 @@ func dump(evs []history.Event) string {
 	}
 	return b.String()
 }
-
-var _ = fmt.Sprint

@@ -335,9 +335,16 @@ func historySpec(w *Workload) *history.PodSpec {
 		Workload:      w.Name,
 	}
 	conv := func(c *api.Container) history.ContainerSpec {
-		return history.ContainerSpec{Name: c.Name, Role: c.Role.String(), Image: c.Image,
+		hc := history.ContainerSpec{Name: c.Name, Role: c.Role.String(), Image: c.Image,
 			Startup: c.StartupProbe != nil, Readiness: c.ReadinessProbe != nil, Liveness: c.LivenessProbe != nil,
 			PostStart: c.PostStart, PreStop: c.PreStop}
+		if c.RestartPolicy != nil {
+			hc.RestartPolicy = c.RestartPolicy.String()
+		}
+		for _, r := range c.RestartRules {
+			hc.Rules = append(hc.Rules, history.RestartRule{Action: r.Action.String(), Operator: r.Operator.String(), Values: append([]int32(nil), r.Values...)})
+		}
+		return hc
 	}
 	for i := range w.Spec.Init {
 		hs.Init = append(hs.Init, conv(&w.Spec.Init[i]))

@@ -125,11 +125,46 @@ func containerFromV1(in *corev1.Container, path string, init bool) (api.Containe
 		case init:
 			return c, &Error{Container: in.Name, Field: path + ".restartPolicy", Rule: "sidecar", Msg: fmt.Sprintf("unsupported init container restartPolicy %q (only Always, which makes it a sidecar)", *in.RestartPolicy)}
 		default:
-			return c, &Error{Container: in.Name, Field: path + ".restartPolicy", Rule: "sidecar", Msg: "restartPolicy on a regular container is not supported (a sidecar is an init container with restartPolicy: Always)"}
+			// ContainerRestartRules (KEP-5307): a container-level policy on
+			// a regular container.
+			var rp api.RestartPolicy
+			switch *in.RestartPolicy {
+			case corev1.ContainerRestartPolicyAlways:
+				rp = api.RestartAlways
+			case corev1.ContainerRestartPolicyOnFailure:
+				rp = api.RestartOnFailure
+			case corev1.ContainerRestartPolicyNever:
+				rp = api.RestartNever
+			default:
+				return c, &Error{Container: in.Name, Field: path + ".restartPolicy", Rule: "restartPolicy", Msg: fmt.Sprintf("unsupported value %q (allowed: Always, OnFailure, Never)", *in.RestartPolicy)}
+			}
+			c.RestartPolicy = &rp
 		}
 	}
-	if len(in.RestartPolicyRules) > 0 {
-		return c, &Error{Container: in.Name, Field: path + ".restartPolicyRules", Rule: "restart-rules", Msg: "container restart rules are not supported"}
+	for j, r := range in.RestartPolicyRules {
+		field := fmt.Sprintf("%s.restartPolicyRules[%d]", path, j)
+		rule := api.RestartRule{}
+		switch r.Action {
+		case corev1.ContainerRestartRuleActionRestart:
+			rule.Action = api.RuleRestart
+		case corev1.ContainerRestartRuleActionRestartAllContainers:
+			rule.Action = api.RuleRestartAllContainers
+		default:
+			return c, &Error{Container: in.Name, Field: field + ".action", Rule: "restart-rules", Msg: fmt.Sprintf("unsupported action %q (allowed: Restart, RestartAllContainers)", r.Action)}
+		}
+		if r.ExitCodes == nil {
+			return c, &Error{Container: in.Name, Field: field + ".exitCodes", Rule: "restart-rules", Msg: "exitCodes is required"}
+		}
+		switch r.ExitCodes.Operator {
+		case corev1.ContainerRestartRuleOnExitCodesOpIn, "":
+			rule.Operator = api.OpIn
+		case corev1.ContainerRestartRuleOnExitCodesOpNotIn:
+			rule.Operator = api.OpNotIn
+		default:
+			return c, &Error{Container: in.Name, Field: field + ".exitCodes.operator", Rule: "restart-rules", Msg: fmt.Sprintf("unsupported operator %q (allowed: In, NotIn)", r.ExitCodes.Operator)}
+		}
+		rule.Values = append([]int32(nil), r.ExitCodes.Values...)
+		c.RestartRules = append(c.RestartRules, rule)
 	}
 	var err error
 	if c.StartupProbe, err = probeFromV1(in.StartupProbe, in.Name, path+".startupProbe"); err != nil {
@@ -217,6 +252,22 @@ func containerToV1(in *api.Container) corev1.Container {
 	if in.Role == api.RoleSidecar {
 		always := corev1.ContainerRestartPolicyAlways
 		c.RestartPolicy = &always
+	}
+	if in.RestartPolicy != nil {
+		rp := map[api.RestartPolicy]corev1.ContainerRestartPolicy{api.RestartAlways: corev1.ContainerRestartPolicyAlways,
+			api.RestartOnFailure: corev1.ContainerRestartPolicyOnFailure, api.RestartNever: corev1.ContainerRestartPolicyNever}[*in.RestartPolicy]
+		c.RestartPolicy = &rp
+	}
+	for _, r := range in.RestartRules {
+		out := corev1.ContainerRestartRule{Action: corev1.ContainerRestartRuleActionRestart,
+			ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: append([]int32(nil), r.Values...)}}
+		if r.Action == api.RuleRestartAllContainers {
+			out.Action = corev1.ContainerRestartRuleActionRestartAllContainers
+		}
+		if r.Operator == api.OpNotIn {
+			out.ExitCodes.Operator = corev1.ContainerRestartRuleOnExitCodesOpNotIn
+		}
+		c.RestartPolicyRules = append(c.RestartPolicyRules, out)
 	}
 	c.StartupProbe = probeToV1(in.StartupProbe)
 	c.ReadinessProbe = probeToV1(in.ReadinessProbe)

@@ -114,9 +114,9 @@ func TestPodSpecFromV1(t *testing.T) {
 			wantErr: `container "migrate" (initContainers[1].restartPolicy): sidecar`,
 		},
 		{
-			name:    "restartPolicy on a main container",
-			mutate:  func(p *corev1.PodSpec) { p.Containers[0].RestartPolicy = ptr(corev1.ContainerRestartPolicyAlways) },
-			wantErr: `container "app" (containers[0].restartPolicy): sidecar`,
+			name:    "unknown restartPolicy on a main container",
+			mutate:  func(p *corev1.PodSpec) { p.Containers[0].RestartPolicy = ptr(corev1.ContainerRestartPolicy("Sometimes")) },
+			wantErr: `container "app" (containers[0].restartPolicy): restartPolicy`,
 		},
 		{
 			name:    "duplicate names",
@@ -243,5 +243,45 @@ containers:
 	}
 	if s.Init[0].Role != api.RoleSidecar || s.RestartPolicy != api.RestartNever || s.TerminationGracePeriod != 10*time.Second || s.Init[0].StartupProbe.FailureThreshold != 600 {
 		t.Fatalf("unexpected %+v", s)
+	}
+}
+
+// TestRestartRulesRoundTrip: a container-level policy and restartPolicyRules
+// (ContainerRestartRules, RestartAllContainers) survive v1 → api → v1.
+func TestRestartRulesRoundTrip(t *testing.T) {
+	in := corev1.PodSpec{
+		RestartPolicy: corev1.RestartPolicyNever,
+		InitContainers: []corev1.Container{{Name: "proxy", Image: "envoy:1", RestartPolicy: ptr(corev1.ContainerRestartPolicyAlways)}},
+		Containers: []corev1.Container{{
+			Name: "app", Image: "app:1", RestartPolicy: ptr(corev1.ContainerRestartPolicyNever),
+			RestartPolicyRules: []corev1.ContainerRestartRule{
+				{Action: corev1.ContainerRestartRuleActionRestart, ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}},
+				{Action: corev1.ContainerRestartRuleActionRestartAllContainers, ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpNotIn, Values: []int32{0, 42}}},
+			},
+		}},
+	}
+	spec, err := PodSpecFromV1(&in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := spec.Main[0]
+	if app.RestartPolicy == nil || *app.RestartPolicy != api.RestartNever || len(app.RestartRules) != 2 {
+		t.Fatalf("app = %+v", app)
+	}
+	if r := app.MatchRule(42); r == nil || r.Action != api.RuleRestart {
+		t.Errorf("exit 42 matches %+v, want Restart", r)
+	}
+	if r := app.MatchRule(7); r == nil || r.Action != api.RuleRestartAllContainers {
+		t.Errorf("exit 7 matches %+v, want RestartAllContainers", r)
+	}
+	if r := app.MatchRule(0); r != nil {
+		t.Errorf("exit 0 matches %+v, want no rule", r)
+	}
+	back := PodSpecToV1(spec)
+	got := back.Containers[0]
+	if *got.RestartPolicy != corev1.ContainerRestartPolicyNever || len(got.RestartPolicyRules) != 2 ||
+		got.RestartPolicyRules[1].Action != corev1.ContainerRestartRuleActionRestartAllContainers ||
+		got.RestartPolicyRules[1].ExitCodes.Operator != corev1.ContainerRestartRuleOnExitCodesOpNotIn {
+		t.Errorf("round trip = %+v", got)
 	}
 }
