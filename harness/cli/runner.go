@@ -415,8 +415,14 @@ func (rd *runDir) runTrial(ctx context.Context, be Backend, t scenario.Trial, ch
 		out.records = append(out.records, rec)
 		return rw.Write(&rec)
 	})
-	stats, runErr := be.RunTrial(ctx, t, teeSink{hw, part})
-	perr := part.Close()
+	// Encoding, partitioning, checking and measuring run on their own
+	// goroutine beside the backend (a sim trial is single-threaded).
+	async := history.NewAsyncSink(teeSink{hw, part}, 0)
+	stats, runErr := be.RunTrial(ctx, t, async)
+	perr := async.Close()
+	if cerr := part.Close(); perr == nil {
+		perr = cerr
+	}
 	rep := cr.Close()
 	if runErr != nil {
 		return nil, fmt.Errorf("%s: %w", t, runErr)

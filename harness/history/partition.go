@@ -55,6 +55,9 @@ type Partitioner struct {
 	order []*podBuf // scratch for end-of-run delivery
 	err   error
 	peak  int
+	// last is the pod of the previous pod event: a backend emits a pod's
+	// events in bursts, so this skips most map lookups.
+	last *podBuf
 }
 
 type podBuf struct {
@@ -100,9 +103,13 @@ func (p *Partitioner) Write(e *Event) error {
 	case e.Kind == RunEnd:
 		p.endRun(e)
 	case e.Pod != "":
-		pb := p.pods[e.Pod]
-		if pb == nil {
-			pb = p.newPod(e.Pod)
+		pb := p.last
+		if pb == nil || pb.name != e.Pod {
+			pb = p.pods[e.Pod]
+			if pb == nil {
+				pb = p.newPod(e.Pod)
+			}
+			p.last = pb
 		}
 		if pb.node == "" && e.Node != "" {
 			pb.node = e.Node
@@ -145,6 +152,10 @@ func (p *Partitioner) newPod(name string) *podBuf {
 	pb := &podBuf{name: name, seq: p.seq}
 	if n := len(p.free); n > 0 {
 		pb.events, p.free = p.free[n-1], p.free[:n-1]
+	} else {
+		// A typical sidecar pod has 20–60 events: start there rather than
+		// regrow (and recopy) from 1.
+		pb.events = make([]Event, 0, 48)
 	}
 	p.pods[name] = pb
 	p.peak = max(p.peak, len(p.pods))
@@ -153,6 +164,9 @@ func (p *Partitioner) newPod(name string) *podBuf {
 
 // finish delivers pb and forgets it.
 func (p *Partitioner) finish(pb *podBuf) {
+	if p.last == pb {
+		p.last = nil
+	}
 	delete(p.pods, pb.name)
 	if pb.node != "" {
 		set := p.nodes[pb.node]
@@ -167,7 +181,7 @@ func (p *Partitioner) finish(pb *podBuf) {
 	// Recycle the slice (bounded, so one huge pod does not pin memory
 	// forever); clear it so Spec/Meta pointers can be collected.
 	clear(pb.events)
-	if len(p.free) < 64 && cap(pb.events) <= 1<<12 {
+	if len(p.free) < 1<<12 && cap(pb.events) <= 1<<12 {
 		p.free = append(p.free, pb.events[:0])
 	}
 }

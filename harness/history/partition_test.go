@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -243,6 +244,59 @@ func BenchmarkForEachPod(b *testing.B) {
 	for b.Loop() {
 		if err := ForEachPod(NewReader(bytes.NewReader(data)), func(*Meta, string, []Event) error { return nil }); err != nil && err != io.EOF {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestAsyncSinkPreservesOrder: an AsyncSink in front of a Partitioner
+// delivers the same per-pod histories as the Partitioner fed directly.
+func TestAsyncSinkPreservesOrder(t *testing.T) {
+	data, err := os.ReadFile("testdata/sample.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := ReadAll(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	collect := func(feed func(Sink) error) string {
+		var b strings.Builder
+		p := NewPartitioner(func(_ *Meta, pod string, events []Event) error {
+			b.WriteString(pod + "\n")
+			for i := range events {
+				b.WriteString(events[i].String() + "\n")
+			}
+			return nil
+		})
+		if err := feed(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	direct := collect(func(s Sink) error {
+		for i := range evs {
+			if err := s.Write(&evs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, batch := range []int{1, 3, 4096} {
+		async := collect(func(s Sink) error {
+			a := NewAsyncSink(s, batch)
+			for i := range evs {
+				e := evs[i] // the producer reuses one Event
+				if err := a.Write(&e); err != nil {
+					return err
+				}
+			}
+			return a.Close()
+		})
+		if async != direct {
+			t.Fatalf("batch %d: async delivery differs from direct", batch)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"github.com/sidebench/sidebench/reference-impl/kubelet"
 	"math"
 	"strconv"
 	"time"
@@ -183,7 +184,7 @@ func (e *engine) startMachine(p *pod) {
 	if p.kdone {
 		return
 	}
-	m, err := e.mf(p.spec, e.cfg.Gates)
+	m, err := e.newMachine(p.spec)
 	if err != nil {
 		e.err = e.podErr(p, "new machine", err)
 		return
@@ -287,7 +288,7 @@ func (e *engine) removePod(p *pod, lost bool) {
 		n.pods = n.pods[:last]
 	}
 	p.id = 0
-	p.m = nil
+	e.releaseMachine(p)
 	p.name = ""
 	p.spec = nil
 	e.free = append(e.free, p.slot)
@@ -302,11 +303,38 @@ func (e *engine) removePod(p *pod, lost bool) {
 func (e *engine) afterDrive(p *pod) {
 	if p.m != nil && !p.kdone && p.m.Done() {
 		p.kdone = true
-		p.m = nil // the kubelet forgets a finished pod
+		e.releaseMachine(p) // the kubelet forgets a finished pod
 		p.mgen++
 		p.wgen++
 		if p.deleted {
 			e.scheduleRemoval(p)
 		}
 	}
+}
+
+// newMachine returns a kubelet for spec: a pooled reference machine reset
+// to no memory (NewMachine's allocations dominated the sim's), or one from
+// the test factory.
+func (e *engine) newMachine(spec *api.PodSpec) (machine, error) {
+	if e.mf != nil {
+		return e.mf(spec, e.cfg.Gates)
+	}
+	if n := len(e.pool); n > 0 {
+		m := e.pool[n-1]
+		e.pool = e.pool[:n-1]
+		if err := m.Reset(spec, e.cfg.Gates); err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
+	return kubelet.NewMachine(spec, e.cfg.Gates)
+}
+
+// releaseMachine drops p's kubelet, returning a reference machine to the
+// pool.
+func (e *engine) releaseMachine(p *pod) {
+	if km, ok := p.m.(*kubelet.Machine); ok && e.mf == nil {
+		e.pool = append(e.pool, km)
+	}
+	p.m = nil
 }

@@ -50,13 +50,13 @@ const cancelCheckEvery = 4096
 // are configuration errors, sink errors and machine errors. A nil sink
 // discards the history.
 func Run(ctx context.Context, cfg *Config, seed uint64, sink history.Sink) (Result, error) {
-	return run(ctx, cfg, seed, 0, sink, newKubeletMachine)
+	return run(ctx, cfg, seed, 0, sink, nil)
 }
 
 // RunTrial is Run with the trial index recorded in run.meta (for callers
 // that schedule trials themselves).
 func RunTrial(ctx context.Context, cfg *Config, seed uint64, trial int, sink history.Sink) (Result, error) {
-	return run(ctx, cfg, seed, trial, sink, newKubeletMachine)
+	return run(ctx, cfg, seed, trial, sink, nil)
 }
 
 func run(ctx context.Context, cfg *Config, seed uint64, trial int, sink history.Sink, mf machineFactory) (Result, error) {

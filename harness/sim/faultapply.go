@@ -216,7 +216,7 @@ func (e *engine) crashKubelet(k int) int {
 }
 
 func (e *engine) dropMachine(p *pod) {
-	p.m = nil
+	e.releaseMachine(p)
 	p.mgen++
 	p.wgen++
 	p.wakeAt = int64(api.Never)

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"github.com/sidebench/sidebench/reference-impl/kubelet"
 	"time"
 
 	"math/rand/v2"
@@ -189,7 +190,8 @@ type engine struct {
 	cfg  *Config
 	seed uint64
 	sink history.Sink
-	mf   machineFactory
+	mf   machineFactory // nil: pooled reference machines
+	pool []*kubelet.Machine
 
 	q       queue
 	imm     []event

@@ -23,7 +23,7 @@ import (
 // configuration, sink or machine error; cancelled trials return partial
 // results, not errors.
 func RunTrials(ctx context.Context, cfg *Config, seeds []uint64, workers int, sinkFor func(trial int) history.Sink) ([]Result, error) {
-	return runTrials(ctx, cfg, seeds, workers, sinkFor, newKubeletMachine)
+	return runTrials(ctx, cfg, seeds, workers, sinkFor, nil)
 }
 
 func runTrials(ctx context.Context, cfg *Config, seeds []uint64, workers int, sinkFor func(trial int) history.Sink, mf machineFactory) ([]Result, error) {

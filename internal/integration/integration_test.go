@@ -345,3 +345,64 @@ trials: 1
 		t.Errorf("kep753 has violations: %v", got["kep753"])
 	}
 }
+
+// TestRestartAllContainers runs RestartAllContainers resets (triggered by a
+// main) under kubelet crashes, runtime restarts and sidecar OOM kills: the
+// reference policy breaks nothing, and the reset-trigger-first bug replica
+// is caught as INV-RA7 on a pod that went through a reset.
+func TestRestartAllContainers(t *testing.T) {
+	text := `apiVersion: sidebench.dev/v1alpha1
+kind: Scenario
+metadata: {name: restart-all}
+seed: 5532
+policies:
+- kep753+ContainerRestartRules+RestartAllContainersOnContainerExits
+- kep753+ContainerRestartRules+RestartAllContainersOnContainerExits+bug:reset-trigger-first
+cluster: {nodes: 10, podsPerNode: 30}
+workloads:
+- name: web
+  count: 3000
+  arrival: {type: poisson, rate: 100}
+  lifetime: uniform(min=10s, max=20s)
+  template:
+    spec:
+      initContainers:
+      - {name: setup, image: busybox:1}
+      - name: proxy
+        image: envoy:1
+        restartPolicy: Always
+        startupProbe: {exec: {command: [ok]}, periodSeconds: 1}
+        lifecycle: {preStop: {exec: {command: [drain]}}}
+      containers:
+      - name: app
+        image: app:1
+        restartPolicy: Always
+        restartPolicyRules:
+        - {action: RestartAllContainers, exitCodes: {operator: In, values: [88]}}
+  behaviors:
+    default: {startLatency: 200ms, termHandling: 300ms}
+    setup: {runTime: 300ms}
+    proxy: {startupAfter: 1s, preStop: 300ms}
+    app: {runTime: "exponential(mean=3s)", exitCode: 88}
+faults:
+- {name: kubelet, type: kubelet-crash, schedule: {type: poisson, at: 2s, rate: 0.3}, target: {nodeCount: 1}, downtime: 1s}
+- {name: runtime, type: runtime-restart, mode: keep-containers, schedule: {type: poisson, at: 2s, rate: 0.1}, target: {nodeCount: 1}, downtime: 1s}
+- {name: oom, type: oom-kill, schedule: {type: poisson, at: 2s, rate: 2}, target: {container: proxy, podCount: 1}}
+trials: 1
+`
+	good := runTrial(t, text, "kep753+ContainerRestartRules+RestartAllContainersOnContainerExits", 0)
+	if v := good.byID(check.Violation); len(v) > 0 {
+		t.Fatalf("reference policy: violations [%s]\n%s", ids(v), firstFinding(good))
+	}
+	bad := runTrial(t, text, "kep753+ContainerRestartRules+RestartAllContainersOnContainerExits+bug:reset-trigger-first", 0)
+	found := bad.byID(check.Violation)["INV-RA7"]
+	if len(found) == 0 {
+		t.Fatalf("reset-trigger-first not caught as INV-RA7; violations [%s]", ids(bad.byID(check.Violation)))
+	}
+	for _, f := range found {
+		if !strings.HasPrefix(f.Pod, "default/web-") || !strings.Contains(f.Msg, "during a reset") {
+			t.Errorf("unexpected INV-RA7 finding: %+v", f)
+		}
+	}
+	t.Logf("reference: %d pods, 0 violations; bug replica: %d INV-RA7 findings", good.pods, len(found))
+}

@@ -285,16 +285,18 @@ func (s *PodSpec) Validate() error {
 	if s.RestartPolicy > RestartNever {
 		return &SpecError{Rule: "restartPolicy", Msg: "must be Always, OnFailure or Never"}
 	}
-	seen := make(map[string]struct{}, s.Len())
 	for i := 0; i < s.Len(); i++ {
 		c := s.At(i)
 		if c.Name == "" {
 			return &SpecError{Container: fmt.Sprintf("#%d", i), Rule: "name", Msg: "name is required"}
 		}
-		if _, dup := seen[c.Name]; dup {
-			return &SpecError{Container: c.Name, Rule: "unique-names", Msg: "two containers have the same name; names must be unique across initContainers and containers"}
+		// At most MaxContainers names: a quadratic scan beats a map and
+		// keeps validation allocation-free (machines are pooled).
+		for j := 0; j < i; j++ {
+			if s.At(j).Name == c.Name {
+				return &SpecError{Container: c.Name, Rule: "unique-names", Msg: "two containers have the same name; names must be unique across initContainers and containers"}
+			}
 		}
-		seen[c.Name] = struct{}{}
 		wantInit := i < len(s.Init)
 		switch {
 		case wantInit && c.Role != RoleInit && c.Role != RoleSidecar:

@@ -59,6 +59,29 @@ func NewMachine(spec *api.PodSpec, gates api.Gates) (*Machine, error) {
 	return m, nil
 }
 
+// Reset turns m into a machine with no memory for spec and gates, exactly
+// as NewMachine would return, reusing m's storage. Hosts that run many
+// short-lived pods (the sim) pool machines this way.
+func (m *Machine) Reset(spec *api.PodSpec, gates api.Gates) error {
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	n := spec.Len()
+	containers := m.obs.Containers[:0]
+	if cap(containers) < n {
+		containers = make([]api.ContainerObs, 0, n)
+	}
+	containers = containers[:n]
+	clear(containers)
+	*m = Machine{
+		spec: spec, gates: gates, kinds: appendKinds(m.kinds, spec, gates), wakeAt: api.Never,
+		obs:  api.Observed{Containers: containers},
+		plan: api.Plan{Actions: m.plan.Actions[:0]},
+		rd:   api.Ready{Actions: m.rd.Actions[:0], Trace: m.rd.Trace[:0], WakeAt: api.Never},
+	}
+	return nil
+}
+
 // Spec returns the machine's current pod spec (after image changes).
 func (m *Machine) Spec() *api.PodSpec { return m.spec }
 

@@ -36,7 +36,15 @@ const (
 
 // kindsFor maps the spec's roles to kinds under gates.
 func kindsFor(spec *api.PodSpec, g api.Gates) []kind {
-	ks := make([]kind, spec.Len())
+	return appendKinds(make([]kind, 0, spec.Len()), spec, g)
+}
+
+// appendKinds is kindsFor appending to dst (storage reuse).
+func appendKinds(dst []kind, spec *api.PodSpec, g api.Gates) []kind {
+	ks := dst[:0]
+	for range spec.Len() {
+		ks = append(ks, kindMain)
+	}
 	for i := range ks {
 		switch spec.At(i).Role {
 		case api.RoleInit:

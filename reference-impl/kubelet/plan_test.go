@@ -66,6 +66,8 @@ func summary(spec *api.PodSpec, p api.Plan) []string {
 			out = append(out, fmt.Sprintf("stop %s %v %s", spec.At(a.Container).Name, a.Grace, a.Reason))
 		case api.ActStopSandbox:
 			out = append(out, "stop-sandbox")
+		case api.ActRemoveContainer:
+			out = append(out, "remove "+spec.At(a.Container).Name)
 		}
 	}
 	if p.KillPod {
@@ -96,6 +98,17 @@ func terminating(obs *api.Observed, start api.Time, grace time.Duration) {
 	}
 	obs.Pod.Deleted = true
 	obs.Term = api.Termination{Active: true, Reason: api.KillPodDeleted, Start: start, Grace: grace, Ordered: true, RunningAtStart: running}
+}
+
+// rulesOnWorker gives the worker a container-level policy Never with
+// restartPolicyRules: retry on 42, reset the pod on 88.
+func rulesOnWorker(s *api.PodSpec) {
+	never := api.RestartNever
+	s.Main[1].RestartPolicy = &never
+	s.Main[1].RestartRules = []api.RestartRule{
+		{Action: api.RuleRestart, Operator: api.OpIn, Values: []int32{42}},
+		{Action: api.RuleRestartAllContainers, Operator: api.OpIn, Values: []int32{88}},
+	}
 }
 
 func TestComputePlan(t *testing.T) {
@@ -579,6 +592,61 @@ func TestComputePlan(t *testing.T) {
 			mutateSpec: func(s *api.PodSpec) { s.RestartPolicy = api.RestartNever },
 			mutateObs:  func(o *api.Observed) { exited(o, iLogs, 1, sec(10)) },
 			want:       nil,
+		},
+		"INV-RR1/first matching rule restarts the main in a Never pod": {
+			gates:      api.Gates{ContainerRestartRules: true},
+			mutateSpec: rulesOnWorker,
+			mutateObs:  func(o *api.Observed) { exited(o, iWorker, 42, sec(10)) },
+			now:        sec(10),
+			want:       []string{"start worker#1"},
+		},
+		"INV-RR2/no rule matches: the container policy Never holds": {
+			gates:      api.Gates{ContainerRestartRules: true},
+			mutateSpec: rulesOnWorker,
+			mutateObs:  func(o *api.Observed) { exited(o, iWorker, 0, sec(10)) },
+			now:        sec(10),
+			want:       nil,
+		},
+		"INV-RR/gate off: the pod policy (Never) decides, rules are ignored": {
+			mutateSpec: func(s *api.PodSpec) { rulesOnWorker(s); s.RestartPolicy = api.RestartNever },
+			mutateObs:  func(o *api.Observed) { exited(o, iWorker, 42, sec(10)) },
+			now:        sec(10),
+			want:       nil,
+		},
+		"INV-RA2/trigger exit stops every other container with 2 s, no preStop, removes exited ones": {
+			gates:      api.Gates{ContainerRestartRules: true, RestartAllContainersOnContainerExits: true},
+			mutateSpec: rulesOnWorker,
+			mutateObs:  func(o *api.Observed) { exited(o, iWorker, 88, sec(10)) },
+			now:        sec(10),
+			want:       []string{"stop app 2s RestartAllContainers", "stop logs 2s RestartAllContainers", "stop proxy 2s RestartAllContainers", "remove setup"},
+			wantStatus: func(t *testing.T, st api.PodStatus) {
+				if !st.AllContainersRestarting {
+					t.Errorf("AllContainersRestarting = false during a reset")
+				}
+			},
+		},
+		"INV-RA3/the trigger is removed last": {
+			gates:      api.Gates{ContainerRestartRules: true, RestartAllContainersOnContainerExits: true},
+			mutateSpec: rulesOnWorker,
+			mutateObs: func(o *api.Observed) {
+				exited(o, iWorker, 88, sec(10))
+				for _, i := range []int{iSetup, iProxy, iLogs, iApp} {
+					o.Containers[i] = api.ContainerObs{}
+				}
+			},
+			now:  sec(11),
+			want: []string{"remove worker"},
+		},
+		"INV-RA4/nothing starts before the reset finished; then init re-runs from the first container": {
+			gates:      api.Gates{ContainerRestartRules: true, RestartAllContainersOnContainerExits: true},
+			mutateSpec: rulesOnWorker,
+			mutateObs: func(o *api.Observed) {
+				for i := range o.Containers {
+					o.Containers[i] = api.ContainerObs{NextAttempt: 1}
+				}
+			},
+			now:  sec(12),
+			want: []string{"start setup#1"},
 		},
 		"bug reinit-mains-first/mains start with the sidecars in a new sandbox": {
 			gates: api.Gates{Bug: api.BugReinitMainsFirst},

@@ -57,6 +57,38 @@ func TestPropertyCatchesBugReplicas(t *testing.T) {
 	}
 }
 
+// newMachineForTest makes the machines of the random runs; the Reset test
+// swaps in a pool.
+var newMachineForTest = NewMachine
+
+// TestResetEqualsNew: a pooled machine that is Reset behaves exactly like a
+// new one, over the random pods and their kubelet restarts.
+func TestResetEqualsNew(t *testing.T) {
+	var want []string
+	for seed := uint64(1); seed <= 100; seed++ {
+		out, _ := runRandomPod(seed, api.Gates{})
+		want = append(want, out)
+	}
+	var pool []*Machine
+	newMachineForTest = func(spec *api.PodSpec, g api.Gates) (*Machine, error) {
+		if len(pool) > 0 {
+			m := pool[0]
+			pool = pool[1:]
+			return m, m.Reset(spec, g)
+		}
+		m, err := NewMachine(spec, g)
+		pool = append(pool, m) // reused (and reset) by the next request
+		return m, err
+	}
+	defer func() { newMachineForTest = NewMachine }()
+	for i, seed := 0, uint64(1); seed <= 100; i, seed = i+1, seed+1 {
+		got, _ := runRandomPod(seed, api.Gates{})
+		if got != want[i] {
+			t.Fatalf("seed %d: a reset machine behaved differently from a new one", seed)
+		}
+	}
+}
+
 func randomSpec(r *rand.Rand) *api.PodSpec {
 	spec := &api.PodSpec{
 		RestartPolicy:          api.RestartPolicy(r.IntN(3)),
@@ -127,7 +159,7 @@ func (e *randomEnv) rnd(max time.Duration) time.Duration {
 func runRandomPod(seed uint64, gates api.Gates) (string, error) {
 	r := rand.New(rand.NewPCG(seed, 0x5eed))
 	spec := randomSpec(r)
-	m, err := NewMachine(spec, gates)
+	m, err := newMachineForTest(spec, gates)
 	if err != nil {
 		return "", fmt.Errorf("random spec invalid: %v", err)
 	}
@@ -391,7 +423,7 @@ func (e *randomEnv) exit(i int, attempt uint32, code int32) error {
 
 func (e *randomEnv) restartKubelet() error {
 	last := e.m.Status()
-	m, err := NewMachine(e.spec, e.gates)
+	m, err := newMachineForTest(e.spec, e.gates)
 	if err != nil {
 		return err
 	}
