@@ -31,6 +31,14 @@ vet:
 imports:
 	$(GO) test -count=1 -run TestImportRules ./internal/importrules/
 
+## e2e: the local backend end to end: real kubelets (3) on sidebench's CRI
+## server run scenarios/local-*.yaml, the checker runs on their histories,
+## then a check that no process, mount, sysctl change or temp dir is left
+## (hack/e2e.sh; needs root). Builds the Kubernetes binaries once into
+## ~/.cache/sidebench/k8s/VERSION (7-15 min cold), reuses them afterwards.
+e2e:
+	GO=$(GO) ./hack/e2e.sh
+
 cover:
 	$(GO) test -cover ./reference-impl/...
 

@@ -273,6 +273,16 @@ sidebench's CRI server, with etcd and kube-apiserver on loopback (docs/local-bac
 				if err := localcluster.DownDir(d, streams.ErrOut); err != nil {
 					fmt.Fprintf(streams.ErrOut, "sidebench: %s: %v\n", d, err)
 					failed = true
+					continue
+				}
+				fmt.Fprintf(streams.Out, "down %s\n", d)
+				// Forget the pointer naming it, if any.
+				if ptrs, err := readClusterPointers(); err == nil {
+					for p, cp := range ptrs {
+						if filepath.Clean(cp.RunDir) == filepath.Clean(d) {
+							os.Remove(p)
+						}
+					}
 				}
 			}
 			if len(args) == 0 {

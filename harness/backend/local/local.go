@@ -256,9 +256,9 @@ type podState struct {
 	running     map[string]bool
 	attempt     map[string]uint32
 	terminating bool
-	done     chan struct{} // closed at pod.removed
-	terminal chan struct{} // closed at a terminal phase
-	termOnce sync.Once
+	done        chan struct{} // closed at pod.removed
+	terminal    chan struct{} // closed at a terminal phase
+	termOnce    sync.Once
 }
 
 type trial struct {
@@ -724,12 +724,22 @@ func (tr *trial) observe(o any, deleted bool) {
 			if c.Type != ct {
 				continue
 			}
+			// Conditions start false (as on sim): only changes are
+			// written. Under load the first status reaches the apiserver
+			// seconds late; writing its stale Initialized=False then
+			// would read as a flap after the mains started.
 			v := c.Status == corev1.ConditionTrue
-			if old, seen := ps.conds[ct]; !seen || old != v {
+			if old := ps.conds[ct]; old != v {
 				ps.conds[ct] = v
 				ev(history.Event{Kind: history.PodCondition, Cond: string(ct), Value: v})
 			}
 		}
+	}
+	// A first Pending that arrives after a container already ran (per the
+	// CRI) is a stale status from before: not written.
+	stalePending := pod.Status.Phase == corev1.PodPending && ps.phase == "" && len(ps.attempt) > 0
+	if stalePending {
+		ps.phase = corev1.PodPending
 	}
 	if pod.Status.Phase != "" && pod.Status.Phase != ps.phase {
 		ps.phase = pod.Status.Phase
