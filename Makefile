@@ -36,8 +36,14 @@ imports:
 ## then a check that no process, mount, sysctl change or temp dir is left
 ## (hack/e2e.sh; needs root). Builds the Kubernetes binaries once into
 ## ~/.cache/sidebench/k8s/VERSION (7-15 min cold), reuses them afterwards.
-e2e:
+## Then renders a sim run's report.html in headless Chromium (installed from
+## Debian if missing) and checks the screenshot is not blank.
+e2e: build
 	GO=$(GO) ./hack/e2e.sh
+	rm -rf $${TMPDIR:-/tmp}/sidebench-report-e2e
+	./bin/sidebench run --quiet --out $${TMPDIR:-/tmp}/sidebench-report-e2e scenarios/policy-comparison.yaml
+	./scripts/screenshot-report.sh $${TMPDIR:-/tmp}/sidebench-report-e2e/report.html
+	rm -rf $${TMPDIR:-/tmp}/sidebench-report-e2e
 
 cover:
 	$(GO) test -cover ./reference-impl/...
