@@ -110,35 +110,5 @@ func writeFinding(w io.Writer, f *Finding) {
 	}
 }
 
-// Describe renders one event compactly for excerpts.
-func Describe(e *history.Event) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%12s  %s", ms(e.T), e.Kind)
-	if e.Pod == "" && e.Node != "" {
-		fmt.Fprintf(&b, " node=%s", e.Node)
-	}
-	if e.Container != "" {
-		fmt.Fprintf(&b, " %s", e.Container)
-	}
-	switch e.Kind {
-	case history.ContainerStarted, history.ContainerReady, history.ContainerPostStartDone, history.PodTerminating:
-		fmt.Fprintf(&b, " value=%v", e.Value)
-	case history.ContainerExited:
-		fmt.Fprintf(&b, " code=%d", e.Code)
-	case history.PodPhase:
-		fmt.Fprintf(&b, " %s", e.Phase)
-	case history.PodCondition:
-		fmt.Fprintf(&b, " %s=%v", e.Cond, e.Value)
-	case history.ProbeResult:
-		fmt.Fprintf(&b, " %s=%s", e.Probe, e.Result)
-	case history.FaultBegin, history.FaultEffect, history.FaultEnd, history.FaultNotApplied:
-		fmt.Fprintf(&b, " %s#%d", e.Fault, e.FaultID)
-	}
-	if e.Reason != "" {
-		fmt.Fprintf(&b, " reason=%s", e.Reason)
-	}
-	if e.Grace != 0 {
-		fmt.Fprintf(&b, " grace=%s", ms(e.Grace))
-	}
-	return b.String()
-}
+// Describe renders one event compactly for excerpts (history.Describe).
+func Describe(e *history.Event) string { return history.Describe(e) }

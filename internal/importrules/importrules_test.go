@@ -49,7 +49,9 @@ func TestImportRules(t *testing.T) {
 		{"harness/metrics", func(d string) bool {
 			return isStd(d) || strings.HasPrefix(d, module+"/harness/history") || strings.HasPrefix(d, module+"/reports/stats") || strings.HasPrefix(d, "gonum.org/v1/gonum")
 		}, "metrics read histories only"},
-		{"reports/stats", func(d string) bool { return isStd(d) || strings.HasPrefix(d, "gonum.org/v1/gonum") || strings.HasPrefix(d, "golang.org/x/") }, "statistics use gonum only"},
+		{"reports/stats", func(d string) bool {
+			return isStd(d) || strings.HasPrefix(d, "gonum.org/v1/gonum") || strings.HasPrefix(d, "golang.org/x/")
+		}, "statistics use gonum only"},
 	}
 	for _, r := range rules {
 		ds, ok := all[module+"/"+r.pkg]
@@ -64,11 +66,11 @@ func TestImportRules(t *testing.T) {
 	}
 	// One gate per heavy dependency.
 	gates := map[string][]string{
-		"github.com/vbauerster/mpb":             {"harness/progress"},
-		"github.com/spf13/cobra":                {"harness/cli"},
-		"gonum.org/v1/plot":                     {"reports/render"},
-		"github.com/chaos-mesh/chaos-mesh/api":  {"harness/chaos"},
-		"sigs.k8s.io/e2e-framework":             {"harness/backend/kube", "harness/e2e"},
+		"github.com/vbauerster/mpb":            {"harness/progress"},
+		"github.com/spf13/cobra":               {"harness/cli"},
+		"gonum.org/v1/plot":                    {"reports/render"},
+		"github.com/chaos-mesh/chaos-mesh/api": {"harness/chaos"},
+		"sigs.k8s.io/e2e-framework":            {"harness/backend/kube", "harness/e2e"},
 	}
 	for pkg, ds := range all {
 		rel := strings.TrimPrefix(pkg, module+"/")

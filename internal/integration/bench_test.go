@@ -8,8 +8,6 @@ import (
 
 	"github.com/sidebench/sidebench/harness/check"
 	"github.com/sidebench/sidebench/harness/history"
-	"github.com/sidebench/sidebench/harness/scenario"
-	"github.com/sidebench/sidebench/harness/scenario/simconfig"
 	"github.com/sidebench/sidebench/harness/sim"
 )
 
@@ -32,15 +30,7 @@ workloads:
 faults: %s
 trials: 1
 `, sidecarPod, faults)
-	s, err := scenario.LoadBytes("bench.yaml", []byte(text))
-	if err != nil {
-		b.Fatal(err)
-	}
-	t := scenario.Expand(s)[0]
-	cfg, err := simconfig.Compile(t, "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
+	cfg, t := compileTrial(b, text, "", 0)
 	return cfg, t.Seed
 }
 

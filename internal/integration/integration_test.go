@@ -32,24 +32,7 @@ type outcome struct {
 // checks it in a streaming way, as the CLI does.
 func runTrial(t *testing.T, text, pol string, n int) outcome {
 	t.Helper()
-	s, err := scenario.LoadBytes("test.yaml", []byte(text))
-	if err != nil {
-		t.Fatalf("scenario: %v", err)
-	}
-	var trial *scenario.Trial
-	for _, tr := range scenario.Expand(s) {
-		if tr.Policy == pol && tr.Number == n {
-			trial = &tr
-			break
-		}
-	}
-	if trial == nil {
-		t.Fatalf("no trial %d for policy %q", n, pol)
-	}
-	cfg, err := simconfig.Compile(*trial, "test")
-	if err != nil {
-		t.Fatalf("compile: %v", err)
-	}
+	cfg, trial := compileTrial(t, text, pol, n)
 	out := outcome{faultedBy: map[string]map[string]bool{}}
 	runner := check.NewRunner(check.FindingsCap(1 << 20))
 	part := history.NewPartitioner(func(meta *history.Meta, pod string, events []history.Event) error {
@@ -93,6 +76,27 @@ func ids(m map[string][]check.Finding) string {
 	}
 	sort.Strings(out)
 	return strings.Join(out, " ")
+}
+
+// compileTrial loads scenario text and compiles trial n of policy pol
+// ("" for the first policy) into a sim configuration.
+func compileTrial(tb testing.TB, text, pol string, n int) (*sim.Config, scenario.Trial) {
+	tb.Helper()
+	s, err := scenario.LoadBytes("test.yaml", []byte(text))
+	if err != nil {
+		tb.Fatalf("scenario: %v", err)
+	}
+	for _, tr := range scenario.Expand(s) {
+		if (pol == "" || tr.Policy == pol) && tr.Number == n {
+			cfg, err := simconfig.Compile(tr, "test")
+			if err != nil {
+				tb.Fatalf("compile: %v", err)
+			}
+			return cfg, tr
+		}
+	}
+	tb.Fatalf("no trial %d for policy %q", n, pol)
+	return nil, scenario.Trial{}
 }
 
 // sidecarPod is the shape most tests use: init, sidecar with a startup
@@ -299,15 +303,7 @@ trials: 1
 // JSONL history.
 func historyHash(t *testing.T, text string) uint64 {
 	t.Helper()
-	s, err := scenario.LoadBytes("test.yaml", []byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := scenario.Expand(s)[0]
-	cfg, err := simconfig.Compile(tr, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, tr := compileTrial(t, text, "", 0)
 	h := fnv.New64a()
 	w := history.NewWriter(h)
 	if _, err := sim.RunTrial(context.Background(), cfg, tr.Seed, 0, w); err != nil {

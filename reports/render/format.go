@@ -81,48 +81,8 @@ func startTime(m Meta) string {
 	return time.Unix(0, m.StartUnixNano).UTC().Format(time.RFC3339Nano)
 }
 
-// describe renders one history event compactly (the check package's
-// excerpt format), times relative to the run's clock.
-func describe(e *history.Event) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%12s  %s", fmtSec(e.T), e.Kind)
-	if e.Pod == "" && e.Node != "" {
-		fmt.Fprintf(&b, " node=%s", e.Node)
-	}
-	if e.Container != "" {
-		fmt.Fprintf(&b, " %s", e.Container)
-	}
-	if e.Attempt != 0 {
-		fmt.Fprintf(&b, " attempt=%d", e.Attempt)
-	}
-	switch e.Kind {
-	case history.ContainerStarted, history.ContainerReady, history.ContainerPostStartDone, history.PodTerminating:
-		fmt.Fprintf(&b, " value=%v", e.Value)
-	case history.ContainerExited:
-		fmt.Fprintf(&b, " code=%d", e.Code)
-	case history.PodPhase:
-		fmt.Fprintf(&b, " %s", e.Phase)
-	case history.PodCondition:
-		fmt.Fprintf(&b, " %s=%v", e.Cond, e.Value)
-	case history.ProbeResult:
-		fmt.Fprintf(&b, " %s=%s", e.Probe, e.Result)
-	case history.FaultBegin, history.FaultEffect, history.FaultEnd, history.FaultNotApplied:
-		fmt.Fprintf(&b, " %s#%d", e.Fault, e.FaultID)
-		if e.Target != "" {
-			fmt.Fprintf(&b, " target=%s", e.Target)
-		}
-	}
-	if e.Reason != "" {
-		fmt.Fprintf(&b, " reason=%s", e.Reason)
-	}
-	if e.Grace != 0 {
-		fmt.Fprintf(&b, " grace=%s", fmtSec(e.Grace))
-	}
-	if e.Msg != "" && e.Kind != history.RunEnd {
-		fmt.Fprintf(&b, " msg=%q", e.Msg)
-	}
-	return b.String()
-}
+// describe renders one history event compactly (history.Describe).
+func describe(e *history.Event) string { return history.Describe(e) }
 
 // excerptLines renders a finding's excerpt, marking the elided middle.
 func excerptLines(f *Finding) []string {
