@@ -117,7 +117,7 @@ const (
 	KillLivenessProbe
 	KillStartupProbe
 	KillFailedPostStartHook
-	KillSpecChanged // image change, INV-U1
+	KillSpecChanged  // image change, INV-U1
 	KillUnknownState // INV-F8
 	KillRestartAll   // RestartAllContainers reset (INV-RA*)
 )

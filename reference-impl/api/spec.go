@@ -362,7 +362,7 @@ const MaxContainers = 64
 // Set is a set of combined container indexes.
 type Set uint64
 
-func (s Set) Has(i int) bool  { return s&(1<<uint(i)) != 0 }
-func (s Set) With(i int) Set  { return s | 1<<uint(i) }
+func (s Set) Has(i int) bool    { return s&(1<<uint(i)) != 0 }
+func (s Set) With(i int) Set    { return s | 1<<uint(i) }
 func (s Set) Without(i int) Set { return s &^ (1 << uint(i)) }
-func (s Set) Empty() bool     { return s == 0 }
+func (s Set) Empty() bool       { return s == 0 }

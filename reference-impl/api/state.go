@@ -188,7 +188,7 @@ type ContainerObs struct {
 	PostStart HookState
 	// StartPending is set when a start was requested and the runtime has not
 	// yet reported the new attempt.
-	StartPending bool
+	StartPending     bool
 	StartRequestedAt Time
 
 	// PreStop is the preStop hook state during a kill.

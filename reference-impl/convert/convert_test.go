@@ -114,8 +114,10 @@ func TestPodSpecFromV1(t *testing.T) {
 			wantErr: `container "migrate" (initContainers[1].restartPolicy): sidecar`,
 		},
 		{
-			name:    "unknown restartPolicy on a main container",
-			mutate:  func(p *corev1.PodSpec) { p.Containers[0].RestartPolicy = ptr(corev1.ContainerRestartPolicy("Sometimes")) },
+			name: "unknown restartPolicy on a main container",
+			mutate: func(p *corev1.PodSpec) {
+				p.Containers[0].RestartPolicy = ptr(corev1.ContainerRestartPolicy("Sometimes"))
+			},
 			wantErr: `container "app" (containers[0].restartPolicy): restartPolicy`,
 		},
 		{
@@ -250,7 +252,7 @@ containers:
 // (ContainerRestartRules, RestartAllContainers) survive v1 → api → v1.
 func TestRestartRulesRoundTrip(t *testing.T) {
 	in := corev1.PodSpec{
-		RestartPolicy: corev1.RestartPolicyNever,
+		RestartPolicy:  corev1.RestartPolicyNever,
 		InitContainers: []corev1.Container{{Name: "proxy", Image: "envoy:1", RestartPolicy: ptr(corev1.ContainerRestartPolicyAlways)}},
 		Containers: []corev1.Container{{
 			Name: "app", Image: "app:1", RestartPolicy: ptr(corev1.ContainerRestartPolicyNever),

@@ -695,7 +695,9 @@ func TestValidateNamesContainerAndRule(t *testing.T) {
 		"no main container":                 {func(s *api.PodSpec) { s.Main = nil }, "at least one main container"},
 		"zero probe period":                 {func(s *api.PodSpec) { s.Init[1].StartupProbe = &api.Probe{SuccessThreshold: 1, FailureThreshold: 1} }, "startupProbe.periodSeconds"},
 		"sidecar role on a main":            {func(s *api.PodSpec) { s.Main[0].Role = api.RoleSidecar }, "restartPolicy: Always is only allowed on init containers"},
-		"startup success threshold not 1":   {func(s *api.PodSpec) { s.Init[1].StartupProbe = &api.Probe{Period: 1, SuccessThreshold: 2, FailureThreshold: 1} }, "must be 1"},
+		"startup success threshold not 1": {func(s *api.PodSpec) {
+			s.Init[1].StartupProbe = &api.Probe{Period: 1, SuccessThreshold: 2, FailureThreshold: 1}
+		}, "must be 1"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			spec, _ := makeBasePodAndObs()
