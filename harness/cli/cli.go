@@ -147,6 +147,8 @@ func NewRootCommand(streams IOStreams) *cobra.Command {
 		newValidateCommand(streams),
 		newCheckCommand(streams),
 		newExplainCommand(streams),
+		newCompareCommand(streams),
+		newGraduateCommand(streams),
 		newVersionCommand(streams),
 		newClusterCommand(streams),
 	)

@@ -53,7 +53,7 @@ func golden(t *testing.T, name, got string) {
 }
 
 func TestHelpGolden(t *testing.T) {
-	for _, cmd := range []string{"", "run", "soak", "validate", "check", "explain", "version"} {
+	for _, cmd := range []string{"", "run", "soak", "validate", "check", "explain", "compare", "graduate", "version"} {
 		name := cmd
 		if name == "" {
 			name = "root"
