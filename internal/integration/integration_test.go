@@ -287,7 +287,7 @@ trials: 1
 	for _, pods := range o.faultedBy {
 		applied += len(pods)
 	}
-	if len(o.faultedBy) < 6 {
+	if !testing.Short() && len(o.faultedBy) < 6 {
 		t.Errorf("only %d fault kinds took effect on pods: %v", len(o.faultedBy), keys(o.faultedBy))
 	}
 	t.Logf("%d lifecycles, 0 violations, %d degradations, %d pod×fault effects over %d fault kinds %v", o.pods, degraded, applied, len(o.faultedBy), keys(o.faultedBy))
