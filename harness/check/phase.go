@@ -119,6 +119,12 @@ func (p *Pod) mainRanIn(sb, i int32) bool {
 func checkP1(p *Pod, hits []Hit) []Hit {
 	for _, i := range p.Phases {
 		sb := p.sandboxAt(i)
+		if p.Sandboxes[sb].Reset {
+			// During and after a RestartAllContainers reset the kubelet's
+			// phase may move between Pending and Running; only "not
+			// terminal because of the reset" is asserted (INV-RA11).
+			continue
+		}
 		ran := p.mainRanIn(sb, i)
 		switch ph := p.Ev[i].Phase; {
 		case ph == "Running" && !ran && !p.initDone(sb, i) && p.termAt(i) == nil:

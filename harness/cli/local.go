@@ -28,6 +28,9 @@ type localOptions struct {
 	keep    bool
 	horizon time.Duration
 	log     io.Writer
+	// featureGates is --feature-gates for the apiserver and kubelets:
+	// the Kubernetes gates the run's policies name (local.FeatureGates).
+	featureGates string
 }
 
 var localOpts = localOptions{nodes: 3}
@@ -58,10 +61,15 @@ func (l *localBackend) up(ctx context.Context) (*local.Backend, error) {
 	if log == nil {
 		log = io.Discard
 	}
-	fmt.Fprintf(log, "sidebench: starting a local cluster (%d kubelets, Kubernetes %s) ...\n", l.opts.nodes, localcluster.DefaultVersion)
+	gates := ""
+	if l.opts.featureGates != "" {
+		gates = ", --feature-gates=" + l.opts.featureGates
+	}
+	fmt.Fprintf(log, "sidebench: starting a local cluster (%d kubelets, Kubernetes %s%s) ...\n", l.opts.nodes, localcluster.DefaultVersion, gates)
 	t0 := time.Now()
 	b, err := local.New(ctx, local.Options{Nodes: l.opts.nodes, Log: log, KeepOnExit: l.opts.keep, Horizon: l.opts.horizon,
-		OnUp: func(c *localcluster.Cluster) { l.ptr = writeClusterPointer(c.RunDir) }})
+		FeatureGates: l.opts.featureGates,
+		OnUp:         func(c *localcluster.Cluster) { l.ptr = writeClusterPointer(c.RunDir) }})
 	if err != nil {
 		l.err = fmt.Errorf("local backend: %w", err)
 		return nil, l.err

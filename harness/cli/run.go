@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sidebench/sidebench/harness/backend/local"
+	"github.com/sidebench/sidebench/harness/check"
 	"github.com/sidebench/sidebench/harness/progress"
 	"github.com/sidebench/sidebench/harness/scenario"
 	"github.com/sidebench/sidebench/reference-impl/api"
@@ -87,6 +90,15 @@ and print a result table. Scenarios tagged "large" (the scale envelope,
 soak profiles) are skipped unless --include-large is given. Ctrl-C stops
 cleanly: what was recorded stays on disk, marked partial.
 
+Differential run: --backend sim,local runs the same scenarios with the same
+seeds on each backend in turn (the local cluster is brought up and taken
+down as with --backend local), writes each backend's run directories under
+OUT/sim and OUT/local, and prints, per scenario, policy and invariant, the
+violations/degradations on each backend with a "disagree" marker where one
+backend has findings and another has none; the table is also written to
+OUT/differential.md. The exit code follows the rules below over all
+backends.
+
 Criteria (a scenario's criteria:) apply to its first policy, or to
 criteria.policies; baselines such as none are measured, not judged.
 
@@ -108,6 +120,7 @@ func newRunCommand(streams IOStreams) *cobra.Command {
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().Lookup("backend").Usage += "; a list such as sim,local is a differential run"
 	cmd.Flags().StringVar(&f.out, "out", "", "run directory (default reports/runs/<UTC timestamp>-<scenario>; with several scenarios, DIR/<scenario>)")
 	cmd.Flags().BoolVar(&f.includeLarge, "include-large", false, "also run scenarios tagged large")
 	cmd.Flags().IntVar(&f.nodes, "nodes", 3, "local backend: number of kubelets")
@@ -182,6 +195,17 @@ func runRun(ctx context.Context, streams IOStreams, f *runFlags, files []string)
 	if f.quiet {
 		localOpts.log = nil
 	}
+	var policies []string
+	for _, s := range todo {
+		for _, g := range s.PolicyGates() {
+			policies = append(policies, g.String())
+		}
+	}
+	localOpts.featureGates = local.FeatureGates(policies...)
+	names, err := splitBackends(f.backend)
+	if err != nil {
+		return err
+	}
 	backends := map[string]Backend{}
 	// Backends that hold resources (the local backend's cluster) are
 	// closed on every way out: normal end, error, Ctrl-C (the context) and
@@ -195,8 +219,13 @@ func runRun(ctx context.Context, streams IOStreams, f *runFlags, files []string)
 			}
 		}
 	}()
-	for _, s := range todo {
-		name := backendName(f.backend, s)
+	want := names
+	if len(want) == 0 {
+		for _, s := range todo {
+			want = append(want, backendName("", s))
+		}
+	}
+	for _, name := range want {
 		if _, ok := backends[name]; ok {
 			continue
 		}
@@ -211,13 +240,10 @@ func runRun(ctx context.Context, streams IOStreams, f *runFlags, files []string)
 		return err
 	}
 	stamp := time.Now().UTC().Format("20060102T150405Z")
-	var rows []row
-	pass, partial := true, false
-	var dirs []string
-	for _, s := range todo {
-		if ctx.Err() != nil {
-			break
-		}
+	if len(names) > 1 {
+		return runDifferential(ctx, streams, f, todo, names, backends, rep, stamp)
+	}
+	res, err := runOnBackend(ctx, streams, f, todo, f.backend, backends, rep, func(s *scenario.Scenario) string {
 		dir := f.out
 		switch {
 		case dir == "":
@@ -225,14 +251,84 @@ func runRun(ctx context.Context, streams IOStreams, f *runFlags, files []string)
 		case len(todo) > 1:
 			dir = filepath.Join(dir, s.Metadata.Name)
 		}
-		name := backendName(f.backend, s)
+		return dir
+	})
+	rep.Close()
+	if err != nil {
+		return err
+	}
+	writeTable(streams.Out, res.rows)
+	if !f.quiet {
+		for _, d := range res.dirs {
+			fmt.Fprintf(streams.ErrOut, "sidebench: wrote %s\n", d)
+		}
+	}
+	return res.exit(ctx, streams)
+}
+
+// splitBackends parses --backend: empty (each scenario's own backend),
+// one name, or a comma-separated list of distinct names (a differential
+// run).
+func splitBackends(flag string) ([]string, error) {
+	if flag == "" {
+		return nil, nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range strings.Split(flag, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			return nil, usageErr("--backend %q: empty backend name", flag)
+		}
+		if seen[n] {
+			return nil, usageErr("--backend %q: %s given twice", flag, n)
+		}
+		seen[n] = true
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// backendResult is what running a list of scenarios on one backend gave.
+type backendResult struct {
+	rows    []row
+	pass    bool
+	partial bool
+	dirs    []string
+	// inv holds, per scenario × policy (rowKey), the checker counts per
+	// invariant, in the order the invariants were first seen.
+	inv map[string][]check.Row
+}
+
+// exit applies the usual exit-code rules to a result.
+func (r *backendResult) exit(ctx context.Context, streams IOStreams) error {
+	switch {
+	case ctx.Err() != nil || r.partial:
+		fmt.Fprintln(streams.ErrOut, "sidebench: interrupted: results are partial (summary.json partial: true)")
+		return silent(ExitFailed)
+	case !r.pass:
+		return silent(ExitFailed)
+	}
+	return nil
+}
+
+// runOnBackend runs every scenario of todo on one backend (backendFlag, or
+// each scenario's own when empty), one run directory per scenario (dirOf).
+func runOnBackend(ctx context.Context, streams IOStreams, f *runFlags, todo []*scenario.Scenario, backendFlag string,
+	backends map[string]Backend, rep *progress.Reporter, dirOf func(*scenario.Scenario) string) (*backendResult, error) {
+	res := &backendResult{pass: true, inv: map[string][]check.Row{}}
+	for _, s := range todo {
+		if ctx.Err() != nil {
+			break
+		}
+		dir := dirOf(s)
+		name := backendName(backendFlag, s)
 		info := runInfo{Command: "run", Backend: name, Seed: f.seed, Trials: f.trials, StartedAt: time.Now().UTC(), Version: version()}
 		rd, err := createRunDir(dir, info, []*scenario.Scenario{s})
 		if err != nil {
-			rep.Close()
-			return asInternal(err)
+			return res, asInternal(err)
 		}
-		dirs = append(dirs, dir)
+		res.dirs = append(res.dirs, dir)
 		trials := scenario.Expand(s)
 		if sp, ok := backends[name].(interface{ Supports(string) bool }); ok {
 			var keep []scenario.Trial
@@ -242,12 +338,16 @@ func runRun(ctx context.Context, streams IOStreams, f *runFlags, files []string)
 					keep = append(keep, t)
 				} else if !skipped[t.Policy] {
 					skipped[t.Policy] = true
-					fmt.Fprintf(streams.ErrOut, "sidebench: %s: policy %s skipped: --backend %s runs the real kubelet (kep753 only)\n", s.Metadata.Name, t.Policy, name)
+					fmt.Fprintf(streams.ErrOut, "sidebench: %s: policy %s skipped: --backend %s runs the real kubelet (kep753 and its Kubernetes gates only)\n", s.Metadata.Name, t.Policy, name)
 				}
 			}
 			trials = keep
 		}
-		ps := rep.AddScenario(s.Metadata.Name, len(trials), len(trials)*s.TotalPods())
+		label := s.Metadata.Name
+		if backendFlag != f.backend {
+			label = name + "/" + label
+		}
+		ps := rep.AddScenario(label, len(trials), len(trials)*s.TotalPods())
 		i := 0
 		next := func() (scenario.Trial, bool) {
 			if i >= len(trials) {
@@ -261,37 +361,30 @@ func runRun(ctx context.Context, streams IOStreams, f *runFlags, files []string)
 		}})
 		ps.Done()
 		sum, serr := rd.writeSummary()
+		rd.mu.Lock()
+		for _, r := range rd.rows {
+			var rows []check.Row
+			for _, id := range r.invOrder {
+				rows = append(rows, *r.inv[id])
+			}
+			res.inv[rowKey(r.Scenario, r.Policy)] = rows
+		}
+		rd.mu.Unlock()
 		rd.close()
 		if err != nil {
-			rep.Close()
-			return asInternal(err)
+			return res, asInternal(err)
 		}
 		var rw *reportWarning
 		if errors.As(serr, &rw) {
 			fmt.Fprintf(streams.ErrOut, "sidebench: warning: %s: %v\n", dir, rw)
 		} else if serr != nil {
-			rep.Close()
-			return asInternal(serr)
+			return res, asInternal(serr)
 		}
-		rows = append(rows, sum.Rows...)
-		pass = pass && sum.Pass
-		partial = partial || sum.Partial
+		res.rows = append(res.rows, sum.Rows...)
+		res.pass = res.pass && sum.Pass
+		res.partial = res.partial || sum.Partial
 	}
-	rep.Close()
-	writeTable(streams.Out, rows)
-	if !f.quiet {
-		for _, d := range dirs {
-			fmt.Fprintf(streams.ErrOut, "sidebench: wrote %s\n", d)
-		}
-	}
-	switch {
-	case ctx.Err() != nil || partial:
-		fmt.Fprintln(streams.ErrOut, "sidebench: interrupted: results are partial (summary.json partial: true)")
-		return silent(ExitFailed)
-	case !pass:
-		return silent(ExitFailed)
-	}
-	return nil
+	return res, nil
 }
 
 // asInternal marks an unexpected error as internal (exit 3) unless it

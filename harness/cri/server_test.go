@@ -424,3 +424,63 @@ func TestAttemptsDrawIndependently(t *testing.T) {
 		t.Errorf("annotation round trip: %v %v", got, err)
 	}
 }
+
+// TestRestartAllContainersReset: the kubelet's RestartAllContainers path
+// in one sandbox: every container stopped and RemoveContainer-d
+// (container.removed each, gone from ListContainers), then the init
+// sequence created again with the next attempt in the same, still ready
+// sandbox.
+func TestRestartAllContainersReset(t *testing.T) {
+	e := start(t)
+	sb, cfg := e.sandbox(t, nil)
+	createAt := func(name string, attempt uint32) string {
+		r, err := e.rt.CreateContainer(context.Background(), &runtimeapi.CreateContainerRequest{PodSandboxId: sb, SandboxConfig: cfg,
+			Config: &runtimeapi.ContainerConfig{Metadata: &runtimeapi.ContainerMetadata{Name: name, Attempt: attempt}, Image: &runtimeapi.ImageSpec{Image: "example.local/app:v1"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.ContainerId
+	}
+	proxy, app := createAt("proxy", 0), createAt("app", 0)
+	e.startC(t, proxy)
+	e.startC(t, app)
+	for _, id := range []string{proxy, app} {
+		if _, err := e.rt.StopContainer(context.Background(), &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 2}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.rt.RemoveContainer(context.Background(), &runtimeapi.RemoveContainerRequest{ContainerId: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := e.rt.ListContainers(context.Background(), &runtimeapi.ListContainersRequest{})
+	if err != nil || len(l.Containers) != 0 {
+		t.Fatalf("after the reset's removals: %v %v", l, err)
+	}
+	removed := 0
+	for _, ev := range e.sink.events() {
+		if ev.Kind == history.ContainerRemoved {
+			removed++
+		}
+	}
+	if removed != 2 {
+		t.Errorf("%d container.removed, want 2", removed)
+	}
+	st, err := e.rt.PodSandboxStatus(context.Background(), &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb})
+	if err != nil || st.Status.State != runtimeapi.PodSandboxState_SANDBOX_READY {
+		t.Fatalf("sandbox not kept ready: %v %v", st, err)
+	}
+	proxy1 := createAt("proxy", 1)
+	e.startC(t, proxy1)
+	if s := e.status(t, proxy1); s.State != runtimeapi.ContainerState_CONTAINER_RUNNING || s.Metadata.Attempt != 1 {
+		t.Errorf("re-initialized proxy: %v attempt %d", s.State, s.Metadata.Attempt)
+	}
+	var att []uint32
+	for _, ev := range e.sink.events() {
+		if ev.Kind == history.ContainerRunning && ev.Container == "proxy" {
+			att = append(att, ev.Attempt)
+		}
+	}
+	if len(att) != 2 || att[0] != 0 || att[1] != 1 {
+		t.Errorf("proxy running attempts %v, want [0 1]", att)
+	}
+}

@@ -55,6 +55,10 @@ type Config struct {
 	// KeepOnExit: child processes survive the death of this process (no
 	// parent-death signal). Down/DownDir still tear them down.
 	KeepOnExit bool
+	// FeatureGates, if not empty, is passed as --feature-gates to
+	// kube-apiserver and every kubelet (e.g.
+	// "ContainerRestartRules=true,RestartAllContainersOnContainerExits=true").
+	FeatureGates string
 }
 
 // Node is one kubelet and its CRI server.
@@ -244,20 +248,22 @@ func Up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 
 	// kube-apiserver.
 	c.Server = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
-	if err := c.start(cfg, "kube-apiserver", bins.APIServer,
-		"--etcd-servers="+etcdURL,
+	apiArgs := []string{
+		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
 		fmt.Sprintf("--secure-port=%d", apiPort),
-		"--cert-dir="+filepath.Join(st.RunDir, "apiserver-certs"),
+		"--cert-dir=" + filepath.Join(st.RunDir, "apiserver-certs"),
 		"--service-account-issuer=https://kubernetes.default.svc",
-		"--service-account-key-file="+filepath.Join(pki, "sa.pub"),
-		"--service-account-signing-key-file="+filepath.Join(pki, "sa.key"),
-		"--token-auth-file="+filepath.Join(pki, "tokens.csv"),
+		"--service-account-key-file=" + filepath.Join(pki, "sa.pub"),
+		"--service-account-signing-key-file=" + filepath.Join(pki, "sa.key"),
+		"--token-auth-file=" + filepath.Join(pki, "tokens.csv"),
 		"--authorization-mode=Node,RBAC",
 		"--service-cluster-ip-range=10.96.0.0/24",
 		"--endpoint-reconciler-type=none",
 		"--profiling=false",
-	); err != nil {
+	}
+	apiArgs = append(apiArgs, featureGateArgs(cfg.FeatureGates)...)
+	if err := c.start(cfg, "kube-apiserver", bins.APIServer, apiArgs...); err != nil {
 		return nil, err
 	}
 	c.Kubeconfig = filepath.Join(st.RunDir, "admin.kubeconfig")
@@ -395,6 +401,7 @@ func (c *Cluster) startNode(cfg Config, i int, token string, sink history.Sink) 
 		"--hostname-override=" + name,
 		"--v=" + strconv.Itoa(cfg.KubeletVerbosity),
 	}
+	n.kubeletArgs = append(n.kubeletArgs, featureGateArgs(cfg.FeatureGates)...)
 	if err := c.start(cfg, "kubelet-"+name, c.Binaries.Kubelet, n.kubeletArgs...); err != nil {
 		return nil, err
 	}
@@ -686,4 +693,12 @@ func (c *Cluster) Down() error {
 		fmt.Fprintf(c.log, "localcluster: teardown of %s incomplete: %v\n", c.RunDir, err)
 	}
 	return err
+}
+
+// featureGateArgs is the --feature-gates flag for gates ("" gives none).
+func featureGateArgs(gates string) []string {
+	if gates == "" {
+		return nil
+	}
+	return []string{"--feature-gates=" + gates}
 }

@@ -17,6 +17,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -64,6 +65,9 @@ type Options struct {
 	KeepOnExit bool
 	// KubeletVerbosity is the kubelet's --v (default 2).
 	KubeletVerbosity int
+	// FeatureGates is passed as --feature-gates to kube-apiserver and the
+	// kubelets (see FeatureGates).
+	FeatureGates string
 	// OnUp is called once the cluster is up (for a state pointer file).
 	OnUp func(c *localcluster.Cluster)
 }
@@ -107,6 +111,7 @@ func New(ctx context.Context, o Options) (*Backend, error) {
 	cl, err := localcluster.Up(ctx, localcluster.Config{
 		Nodes: o.Nodes, Version: o.Version, CacheDir: o.CacheDir, Binaries: &bins,
 		Sink: b.sw, KeepOnExit: o.KeepOnExit, KubeletVerbosity: o.KubeletVerbosity,
+		FeatureGates: o.FeatureGates,
 	})
 	if err != nil {
 		return nil, err
@@ -138,9 +143,46 @@ func (b *Backend) Close() error {
 	return b.cl.Down()
 }
 
-// Supports reports whether the real kubelet implements a policy: only the
-// final KEP-753 design with no extra gates or bug replicas.
-func Supports(policy string) bool { return policy == "kep753" }
+// Supports reports whether the real kubelet implements a policy: the final
+// KEP-753 design, alone or with the Kubernetes gates ContainerRestartRules
+// and RestartAllContainersOnContainerExits (beta, on by default in
+// v1.37.2; FeatureGates names them explicitly). The 2019 proposal, none,
+// SidecarsRestartableDuringPodTermination (not in Kubernetes) and the bug
+// replicas are the reference implementation's only.
+func Supports(policy string) bool {
+	g, err := api.ParseGates(policy)
+	if err != nil {
+		return false
+	}
+	if g.RestartAllContainersOnContainerExits && !g.ContainerRestartRules {
+		return false // the apiserver drops the rules without ContainerRestartRules
+	}
+	return g.Policy == api.PolicyKEP753 && g.Bug == api.BugNone && !g.SidecarsRestartableDuringPodTermination
+}
+
+// FeatureGates returns the --feature-gates value for kube-apiserver and
+// the kubelets that runs every given policy ("" when none needs a gate).
+// Only gates are turned on; a policy without them runs on the same
+// cluster because its pods use no restart rules.
+func FeatureGates(policies ...string) string {
+	var rules, all bool
+	for _, p := range policies {
+		g, err := api.ParseGates(p)
+		if err != nil || !Supports(p) {
+			continue
+		}
+		rules = rules || g.ContainerRestartRules
+		all = all || g.RestartAllContainersOnContainerExits
+	}
+	var out []string
+	if rules {
+		out = append(out, "ContainerRestartRules=true")
+	}
+	if all {
+		out = append(out, "RestartAllContainersOnContainerExits=true")
+	}
+	return strings.Join(out, ",")
+}
 
 // Stats is what a trial reports beyond its history.
 type Stats struct {
@@ -256,9 +298,13 @@ type podState struct {
 	running     map[string]bool
 	attempt     map[string]uint32
 	terminating bool
-	done        chan struct{} // closed at pod.removed
-	terminal    chan struct{} // closed at a terminal phase
-	termOnce    sync.Once
+	// resetPending: AllContainersRestarting=True was written from the CRI
+	// wire (a RestartAllContainers rule matched an exit) and the API has
+	// not published True yet; a False observed meanwhile is stale.
+	resetPending bool
+	done         chan struct{} // closed at pod.removed
+	terminal     chan struct{} // closed at a terminal phase
+	termOnce     sync.Once
 }
 
 type trial struct {
@@ -474,9 +520,19 @@ func HistorySpec(workload string, labels map[string]string, s *api.PodSpec) *his
 		Workload:      workload,
 	}
 	conv := func(c *api.Container) history.ContainerSpec {
-		return history.ContainerSpec{Name: c.Name, Role: c.Role.String(), Image: c.Image,
+		hc := history.ContainerSpec{Name: c.Name, Role: c.Role.String(), Image: c.Image,
 			Startup: c.StartupProbe != nil, Readiness: c.ReadinessProbe != nil, Liveness: c.LivenessProbe != nil,
 			PostStart: c.PostStart, PreStop: c.PreStop}
+		// Container-level restartPolicy and restartPolicyRules
+		// (ContainerRestartRules), as the sim writes them: the checker
+		// judges every restart decision against them (INV-RR*, INV-RA*).
+		if c.RestartPolicy != nil {
+			hc.RestartPolicy = c.RestartPolicy.String()
+		}
+		for _, r := range c.RestartRules {
+			hc.Rules = append(hc.Rules, history.RestartRule{Action: r.Action.String(), Operator: r.Operator.String(), Values: append([]int32(nil), r.Values...)})
+		}
+		return hc
 	}
 	for i := range s.Init {
 		hs.Init = append(hs.Init, conv(&s.Init[i]))
@@ -521,7 +577,7 @@ func arrivals(seed uint64, w *scenario.Workload) []time.Duration {
 }
 
 // arrive starts one driver goroutine per pod: create at its arrival time,
-// delete after its lifetime (or once terminal for Job-style pods), then
+// delete after its lifetime (Job-style pods also once terminal), then
 // wait for its removal.
 func (tr *trial) arrive(ctx context.Context) {
 	nodes := len(tr.b.cl.Nodes)
@@ -603,14 +659,23 @@ func (tr *trial) drive(ctx context.Context, ps *podState, name, node string, at 
 		g := int64(w.w.DeleteGrace.D() / time.Second)
 		grace = &g
 	}
+	hasLife := w.w.Lifetime != nil && !w.w.Lifetime.IsZero() && !w.w.Lifetime.IsNever()
 	switch {
 	case w.job:
+		// Deleted once terminal, or at its lifetime if it has one (as on
+		// sim): a Job-style pod whose main is retried by a restart rule
+		// may never reach a terminal phase.
+		var life <-chan time.Time
+		if hasLife {
+			life = time.After(w.w.Lifetime.Sample(behavior.Seed(tr.t.Seed).Str(ps.name).Str("lifetime").Rand()))
+		}
 		select {
 		case <-ps.terminal:
+		case <-life:
 		case <-ps.done:
 		case <-ctx.Done():
 		}
-	case w.w.Lifetime != nil && !w.w.Lifetime.IsZero() && !w.w.Lifetime.IsNever():
+	case hasLife:
 		life := w.w.Lifetime.Sample(behavior.Seed(tr.t.Seed).Str(ps.name).Str("lifetime").Rand())
 		select {
 		case <-time.After(life):
@@ -672,7 +737,12 @@ func splitName(full string) (string, string) {
 	return "default", full
 }
 
-var watchedConds = []corev1.PodConditionType{corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady}
+// AllContainersRestarting is published by the kubelet when
+// RestartAllContainersOnContainerExits is on: true from the moment a
+// RestartAllContainers rule matched until every container was removed
+// (the reset), which the checker reads as the start of a new
+// initialization in the same sandbox (INV-RA*).
+var watchedConds = []corev1.PodConditionType{corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady, corev1.AllContainersRestarting}
 
 // observe turns one informer notification into history events (diffs
 // against what was last seen).
@@ -729,6 +799,12 @@ func (tr *trial) observe(o any, deleted bool) {
 			// seconds late; writing its stale Initialized=False then
 			// would read as a flap after the mains started.
 			v := c.Status == corev1.ConditionTrue
+			if ct == corev1.AllContainersRestarting && ps.resetPending {
+				if !v {
+					continue // published before the kubelet saw the exit
+				}
+				ps.resetPending = false
+			}
 			if old := ps.conds[ct]; old != v {
 				ps.conds[ct] = v
 				ev(history.Event{Kind: history.PodCondition, Cond: string(ct), Value: v})
@@ -806,6 +882,15 @@ func (tr *trial) onCRI(e *history.Event) error {
 		tr.mu.Unlock()
 		return tr.sink.Write(e)
 	}
+	// A stop request during a RestartAllContainers reset (condition True,
+	// pod not being deleted) is the reset's kill: the CRI does not say why
+	// a container is stopped, the reset is the only reason left (the
+	// reference writes the same reason, api.KillRestartAll).
+	if e.Kind == history.ContainerStopRequested && e.Reason == "" && ps.conds[corev1.AllContainersRestarting] && !ps.deleting {
+		c := *e
+		c.Reason = "RestartAllContainers"
+		e = &c
+	}
 	var term *history.Event
 	if (e.Kind == history.ContainerPreStopBegin || e.Kind == history.ContainerStopRequested) && !ps.terminating {
 		anyMain := false
@@ -830,12 +915,16 @@ func (tr *trial) onCRI(e *history.Event) error {
 	case history.ContainerExited:
 		ps.running[e.Container] = false
 	}
+	reset := tr.resetStart(ps, e)
 	tr.mu.Unlock()
 	if term != nil {
 		tr.sink.Write(term)
 	}
 	if err := tr.sink.Write(e); err != nil {
 		return err
+	}
+	if reset != nil {
+		tr.sink.Write(reset)
 	}
 	var v, set bool
 	tr.mu.Lock()
@@ -858,6 +947,35 @@ func (tr *trial) onCRI(e *history.Event) error {
 	tr.mu.Unlock()
 	if set {
 		tr.sink.Write(&history.Event{T: e.T, Kind: history.ContainerStarted, Pod: e.Pod, Node: e.Node, Container: e.Container, Attempt: e.Attempt, Value: v})
+	}
+	return nil
+}
+
+// resetStart returns pod.condition AllContainersRestarting=True when e is
+// the exit of a container whose first matching restart rule is
+// RestartAllContainers (gate on, pod not being deleted), or nil. The
+// kubelet computes the condition in the sync that sees the exit and starts
+// the reset (stops and RemoveContainer-s) in that same sync; the published
+// condition reaches the watch tens of milliseconds after the first
+// removals, and the checker reads the True event as the start of the new
+// initialization (INV-RA*), so it is taken from the CRI wire, as Started
+// is. The API's own True is then not written again. Called with tr.mu held.
+func (tr *trial) resetStart(ps *podState, e *history.Event) *history.Event {
+	if e.Kind != history.ContainerExited || !tr.t.Gates.RestartAllContainersOnContainerExits || ps.deleting || ps.conds[corev1.AllContainersRestarting] {
+		return nil
+	}
+	spec := &ps.wl.spec
+	for j := 0; j < spec.Len(); j++ {
+		c := spec.At(j)
+		if c.Name != e.Container {
+			continue
+		}
+		if r := c.MatchRule(e.Code); r != nil && r.Action == api.RuleRestartAllContainers {
+			ps.conds[corev1.AllContainersRestarting] = true
+			ps.resetPending = true
+			return &history.Event{T: e.T, Kind: history.PodCondition, Pod: e.Pod, Node: e.Node, Cond: string(corev1.AllContainersRestarting), Value: true,
+				Msg: "from the CRI wire: exit " + strconv.Itoa(int(e.Code)) + " of " + e.Container + " matched a RestartAllContainers rule"}
+		}
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/sidebench/sidebench/harness/cri"
 	"github.com/sidebench/sidebench/harness/history"
 	"github.com/sidebench/sidebench/harness/scenario"
+	"github.com/sidebench/sidebench/reference-impl/api"
+	"github.com/sidebench/sidebench/reference-impl/convert"
 )
 
 func TestRewriteSpec(t *testing.T) {
@@ -81,5 +83,115 @@ func TestTrialSink(t *testing.T) {
 	w(history.Event{T: 14, Kind: history.KubeletDown, Node: "n"})
 	if len(c) != 4 || c[1].T != 10 || c[2].Kind != history.PodRemoved || c[3].Kind != history.KubeletDown {
 		t.Fatalf("events: %v", c)
+	}
+}
+
+func TestSupportsAndFeatureGates(t *testing.T) {
+	for p, want := range map[string]bool{
+		"kep753":                       true,
+		"kep753+ContainerRestartRules": true,
+		"kep753+ContainerRestartRules+RestartAllContainersOnContainerExits": true,
+		"kep753+RestartAllContainersOnContainerExits":                       false,
+		"kep753+SidecarsRestartableDuringPodTermination":                    false,
+		"kep753+bug:reinit-mains-first":                                     false,
+		"kep753-2019":                                                       false,
+		"none":                                                              false,
+		"bogus":                                                             false,
+	} {
+		if got := Supports(p); got != want {
+			t.Errorf("Supports(%q) = %v, want %v", p, got, want)
+		}
+	}
+	if g := FeatureGates("kep753", "none"); g != "" {
+		t.Errorf("FeatureGates(kep753, none) = %q", g)
+	}
+	if g := FeatureGates("kep753+ContainerRestartRules"); g != "ContainerRestartRules=true" {
+		t.Errorf("FeatureGates(rules) = %q", g)
+	}
+	if g := FeatureGates("kep753", "kep753+ContainerRestartRules+RestartAllContainersOnContainerExits", "kep753+ContainerRestartRules+RestartAllContainersOnContainerExits+bug:reset-trigger-first"); g != "ContainerRestartRules=true,RestartAllContainersOnContainerExits=true" {
+		t.Errorf("FeatureGates(all) = %q", g)
+	}
+}
+
+func TestRewriteSpecKeepsRestartRules(t *testing.T) {
+	never := corev1.ContainerRestartPolicyNever
+	in := &corev1.PodSpec{Containers: []corev1.Container{{Name: "app", RestartPolicy: &never,
+		RestartPolicyRules: []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleAction("RestartAllContainers"),
+			ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{88}}}}}}}
+	out := RewriteSpec(in)
+	c := out.Containers[0]
+	if c.RestartPolicy == nil || *c.RestartPolicy != never || len(c.RestartPolicyRules) != 1 ||
+		c.RestartPolicyRules[0].Action != "RestartAllContainers" || c.RestartPolicyRules[0].ExitCodes.Values[0] != 88 {
+		t.Errorf("restart policy/rules not kept: %+v", c)
+	}
+}
+
+func TestHistorySpecKeepsRestartRules(t *testing.T) {
+	never := corev1.ContainerRestartPolicyNever
+	v1 := &corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "job", RestartPolicy: &never,
+		RestartPolicyRules: []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestart,
+			ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}}}}
+	spec, err := convert.PodSpecFromV1(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := HistorySpec("w", nil, &spec)
+	m := hs.Main[0]
+	if m.RestartPolicy != "Never" || len(m.Rules) != 1 || m.Rules[0].Action != "Restart" || m.Rules[0].Operator != "In" || m.Rules[0].Values[0] != 42 {
+		t.Errorf("history spec lost the restart rules: %+v", m)
+	}
+}
+
+// TestResetStartFromCRI: the exit of a container whose first matching rule
+// is RestartAllContainers writes AllContainersRestarting=True at once (gate
+// on, pod not deleting); a stale False from the API is then skipped and
+// the API's own True is not written twice.
+func TestResetStartFromCRI(t *testing.T) {
+	never := corev1.ContainerRestartPolicyNever
+	v1 := &corev1.PodSpec{Containers: []corev1.Container{{Name: "app", RestartPolicy: &never,
+		RestartPolicyRules: []corev1.ContainerRestartRule{{Action: "RestartAllContainers",
+			ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{88}}}}}}}
+	spec, err := convert.PodSpecFromV1(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := api.ParseGates("kep753+ContainerRestartRules+RestartAllContainersOnContainerExits")
+	var got []history.Event
+	tr := &trial{t: scenario.Trial{Gates: g}, sink: &trialSink{known: map[string]bool{"default/p": true}, removed: map[string]bool{}, next: sinkFunc(func(e *history.Event) error { got = append(got, *e); return nil })}}
+	ps := &podState{name: "default/p", created: true, wl: &workload{spec: spec}, conds: map[corev1.PodConditionType]bool{},
+		started: map[string]bool{}, ready: map[string]bool{}, running: map[string]bool{}, attempt: map[string]uint32{}}
+	tr.pods = map[string]*podState{"default/p": ps}
+	if err := tr.onCRI(&history.Event{T: 1, Kind: history.ContainerExited, Pod: "default/p", Container: "app", Code: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if ps.conds[corev1.AllContainersRestarting] {
+		t.Fatal("exit 1 matches no rule: no reset")
+	}
+	tr.onCRI(&history.Event{T: 2, Kind: history.ContainerExited, Pod: "default/p", Container: "app", Code: 88})
+	n := 0
+	for _, e := range got {
+		if e.Kind == history.PodCondition && e.Cond == "AllContainersRestarting" && e.Value {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("AllContainersRestarting=True written %d times, want 1: %+v", n, got)
+	}
+	pod := &corev1.Pod{}
+	pod.Namespace, pod.Name = "default", "p"
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.AllContainersRestarting, Status: corev1.ConditionFalse}}
+	tr.observe(pod, false) // stale: before the kubelet saw the exit
+	pod.Status.Conditions[0].Status = corev1.ConditionTrue
+	tr.observe(pod, false) // the API catches up: not written again
+	pod.Status.Conditions[0].Status = corev1.ConditionFalse
+	tr.observe(pod, false) // the reset is over
+	var conds []bool
+	for _, e := range got {
+		if e.Kind == history.PodCondition && e.Cond == "AllContainersRestarting" {
+			conds = append(conds, e.Value)
+		}
+	}
+	if len(conds) != 2 || !conds[0] || conds[1] {
+		t.Errorf("AllContainersRestarting events %v, want [true false]", conds)
 	}
 }
