@@ -3,7 +3,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test run bench lint vet imports cover e2e clean
+.PHONY: all build test run bench lint vet imports cover e2e image clean
 
 all: build
 
@@ -44,6 +44,11 @@ e2e: build
 	./bin/sidebench run --quiet --out $${TMPDIR:-/tmp}/sidebench-report-e2e scenarios/policy-comparison.yaml
 	./scripts/screenshot-report.sh $${TMPDIR:-/tmp}/sidebench-report-e2e/report.html
 	rm -rf $${TMPDIR:-/tmp}/sidebench-report-e2e
+
+## image: the sidebench agent as an OCI layout tarball (no registry, no
+## docker) for kind or `ctr images import` (docs/kube-backend.md).
+image:
+	$(GO) run ./hack/image -o bin/sidebench-agent.tar -name example.local/sidebench-agent:v1
 
 cover:
 	$(GO) test -cover ./reference-impl/...

@@ -1,0 +1,193 @@
+// Command sidebench-agent is the entrypoint of every container the kube
+// backend creates on a real cluster. It plays one attempt of a container
+// behaviour (harness/behavior), drawn from the same seeded stream as the
+// sim and the local backend's CRI server, and appends nanosecond-stamped
+// lifecycle lines to a log file shared by the pod's containers (an
+// emptyDir), because API timestamps have one-second resolution.
+//
+// Usage:
+//
+//	sidebench-agent                          run the plan (the container's process)
+//	sidebench-agent probe startup|ready|live exit 0 if the probe passes, 1 if not (exec probes)
+//	sidebench-agent hook poststart|prestop   sleep the drawn hook duration (exec hooks)
+//	sidebench-agent plan                     print the drawn plan and exit
+//	sidebench-agent cat                      copy the shared log to stdout (collection by exec; the image has no shell)
+//
+// Environment: SIDEBENCH_BEHAVIOR (behavior.Container as JSON),
+// SIDEBENCH_SEED, SIDEBENCH_POD, SIDEBENCH_NAMESPACE, SIDEBENCH_POD_UID,
+// SIDEBENCH_CONTAINER, SIDEBENCH_ATTEMPT, SIDEBENCH_LOG, SIDEBENCH_DIR,
+// SIDEBENCH_STDOUT. See
+// docs/kube-backend.md.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() { os.Exit(realMain(os.Args[1:], os.Getenv, os.Stdout, os.Stderr)) }
+
+// Exit codes of the agent's own failures (a plan's codes are 0..255 too,
+// so these are only distinguishable through the log and stderr).
+const (
+	exitUsage  = 2
+	exitConfig = 3
+)
+
+func realMain(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	cmd := ""
+	if len(args) > 0 {
+		cmd = args[0]
+	}
+	switch cmd {
+	case "", "run":
+		return runMain(getenv, stderr)
+	case "probe":
+		if len(args) != 2 {
+			fmt.Fprintln(stderr, "usage: sidebench-agent probe startup|ready|live")
+			return exitUsage
+		}
+		return probe(args[1], getenv, stderr)
+	case "hook":
+		if len(args) != 2 {
+			fmt.Fprintln(stderr, "usage: sidebench-agent hook poststart|prestop")
+			return exitUsage
+		}
+		return hook(args[1], getenv, stderr)
+	case "plan":
+		c, err := loadConfig(getenv)
+		if err != nil {
+			fmt.Fprintln(stderr, "sidebench-agent:", err)
+			return exitConfig
+		}
+		if !c.AttemptSet {
+			c.Attempt = countAttempts(&c)
+		}
+		fmt.Fprintf(stdout, "pod=%s container=%s attempt=%d seed=%d\n%s\n", c.podKey(), c.Container, c.Attempt, c.Seed, c.plan())
+		return 0
+	case "cat":
+		path := getenv(envLog)
+		if len(args) == 2 {
+			path = args[1]
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			fmt.Fprintln(stderr, "sidebench-agent:", err)
+			return 1
+		}
+		defer f.Close()
+		if _, err := io.Copy(stdout, f); err != nil {
+			fmt.Fprintln(stderr, "sidebench-agent:", err)
+			return 1
+		}
+		return 0
+	case "-h", "--help", "help":
+		fmt.Fprintln(stdout, "usage: sidebench-agent [run | probe startup|ready|live | hook poststart|prestop | plan | cat [FILE]]")
+		return 0
+	}
+	fmt.Fprintf(stderr, "sidebench-agent: unknown command %q (allowed: run, probe, hook, plan, cat)\n", cmd)
+	return exitUsage
+}
+
+func nowNS() int64 { return time.Now().UnixNano() }
+
+func runMain(getenv func(string) string, stderr io.Writer) int {
+	// Catch SIGTERM first: the kubelet may send it at any time.
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, syscall.SIGTERM)
+	c, err := loadConfig(getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "sidebench-agent:", err)
+		return exitConfig
+	}
+	if !c.AttemptSet {
+		c.Attempt = countAttempts(&c)
+	}
+	l, err := openLog(&c, nowNS)
+	if err != nil {
+		fmt.Fprintln(stderr, "sidebench-agent: log:", err)
+		return exitConfig
+	}
+	defer l.close()
+	a := &agent{c: &c, plan: c.plan(), log: l, memTick: 10 * time.Millisecond}
+	return a.run(sig)
+}
+
+// probe answers an exec probe from the files the main process maintains.
+func probe(kind string, getenv func(string) string, stderr io.Writer) int {
+	dir := getenv(envDir)
+	if dir == "" {
+		dir = DefaultDir
+	}
+	c := config{Dir: dir}
+	var ok bool
+	switch kind {
+	case "startup":
+		ok = exists(c.path(fileStarted))
+	case "ready", "readiness":
+		kind = "ready"
+		ok = exists(c.path(fileReady))
+	case "live", "liveness":
+		kind = "live"
+		ok = !exists(c.path(fileUnhealthy))
+	default:
+		fmt.Fprintf(stderr, "sidebench-agent: unknown probe %q (allowed: startup, ready, live)\n", kind)
+		return exitUsage
+	}
+	if exists(c.path(forceFailPrefix + kind)) {
+		ok = false
+	}
+	if !ok {
+		return 1
+	}
+	return 0
+}
+
+// hook plays a lifecycle hook: it sleeps the hook duration drawn for the
+// current attempt (never: until killed), logging its begin and end.
+func hook(kind string, getenv func(string) string, stderr io.Writer) int {
+	var begin, end string
+	switch kind {
+	case "poststart", "postStart":
+		begin, end = evPostStartBegin, evPostStartEnd
+	case "prestop", "preStop":
+		begin, end = evPreStopBegin, evPreStopEnd
+	default:
+		fmt.Fprintf(stderr, "sidebench-agent: unknown hook %q (allowed: poststart, prestop)\n", kind)
+		return exitUsage
+	}
+	c, err := loadConfig(getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "sidebench-agent:", err)
+		return exitConfig
+	}
+	// The main process records its attempt; a postStart hook may run
+	// before it did, so wait a little for it.
+	if st, ok := readState(&c, 2*time.Second); ok {
+		c.Attempt = st.Attempt
+	} else if !c.AttemptSet {
+		c.Attempt = countAttempts(&c)
+		if c.Attempt > 0 {
+			c.Attempt-- // the main process logged its exec already
+		}
+	}
+	l, err := openLog(&c, nowNS)
+	if err != nil {
+		fmt.Fprintln(stderr, "sidebench-agent: log:", err)
+		return exitConfig
+	}
+	defer l.close()
+	p := c.plan()
+	d := p.PostStart
+	if begin == evPreStopBegin {
+		d = p.PreStop
+	}
+	l.event(begin, nil, "")
+	time.Sleep(d) // Never is ~292 years: the hook hangs until the kubelet gives up
+	l.event(end, nil, "")
+	return 0
+}
