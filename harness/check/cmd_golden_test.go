@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sidebench/sidebench/harness/history"
@@ -74,5 +75,21 @@ func TestCheckCommandGolden(t *testing.T) {
 				t.Fatalf("output differs from %s (see %s.got; -update rewrites)\nstderr: %s", golden, golden, errb.String())
 			}
 		})
+	}
+}
+
+// TestCheckCommandSplitsPolicies: histories of several policies are
+// reported one table per scenario × policy, and any violation fails.
+func TestCheckCommandSplitsPolicies(t *testing.T) {
+	var out, errb strings.Builder
+	code := RunCheckCommand(&out, &errb, []string{"testdata/kep753-ok.jsonl", "testdata/none.jsonl"})
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (none has violations); stderr %s", code, errb.String())
+	}
+	if n := strings.Count("\n"+out.String(), "\nrun: "); n != 2 {
+		t.Fatalf("%d run tables, want 2:\n%s", n, out.String())
+	}
+	if !strings.Contains(out.String(), "policy=kep753 ") || !strings.Contains(out.String(), "policy=none ") {
+		t.Fatalf("tables do not name both policies:\n%s", out.String())
 	}
 }

@@ -11,20 +11,59 @@ import (
 	"github.com/sidebench/sidebench/harness/history"
 )
 
-// CheckFiles checks JSONL history files, in the order given. A truncated
-// last line (a crashed run) is accepted with a warning; any other decoding
-// error is returned with its file and line.
+// CheckFiles checks JSONL history files, in the order given, into one
+// report. A truncated last line (a crashed run) is accepted with a
+// warning; any other decoding error is returned with its file and line.
 func CheckFiles(paths []string, opts ...Option) (*Report, error) {
-	r := NewRunner(opts...)
-	var warnings []string
+	reps, err := checkFiles(paths, false, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return reps[0], nil
+}
+
+// CheckFilesByPolicy is CheckFiles with one report per scenario × policy,
+// in the order they first appear: a run directory's history holds every
+// policy of a scenario, and mixing them in one table would hide which
+// design broke what.
+func CheckFilesByPolicy(paths []string, opts ...Option) ([]*Report, error) {
+	return checkFiles(paths, true, opts...)
+}
+
+func checkFiles(paths []string, byPolicy bool, opts ...Option) ([]*Report, error) {
+	var (
+		keys     []string
+		runners  = map[string]*Runner{}
+		warnings []string
+	)
+	runnerFor := func(meta *history.Meta) *Runner {
+		key := ""
+		if byPolicy && meta != nil {
+			key = meta.Scenario + "\x00" + meta.Policy
+		}
+		r := runners[key]
+		if r == nil {
+			r = NewRunner(opts...)
+			runners[key] = r
+			keys = append(keys, key)
+		}
+		return r
+	}
+	closeAll := func() []*Report {
+		out := make([]*Report, 0, len(keys))
+		for _, k := range keys {
+			out = append(out, runners[k].Close())
+		}
+		return out
+	}
 	add := func(meta *history.Meta, pod string, evs []history.Event) error {
-		r.Add(meta, pod, evs)
+		runnerFor(meta).Add(meta, pod, evs)
 		return nil
 	}
 	for _, path := range paths {
 		f, err := os.Open(path)
 		if err != nil {
-			r.Close()
+			closeAll()
 			return nil, err
 		}
 		err = history.ForEachPod(history.NewReader(f), add)
@@ -33,37 +72,46 @@ func CheckFiles(paths []string, opts ...Option) (*Report, error) {
 		case errors.Is(err, history.ErrTruncated):
 			warnings = append(warnings, fmt.Sprintf("%s: %v (run cut short; its pods were checked)", path, err))
 		case err != nil:
-			r.Close()
+			closeAll()
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	rep := r.Close()
-	rep.Warnings = append(rep.Warnings, warnings...)
-	return rep, nil
+	if len(keys) == 0 {
+		runnerFor(nil)
+	}
+	reps := closeAll()
+	reps[0].Warnings = append(reps[0].Warnings, warnings...)
+	return reps, nil
 }
 
-// RunCheckCommand is `sidebench check FILE...`: it prints the table per
-// invariant and the first findings, and returns the exit code: 1 if any
-// violation, 2 if the input is unreadable, 0 otherwise (degradations,
-// bounds exceeded and unknowns do not fail the check; the table shows them).
+// RunCheckCommand is `sidebench check FILE...`: it prints, per scenario ×
+// policy, the table per invariant and the first findings, and returns the
+// exit code: 1 if any violation, 2 if the input is unreadable, 0 otherwise
+// (degradations, bounds exceeded and unknowns do not fail the check; the
+// table shows them).
 func RunCheckCommand(stdout, stderr io.Writer, paths []string) (exitCode int) {
 	if len(paths) == 0 {
 		fmt.Fprintln(stderr, "check: no history files given")
 		return 2
 	}
-	rep, err := CheckFiles(paths)
+	reps, err := CheckFilesByPolicy(paths)
 	if err != nil {
 		fmt.Fprintf(stderr, "check: %v\n", err)
 		return 2
 	}
-	for _, w := range rep.Warnings {
+	for _, w := range reps[0].Warnings {
 		fmt.Fprintf(stderr, "check: warning: %s\n", w)
 	}
-	rep.WriteText(stdout, 10)
-	if rep.Violations() > 0 {
-		return 1
+	for i, rep := range reps {
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		rep.WriteText(stdout, 10)
+		if rep.Violations() > 0 {
+			exitCode = 1
+		}
 	}
-	return 0
+	return exitCode
 }
 
 // WriteText renders the report: run header, the per-invariant table, then
