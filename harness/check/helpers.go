@@ -88,6 +88,8 @@ func (p *Pod) firstMainStart(sb int32) int32 {
 // (probe failure, spec change, unknown state) rather than the pod.
 func ownKill(reason string) bool {
 	switch reason {
+	// A RestartAllContainers reset stops everything by design; INV-RA*
+	// judge it.
 	case "LivenessProbe", "StartupProbe", "SpecChanged", "FailedPostStartHook", "UnknownState", "RestartAllContainers":
 		return true
 	}

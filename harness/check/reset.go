@@ -26,7 +26,7 @@ func (p *Pod) hasGate(name string) bool {
 
 // wantRestart is ContainerShouldRestart for main container c that exited
 // with code: the first matching rule, else the container policy, else the
-// pod policy. ok is false when the history cannot decide it.
+// pod policy.
 func (p *Pod) wantRestart(c int, code int32) bool {
 	spec := p.Ctrs[c].Spec
 	policy := p.Spec.RestartPolicy
@@ -92,8 +92,7 @@ func ruleWhy(spec *history.ContainerSpec, code int32) string {
 	return "no rule matches and its restartPolicy is " + spec.RestartPolicy
 }
 
-// resetEpisodes returns the reset sandboxes: [begin, end) index ranges,
-// end being the first start in the reset sandbox (or its end).
+// resets returns the indexes of the reset (virtual) sandboxes.
 func (p *Pod) resets() []int32 {
 	var out []int32
 	for sb := range p.Sandboxes {
@@ -148,8 +147,7 @@ func (p *Pod) resetScope(b int32) (scope, triggers uint64) {
 func checkRA4(p *Pod, hits []Hit) []Hit {
 	for _, sb := range p.resets() {
 		b := p.Sandboxes[sb].Idx
-		_, trig := p.resetScope(b)
-		scope, _ := p.resetScope(b)
+		scope, trig := p.resetScope(b)
 		for s := range p.Ctrs {
 			if trig&(1<<uint(s)) == 0 {
 				continue

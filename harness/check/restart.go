@@ -1,10 +1,6 @@
 package check
 
-import (
-	"strings"
-
-	"github.com/sidebench/sidebench/harness/history"
-)
+import "github.com/sidebench/sidebench/harness/history"
 
 // Restarts, SEMANTICS.md §2.2.
 var restartInvs = []*inv{
@@ -143,11 +139,6 @@ func checkR3(p *Pod, hits []Hit) []Hit {
 			for _, m := range p.Mains {
 				for j := range p.Ctrs[m].Att {
 					b := &p.Ctrs[m].Att[j]
-					// A RestartAllContainers reset stops everything by design;
-					// INV-RA* judge it.
-					if b.KillReason == "RestartAllContainers" {
-						continue
-					}
 					if b.Stop > a.Exited && b.Stop <= end && !ownKill(b.KillReason) {
 						hits = append(hits, p.at(b.Stop, a.Exited, "main %q stopped (%s) because sidecar %q exited", p.Ctrs[m].Name, b.KillReason, p.Ctrs[s].Name))
 					}
@@ -228,7 +219,7 @@ func checkR5(p *Pod, hits []Hit) []Hit {
 // KEP-4438 gate, under which sidecars are restarted while the pod
 // terminates (INV-R5, T10 do not apply to them).
 func (p *Pod) restartableDuringTermination() bool {
-	return p.Meta != nil && strings.Contains(p.Meta.Policy, "SidecarsRestartableDuringPodTermination")
+	return p.hasGate("SidecarsRestartableDuringPodTermination")
 }
 
 func checkR6(p *Pod, hits []Hit) []Hit {

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/sidebench/sidebench/harness/cri"
 	"github.com/sidebench/sidebench/harness/history"
@@ -257,26 +258,36 @@ func waitRunning(ctx context.Context, t *testing.T, cl *Cluster, pod *corev1.Pod
 	return 0
 }
 
-func TestE2EMultiNode(t *testing.T) {
+// upCluster brings up a cluster of n nodes for one test (skipped unless
+// root) and tears it down when the test ends, before its context is
+// cancelled; it returns the context, the cluster, the recorded history and
+// a clientset.
+func upCluster(t *testing.T, n int) (context.Context, *Cluster, *recSink, kubernetes.Interface) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (the kubelet)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel) // cleanups run last-in first-out: Down first
 	sink := &recSink{}
-	cl, err := Up(ctx, Config{Nodes: 3, Log: testWriter{t}, Sink: sink})
+	cl, err := Up(ctx, Config{Nodes: n, Log: testWriter{t}, Sink: sink})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
+	t.Cleanup(func() {
 		if err := cl.Down(); err != nil {
 			t.Error(err)
 		}
-	}()
+	})
 	cs, err := cl.Client()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ctx, cl, sink, cs
+}
+
+func TestE2EMultiNode(t *testing.T) {
+	ctx, cl, sink, cs := upCluster(t, 3)
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -412,25 +423,7 @@ func TestE2EDownAfterSIGKILL(t *testing.T) {
 // TestE2EBehaviours drives a real kubelet through liveness failure, OOM
 // kill and a SIGTERM-ignoring container killed at the end of its grace.
 func TestE2EBehaviours(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (the kubelet)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	sink := &recSink{}
-	cl, err := Up(ctx, Config{Nodes: 1, Log: testWriter{t}, Sink: sink})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := cl.Down(); err != nil {
-			t.Error(err)
-		}
-	}()
-	cs, err := cl.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, cl, sink, cs := upCluster(t, 1)
 	pod := sidecarPod(cl.Nodes[0].Name)
 	pod.Name = "faulty"
 	pod.Annotations[cri.AnnotationBehaviorPrefix+"proxy"] = `{"startLatency":"20ms","livenessFailAfter":"1500ms","termHandling":"50ms"}`
@@ -514,25 +507,7 @@ func TestE2EBehaviours(t *testing.T) {
 // and starts it again: the CRI server kept the containers, so the new
 // kubelet adopts them without restarting anything.
 func TestE2EKubeletRestart(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (the kubelet)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	sink := &recSink{}
-	cl, err := Up(ctx, Config{Nodes: 1, Log: testWriter{t}, Sink: sink})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := cl.Down(); err != nil {
-			t.Error(err)
-		}
-	}()
-	cs, err := cl.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, cl, sink, cs := upCluster(t, 1)
 	pod := sidecarPod(cl.Nodes[0].Name)
 	waitRunning(ctx, t, cl, pod)
 	before := len(sink.events())

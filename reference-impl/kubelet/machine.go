@@ -278,11 +278,9 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 		}
 		m.beginTermination(now, reason, grace)
 	case api.InImage:
-		c, err := m.container(in.Container)
-		if err != nil {
+		if _, err := m.container(in.Container); err != nil {
 			return err
 		}
-		_ = c
 		if o.Term.Active || o.Pod.Done {
 			return nil // INV-U1: no spec change takes effect during termination
 		}

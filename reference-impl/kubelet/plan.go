@@ -249,7 +249,7 @@ func (p *planner) planSingleKills() {
 func (p *planner) advanceKill(i int, deadline api.Time, reason api.KillReason) {
 	c := &p.obs.Containers[i]
 	spec := p.spec.At(i)
-	if spec.PreStop && c.PreStop == api.HookNone && p.now < deadline && p.rec(i) != nil && p.rec(i).State == api.StateRunning {
+	if spec.PreStop && c.PreStop == api.HookNone && p.now < deadline && p.running(i) {
 		p.act(api.Action{Kind: api.ActRunPreStop, Container: i, Reason: reason})
 		p.wake(deadline)
 		return
