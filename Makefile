@@ -36,19 +36,26 @@ imports:
 ## then a check that no process, mount, sysctl change or temp dir is left
 ## (hack/e2e.sh; needs root). Builds the Kubernetes binaries once into
 ## ~/.cache/sidebench/k8s/VERSION (7-15 min cold), reuses them afterwards.
-## Then renders a sim run's report.html in headless Chromium (installed from
-## Debian if missing) and checks the screenshot is not blank.
+## Then the kube backend end to end (hack/e2e-kube.sh): scenarios/kube-*.yaml
+## on `--backend kube --provider local` (the local cluster with containerd +
+## runc from Debian, installed if missing; real containers of the agent image),
+## the checker on their histories, the interrupt/SIGINT cleanup tests, and
+## the leftover check. Then renders a sim run's report.html in headless
+## Chromium (installed from Debian if missing) and checks it is not blank.
 e2e: build
 	GO=$(GO) ./hack/e2e.sh
+	GO=$(GO) ./hack/e2e-kube.sh
 	rm -rf $${TMPDIR:-/tmp}/sidebench-report-e2e
 	./bin/sidebench run --quiet --out $${TMPDIR:-/tmp}/sidebench-report-e2e scenarios/policy-comparison.yaml
 	./scripts/screenshot-report.sh $${TMPDIR:-/tmp}/sidebench-report-e2e/report.html
 	rm -rf $${TMPDIR:-/tmp}/sidebench-report-e2e
 
 ## image: the sidebench agent as an OCI layout tarball (no registry, no
-## docker) for kind or `ctr images import` (docs/kube-backend.md).
+## docker) for kind or `ctr images import` (docs/kube-backend.md), with the
+## pod sandbox image of the local containerd tier (`sidebench-agent pause`,
+## same layer; docs/local-backend.md).
 image:
-	$(GO) run ./hack/image -o bin/sidebench-agent.tar -name example.local/sidebench-agent:v1
+	$(GO) run ./hack/image -o bin/sidebench-agent.tar -name example.local/sidebench-agent:v1 -pause-name example.local/sidebench-pause:v1
 
 cover:
 	$(GO) test -cover ./reference-impl/...

@@ -61,9 +61,16 @@ type agent struct {
 	hog     hog
 }
 
+// oomRate is how fast memory grows after an oom trigger: fast enough that a
+// limit of a few hundred MiB is hit within a second or two.
+const oomRate = 512 << 20 // bytes/s
+
+// oomCeiling: an oom trigger with no memory limit in sight stops here.
+const oomCeiling = 8 << 30
+
 // run executes the plan until the process should exit and returns the exit
-// code. sig delivers SIGTERM.
-func (a *agent) run(sig <-chan os.Signal) int {
+// code. sig delivers SIGTERM; oom delivers the oom trigger (SIGUSR1).
+func (a *agent) run(sig <-chan os.Signal, oom <-chan os.Signal) int {
 	p := &a.plan
 	exec := time.Now()
 	a.log.event(evExec, nil, p.String())
@@ -71,7 +78,8 @@ func (a *agent) run(sig <-chan os.Signal) int {
 	for _, f := range []string{fileStarted, fileReady, fileUnhealthy} {
 		_ = os.Remove(a.c.path(f))
 	}
-	_ = writeState(a.c, state{Attempt: a.c.Attempt})
+	pid := os.Getpid()
+	_ = writeState(a.c, state{Attempt: a.c.Attempt, PID: pid})
 
 	growth := a.c.Behavior.MemoryGrowth > 0 && a.c.Behavior.MemoryLimit > 0
 	todo := steps(*p, growth)
@@ -80,6 +88,9 @@ func (a *agent) run(sig <-chan os.Signal) int {
 		memC    <-chan time.Time
 		started time.Time
 		ignored bool
+		// forced: an oom trigger arrived at this time; memory then grows at
+		// oomRate on top of the plan's own growth.
+		forced time.Time
 	)
 	for {
 		var next <-chan time.Time
@@ -96,7 +107,7 @@ func (a *agent) run(sig <-chan os.Signal) int {
 			case evStart:
 				started = time.Now()
 				t := a.log.event(evStart, nil, "")
-				_ = writeState(a.c, state{Attempt: a.c.Attempt, Start: t})
+				_ = writeState(a.c, state{Attempt: a.c.Attempt, Start: t, PID: pid})
 				if growth {
 					tk := time.NewTicker(a.memTick)
 					defer tk.Stop()
@@ -131,10 +142,30 @@ func (a *agent) run(sig <-chan os.Signal) int {
 		case <-termC:
 			a.log.event(evExit, codePtr(p.TermExitCode), "sigterm")
 			return int(p.TermExitCode)
+		case <-oom:
+			if forced.IsZero() {
+				forced = time.Now()
+				a.log.event(evOOMTrigger, nil, "")
+				if memC == nil {
+					tk := time.NewTicker(a.memTick)
+					defer tk.Stop()
+					memC = tk.C
+				}
+			}
 		case <-memC:
-			want := int64(a.c.Behavior.MemoryGrowth * time.Since(started).Seconds())
+			var want int64
+			if growth && !started.IsZero() {
+				want = int64(a.c.Behavior.MemoryGrowth * time.Since(started).Seconds())
+			}
+			if !forced.IsZero() {
+				want += int64(oomRate * time.Since(forced).Seconds())
+			}
 			a.hog.grow(want)
-			if limit := a.c.Behavior.MemoryLimit; a.hog.size >= 2*limit {
+			limit := 2 * a.c.Behavior.MemoryLimit
+			if !growth {
+				limit = oomCeiling
+			}
+			if a.hog.size >= limit {
 				// No memory limit enforced this: say so, and exit as the
 				// OOM killer would have, so a misconfigured run is visible
 				// in the log rather than stuck.

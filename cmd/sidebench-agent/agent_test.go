@@ -156,7 +156,7 @@ func TestRunTimeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := &agent{c: &c, plan: c.plan(), log: l, memTick: time.Millisecond}
-	if code := a.run(nil); code != 3 {
+	if code := a.run(nil, nil); code != 3 {
 		t.Fatalf("exit code %d, want 3", code)
 	}
 	l.close()
@@ -222,7 +222,7 @@ func TestMemoryGrowthWithoutLimit(t *testing.T) {
 	}
 	l, _ := openLog(&c, nowNS)
 	a := &agent{c: &c, plan: c.plan(), log: l, memTick: time.Millisecond}
-	if code := a.run(nil); code != 137 {
+	if code := a.run(nil, nil); code != 137 {
 		t.Fatalf("exit %d, want 137", code)
 	}
 	if a.hog.size < 8000000 {
@@ -353,5 +353,152 @@ func TestUsage(t *testing.T) {
 	out.Reset()
 	if code := realMain([]string{"plan"}, env(e), &out, &errb); code != 0 || !strings.Contains(out.String(), "pod=ns1/web-0 container=proxy attempt=0 seed=42") {
 		t.Errorf("plan: code %d, out %q", code, out.String())
+	}
+}
+
+// TestProbeLogsChanges: the probe command logs a line only when its
+// result differs from the last one logged for the container instance,
+// with the attempt from the main process's state file.
+func TestProbeLogsChanges(t *testing.T) {
+	e := baseEnv(t, `{}`)
+	c, _ := loadConfig(env(e))
+	_ = os.MkdirAll(c.Dir, 0o755)
+	steps := []struct {
+		probe string
+		touch string // file created before the call ("" none)
+		rm    string // file removed before the call
+		code  int
+		want  string // detail of the new line, "" for none
+	}{
+		{"startup", "", "", 1, ""}, // failing as assumed: nothing
+		{"ready", "", "", 1, ""},
+		{"live", "", "", 0, ""}, // passing as assumed
+		{"startup", fileStarted, "", 0, "startup success"},
+		{"startup", "", "", 0, ""},
+		{"ready", fileReady, "", 0, "ready success"},
+		{"ready", forceFailPrefix + "ready", "", 1, "ready failure"},
+		{"ready", "", forceFailPrefix + "ready", 0, "ready success"},
+		{"live", fileUnhealthy, "", 1, "live failure"},
+		{"live", "", "", 1, ""},
+	}
+	// Before the main process wrote its state, nothing is logged (and
+	// nothing remembered).
+	touch(c.path(fileStarted))
+	if code := realMain([]string{"probe", "startup"}, env(e), &bytes.Buffer{}, &bytes.Buffer{}); code != 0 {
+		t.Fatalf("probe exit %d", code)
+	}
+	if _, err := os.Stat(e[envLog]); err == nil {
+		t.Fatal("probe logged before the main process's state existed")
+	}
+	_ = os.Remove(c.path(fileStarted))
+	if err := writeState(&c, state{Attempt: 3}); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i, s := range steps {
+		if s.touch != "" {
+			touch(c.path(s.touch))
+		}
+		if s.rm != "" {
+			_ = os.Remove(c.path(s.rm))
+		}
+		if code := realMain([]string{"probe", s.probe}, env(e), &bytes.Buffer{}, &bytes.Buffer{}); code != s.code {
+			t.Fatalf("step %d: probe %s exit %d, want %d", i, s.probe, code, s.code)
+		}
+		if s.want != "" {
+			want = append(want, s.want)
+		}
+	}
+	var got []string
+	for _, l := range readLog(t, e[envLog]) {
+		if l.Event != evProbe || l.Attempt != 3 {
+			t.Errorf("line %+v, want event probe attempt 3", l)
+		}
+		got = append(got, l.Detail)
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("probe lines %q, want %q", got, want)
+	}
+}
+
+// TestOOMTrigger: `sidebench-agent oom` makes the main process grow its
+// memory; with no memory limit to stop it (as here), the agent gives up at
+// twice the configured limit and says so.
+func TestOOMTrigger(t *testing.T) {
+	e := baseEnv(t, `{"startLatency":"0s","runTime":"never","memoryGrowth":1,"memoryLimit":33554432}`)
+	cmd := startAgent(t, e)
+	if code := realMain([]string{"oom"}, env(e), &bytes.Buffer{}, &bytes.Buffer{}); code != 0 {
+		_ = cmd.Process.Kill()
+		t.Fatalf("oom exit %d", code)
+	}
+	if code := exitCode(t, cmd); code != int(behavior.OOMExitCode) {
+		t.Errorf("exit %d, want %d", code, behavior.OOMExitCode)
+	}
+	if got := events(readLog(t, e[envLog])); got != "exec start started ready oom-trigger oom-not-enforced exit" {
+		t.Errorf("events %q", got)
+	}
+	// Without a main process's state, the trigger fails clearly.
+	var errb bytes.Buffer
+	if code := realMain([]string{"oom"}, env(baseEnv(t, `{}`)), &bytes.Buffer{}, &errb); code != 1 || !strings.Contains(errb.String(), "no main process state") {
+		t.Errorf("oom without state: code %d, stderr %q", code, errb.String())
+	}
+}
+
+// TestWitnessPeerExit: when an agent is SIGKILLed (it cannot log its own
+// exit), another agent of the pod logs peer-exit within milliseconds; an
+// agent started after that death does not report it again.
+func TestWitnessPeerExit(t *testing.T) {
+	e := baseEnv(t, `{"startLatency":"0s","runTime":"never"}`)
+	victim := startAgent(t, e)
+	w := map[string]string{}
+	for k, v := range e {
+		w[k] = v
+	}
+	w[envContainer] = "app"
+	w[envDir] = filepath.Join(filepath.Dir(e[envLog]), "probe-app")
+	witness := startAgent(t, w)
+	defer func() { _ = witness.Process.Kill(); _ = witness.Wait() }()
+	time.Sleep(100 * time.Millisecond) // the witness polls the lock dir every 20ms
+	killed := time.Now().UnixNano()
+	_ = victim.Process.Kill()
+	_ = victim.Wait()
+	var pe Line
+	deadline := time.Now().Add(5 * time.Second)
+	for pe.T == 0 && time.Now().Before(deadline) {
+		for _, l := range readLog(t, e[envLog]) {
+			if l.Event == evPeerExit {
+				pe = l
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if pe.T == 0 {
+		t.Fatal("no peer-exit line after SIGKILL")
+	}
+	if pe.Container != "app" || pe.Detail != "proxy 0" {
+		t.Errorf("peer-exit %+v, want from app about \"proxy 0\"", pe)
+	}
+	if d := time.Duration(pe.T - killed); d < 0 || d > time.Second {
+		t.Errorf("peer-exit %v after the kill", d)
+	}
+	// A later agent skips the dead lock.
+	l3 := map[string]string{}
+	for k, v := range e {
+		l3[k] = v
+	}
+	l3[envContainer] = "worker"
+	l3[envDir] = filepath.Join(filepath.Dir(e[envLog]), "probe-worker")
+	late := startAgent(t, l3)
+	time.Sleep(150 * time.Millisecond)
+	_ = late.Process.Kill()
+	_ = late.Wait()
+	n := 0
+	for _, l := range readLog(t, e[envLog]) {
+		if l.Event == evPeerExit && l.Detail == "proxy 0" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d peer-exit lines for proxy 0, want 1", n)
 	}
 }

@@ -43,6 +43,9 @@ const (
 	// whatever the plan says: the kube backend's ProbeFailure fault creates
 	// and removes it with an exec.
 	forceFailPrefix = "force-fail-"
+	// probePrefix+probe holds the last result the probe command logged
+	// ("success"/"failure"), so that only changes are logged.
+	probePrefix = "probe-"
 )
 
 // config is everything the agent knows about itself.
@@ -136,6 +139,9 @@ func (c *config) path(name string) string { return filepath.Join(c.Dir, name) }
 type state struct {
 	Attempt uint32 `json:"attempt"`
 	Start   int64  `json:"start"` // unix ns of the "start" event; 0 before
+	// PID of the main process, which `sidebench-agent oom` signals (it is
+	// pid 1 unless the pod shares its process namespace).
+	PID int `json:"pid,omitempty"`
 }
 
 func writeState(c *config, s state) error {

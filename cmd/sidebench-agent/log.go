@@ -4,38 +4,35 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
+	"strconv"
 	"sync"
+
+	"github.com/sidebench/sidebench/harness/agentlog"
 )
 
-// Lifecycle events the agent appends to the shared log.
+// Lifecycle events the agent appends to the shared log (harness/agentlog
+// is the contract with the kube backend).
 const (
-	evExec           = "exec"             // the process began (before the start latency)
-	evStart          = "start"            // start latency over: the modelled process start (t0)
-	evStarted        = "started"          // startup probe file created
-	evReady          = "ready"            // readiness probe file created
-	evUnhealthy      = "unhealthy"        // liveness starts failing
-	evSigterm        = "sigterm"          // SIGTERM received
-	evSigtermIgnored = "sigterm-ignored"  // termHandling never: SIGTERM ignored
-	evExit           = "exit"             // about to exit with code (cause in detail)
-	evOOMNotEnforced = "oom-not-enforced" // memory grew to twice the limit and no OOM killer came
-	evPostStartBegin = "poststart-begin"
-	evPostStartEnd   = "poststart-end"
-	evPreStopBegin   = "prestop-begin"
-	evPreStopEnd     = "prestop-end"
+	evExec           = agentlog.Exec
+	evStart          = agentlog.Start
+	evStarted        = agentlog.Started
+	evReady          = agentlog.Ready
+	evUnhealthy      = agentlog.Unhealthy
+	evSigterm        = agentlog.Sigterm
+	evSigtermIgnored = agentlog.SigtermIgnored
+	evExit           = agentlog.Exit
+	evOOMNotEnforced = agentlog.OOMNotEnforced
+	evPostStartBegin = agentlog.PostStartBegin
+	evPostStartEnd   = agentlog.PostStartEnd
+	evPreStopBegin   = agentlog.PreStopBegin
+	evPreStopEnd     = agentlog.PreStopEnd
+	evProbe          = agentlog.Probe
+	evOOMTrigger     = agentlog.OOMTrigger
+	evPeerExit       = agentlog.PeerExit
 )
 
-// Line is one lifecycle line of the shared log (JSON, one per line).
-type Line struct {
-	T         int64  `json:"t"` // unix nanoseconds, the node's wall clock
-	Pod       string `json:"pod"`
-	UID       string `json:"uid,omitempty"`
-	Container string `json:"container"`
-	Attempt   uint32 `json:"attempt"`
-	Event     string `json:"event"`
-	Code      *int32 `json:"code,omitempty"`
-	Detail    string `json:"detail,omitempty"`
-	PID       int    `json:"pid"`
-}
+// Line is one lifecycle line of the shared log.
+type Line = agentlog.Line
 
 // logger appends lines with one O_APPEND write each, so that the
 // containers of a pod sharing one emptyDir file never interleave within a
@@ -45,10 +42,13 @@ type logger struct {
 	f   *os.File
 	now func() int64
 	c   *config
+	// out is where SIDEBENCH_STDOUT mirrors lines: the process's stdout, or
+	// for an exec'd probe or hook the main process's (see mirrorToMain).
+	out *os.File
 }
 
 func openLog(c *config, now func() int64) (*logger, error) {
-	l := &logger{now: now, c: c}
+	l := &logger{now: now, c: c, out: os.Stdout}
 	if c.LogPath == "" {
 		return l, nil
 	}
@@ -74,8 +74,8 @@ func (l *logger) event(ev string, code *int32, detail string) int64 {
 	if l.f != nil {
 		_, _ = l.f.Write(b) // a lost line must not kill the container
 	}
-	if l.c.Stdout {
-		_, _ = os.Stdout.Write(b)
+	if l.c.Stdout && l.out != nil {
+		_, _ = l.out.Write(b)
 	}
 	return t
 }
@@ -83,6 +83,24 @@ func (l *logger) event(ev string, code *int32, detail string) int64 {
 func (l *logger) close() {
 	if l.f != nil {
 		_ = l.f.Close()
+	}
+	if l.out != nil && l.out != os.Stdout {
+		_ = l.out.Close()
+	}
+}
+
+// mirrorToMain points the stdout mirror at the main process's stdout: an
+// exec'd probe or hook's own stdout goes back to the kubelet, not into the
+// container log the kube backend follows, while /proc/PID/fd/1 of the
+// main process is the container log's pipe. Without it (no such process,
+// another pid namespace) the lines stay in the shared file only.
+func (l *logger) mirrorToMain(pid int) {
+	l.out = nil
+	if pid <= 0 || pid == os.Getpid() {
+		return
+	}
+	if f, err := os.OpenFile("/proc/"+strconv.Itoa(pid)+"/fd/1", os.O_WRONLY|os.O_APPEND, 0); err == nil {
+		l.out = f
 	}
 }
 

@@ -12,6 +12,8 @@
 //	sidebench-agent hook poststart|prestop   sleep the drawn hook duration (exec hooks)
 //	sidebench-agent plan                     print the drawn plan and exit
 //	sidebench-agent cat                      copy the shared log to stdout (collection by exec; the image has no shell)
+//	sidebench-agent oom                      make the main process grow its memory until the kernel OOM-kills it
+//	sidebench-agent pause                    block until SIGTERM or SIGINT, exit 0 (the pod sandbox's image)
 //
 // Environment: SIDEBENCH_BEHAVIOR (behavior.Container as JSON),
 // SIDEBENCH_SEED, SIDEBENCH_POD, SIDEBENCH_NAMESPACE, SIDEBENCH_POD_UID,
@@ -25,6 +27,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -85,11 +88,20 @@ func realMain(args []string, getenv func(string) string, stdout, stderr io.Write
 			return 1
 		}
 		return 0
+	case "oom":
+		return triggerOOM(getenv, stderr)
+	case "pause":
+		// The sandbox (pause) container of the containerd tier: the same
+		// binary, so the node needs one imported image and nothing pulled.
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+		<-sig
+		return 0
 	case "-h", "--help", "help":
-		fmt.Fprintln(stdout, "usage: sidebench-agent [run | probe startup|ready|live | hook poststart|prestop | plan | cat [FILE]]")
+		fmt.Fprintln(stdout, "usage: sidebench-agent [run | probe startup|ready|live | hook poststart|prestop | plan | cat [FILE] | oom | pause]")
 		return 0
 	}
-	fmt.Fprintf(stderr, "sidebench-agent: unknown command %q (allowed: run, probe, hook, plan, cat)\n", cmd)
+	fmt.Fprintf(stderr, "sidebench-agent: unknown command %q (allowed: run, probe, hook, plan, cat, oom, pause)\n", cmd)
 	return exitUsage
 }
 
@@ -99,6 +111,8 @@ func runMain(getenv func(string) string, stderr io.Writer) int {
 	// Catch SIGTERM first: the kubelet may send it at any time.
 	sig := make(chan os.Signal, 4)
 	signal.Notify(sig, syscall.SIGTERM)
+	oom := make(chan os.Signal, 1)
+	signal.Notify(oom, syscall.SIGUSR1)
 	c, err := loadConfig(getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "sidebench-agent:", err)
@@ -113,8 +127,41 @@ func runMain(getenv func(string) string, stderr io.Writer) int {
 		return exitConfig
 	}
 	defer l.close()
+	if c.LogPath != "" {
+		// Witness the other containers' deaths (witness.go); a failure
+		// only costs precision, never the container.
+		dir := filepath.Join(filepath.Dir(c.LogPath), "locks")
+		if f, err := holdLock(dir, c.Container, c.Attempt); err == nil {
+			defer f.Close()
+			go witness(dir, lockName(c.Container, c.Attempt), l, 20*time.Millisecond)
+		} else {
+			fmt.Fprintln(stderr, "sidebench-agent: witness lock:", err)
+		}
+	}
 	a := &agent{c: &c, plan: c.plan(), log: l, memTick: 10 * time.Millisecond}
-	return a.run(sig)
+	return a.run(sig, oom)
+}
+
+// triggerOOM signals the main process (SIGUSR1; pid from its state file)
+// to grow its memory until the container's memory limit OOM-kills it: a
+// real kernel OOM kill, injected with an exec (no Chaos Mesh needed). A
+// signal to pid 1 from inside its pid namespace is delivered only because
+// the agent handles it.
+func triggerOOM(getenv func(string) string, stderr io.Writer) int {
+	dir := getenv(envDir)
+	if dir == "" {
+		dir = DefaultDir
+	}
+	st, ok := readState(&config{Dir: dir}, 2*time.Second)
+	if !ok || st.PID <= 0 {
+		fmt.Fprintln(stderr, "sidebench-agent: oom: no main process state in", dir)
+		return 1
+	}
+	if err := syscall.Kill(st.PID, syscall.SIGUSR1); err != nil {
+		fmt.Fprintf(stderr, "sidebench-agent: oom: signal pid %d: %v\n", st.PID, err)
+		return 1
+	}
+	return 0
 }
 
 // probe answers an exec probe from the files the main process maintains.
@@ -141,10 +188,54 @@ func probe(kind string, getenv func(string) string, stderr io.Writer) int {
 	if exists(c.path(forceFailPrefix + kind)) {
 		ok = false
 	}
+	logProbe(kind, ok, getenv)
 	if !ok {
 		return 1
 	}
 	return 0
+}
+
+// logProbe appends a probe line when the result differs from the last one
+// logged for this container instance (the state files live in its own
+// writable layer, so a restarted container starts over). Before any line,
+// startup and readiness count as failing and liveness as passing, so the
+// first startup success, every readiness change and every liveness
+// failure are logged. Failures to log are ignored: the probe's answer is
+// what matters to the kubelet.
+func logProbe(kind string, ok bool, getenv func(string) string) {
+	c, err := loadConfig(getenv)
+	if err != nil || (c.LogPath == "" && !c.Stdout) {
+		return
+	}
+	res := "failure"
+	if ok {
+		res = "success"
+	}
+	last := "failure"
+	if kind == "live" {
+		last = "success"
+	}
+	if b, err := os.ReadFile(c.path(probePrefix + kind)); err == nil {
+		last = string(b)
+	}
+	if res == last {
+		return
+	}
+	st, found := readState(&c, 0)
+	if !found {
+		return // no main process yet: nothing the kubelet can act on
+	}
+	c.Attempt = st.Attempt
+	if err := os.WriteFile(c.path(probePrefix+kind), []byte(res), 0o644); err != nil {
+		return
+	}
+	l, err := openLog(&c, nowNS)
+	if err != nil {
+		return
+	}
+	defer l.close()
+	l.mirrorToMain(st.PID)
+	l.event(evProbe, nil, kind+" "+res)
 }
 
 // hook plays a lifecycle hook: it sleeps the hook duration drawn for the
@@ -167,8 +258,9 @@ func hook(kind string, getenv func(string) string, stderr io.Writer) int {
 	}
 	// The main process records its attempt; a postStart hook may run
 	// before it did, so wait a little for it.
+	mainPID := 0
 	if st, ok := readState(&c, 2*time.Second); ok {
-		c.Attempt = st.Attempt
+		c.Attempt, mainPID = st.Attempt, st.PID
 	} else if !c.AttemptSet {
 		c.Attempt = countAttempts(&c)
 		if c.Attempt > 0 {
@@ -181,6 +273,7 @@ func hook(kind string, getenv func(string) string, stderr io.Writer) int {
 		return exitConfig
 	}
 	defer l.close()
+	l.mirrorToMain(mainPID)
 	p := c.plan()
 	d := p.PostStart
 	if begin == evPreStopBegin {

@@ -1,12 +1,17 @@
 // Command image builds an OCI image layout tarball holding the static
 // sidebench-agent binary, with no registry and no docker:
 //
-//	go run ./hack/image -o out.tar -name example.local/sidebench-agent:v1 [-name ...] [-bin PATH] [-arch amd64]
+//	go run ./hack/image -o out.tar -name example.local/sidebench-agent:v1 [-name ...]
+//	    [-pause-name example.local/sidebench-pause:v1 ...] [-bin PATH] [-arch amd64]
 //
 // The tarball has one uncompressed layer (the binary at /sidebench-agent,
 // plus /tmp and the /sidebench log mount point), a config whose Entrypoint
 // is the agent, a manifest, index.json with one entry per -name carrying
-// the io.containerd.image.name annotation, and oci-layout. Load it with
+// the io.containerd.image.name annotation, and oci-layout. Each
+// -pause-name adds an entry for a second manifest over the same layer
+// whose config runs `/sidebench-agent pause` (block until SIGTERM): the
+// pod sandbox image of the local containerd tier, so that a node needs
+// nothing from a registry. Load it with
 //
 //	ctr -n k8s.io images import out.tar     (containerd; the kubelet's namespace)
 //	kind load image-archive out.tar         (kind)
@@ -47,14 +52,23 @@ func run(args []string, stderr io.Writer) error {
 	out := fs.String("o", "sidebench-agent.tar", "output OCI layout tarball")
 	bin := fs.String("bin", "", "prebuilt static agent binary (default: build ./cmd/sidebench-agent)")
 	arch := fs.String("arch", runtime.GOARCH, "GOARCH of the image")
-	var names []string
-	fs.Func("name", "image name with a tag, e.g. example.local/sidebench-agent:v1 (repeatable)", func(s string) error {
-		if err := checkName(s); err != nil {
-			return err
+	var names, pauseNames []string
+	seen := map[string]bool{}
+	nameFlag := func(list *[]string) func(string) error {
+		return func(s string) error {
+			if err := checkName(s); err != nil {
+				return err
+			}
+			if seen[s] {
+				return fmt.Errorf("image name %q given twice", s)
+			}
+			seen[s] = true
+			*list = append(*list, s)
+			return nil
 		}
-		names = append(names, s)
-		return nil
-	})
+	}
+	fs.Func("name", "image name with a tag, e.g. example.local/sidebench-agent:v1 (repeatable)", nameFlag(&names))
+	fs.Func("pause-name", "name of a pod sandbox (pause) image over the same layer, entrypoint `/sidebench-agent pause`, e.g. example.local/sidebench-pause:v1 (repeatable)", nameFlag(&pauseNames))
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -81,13 +95,13 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 	var buf bytes.Buffer
-	if err := Build(&buf, agent, Options{Names: names, Arch: *arch}); err != nil {
+	if err := Build(&buf, agent, Options{Names: names, PauseNames: pauseNames, Arch: *arch}); err != nil {
 		return err
 	}
 	if err := os.WriteFile(*out, buf.Bytes(), 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "wrote %s (%d bytes) with %s\n", *out, buf.Len(), strings.Join(names, ", "))
+	fmt.Fprintf(stderr, "wrote %s (%d bytes) with %s\n", *out, buf.Len(), strings.Join(append(names, pauseNames...), ", "))
 	return nil
 }
 
@@ -117,6 +131,8 @@ const (
 	AnnotationRefName = "org.opencontainers.image.ref.name"
 	// AgentPath is the agent's path in the image, and the entrypoint.
 	AgentPath = "/sidebench-agent"
+	// PauseCommand is the agent's subcommand the pause image runs.
+	PauseCommand = "pause"
 )
 
 // Descriptor is an OCI content descriptor.
@@ -170,8 +186,12 @@ type History struct {
 
 // Options says what to put in the image.
 type Options struct {
+	// Names are the agent image's names (entrypoint the agent).
 	Names []string
-	Arch  string
+	// PauseNames are the sandbox image's names (entrypoint
+	// `/sidebench-agent pause`, same layer).
+	PauseNames []string
+	Arch       string
 }
 
 // epoch is every timestamp in the image, so the same binary gives the same
@@ -223,29 +243,49 @@ func Build(w io.Writer, agent []byte, o Options) error {
 		return err
 	}
 	created := epoch.Format(time.RFC3339)
-	cfg, err := json.Marshal(Config{
-		Created: created, Architecture: o.Arch, OS: "linux",
-		Config:  ImageConfig{Entrypoint: []string{AgentPath}, Env: []string{"PATH=/"}, WorkingDir: "/"},
-		RootFS:  RootFS{Type: "layers", DiffIDs: []string{digest(layer)}}, // uncompressed: diff ID = layer digest
-		History: []History{{Created: created, CreatedBy: "sidebench hack/image: static sidebench-agent"}},
-	})
+	// image returns the config and manifest of an image of the layer
+	// whose entrypoint is entrypoint.
+	image := func(entrypoint []string, createdBy string) (cfg, man []byte, err error) {
+		cfg, err = json.Marshal(Config{
+			Created: created, Architecture: o.Arch, OS: "linux",
+			Config:  ImageConfig{Entrypoint: entrypoint, Env: []string{"PATH=/"}, WorkingDir: "/"},
+			RootFS:  RootFS{Type: "layers", DiffIDs: []string{digest(layer)}}, // uncompressed: diff ID = layer digest
+			History: []History{{Created: created, CreatedBy: createdBy}},
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		man, err = json.Marshal(Manifest{
+			SchemaVersion: 2, MediaType: MediaTypeManifest,
+			Config: Descriptor{MediaType: MediaTypeConfig, Digest: digest(cfg), Size: int64(len(cfg))},
+			Layers: []Descriptor{{MediaType: MediaTypeLayer, Digest: digest(layer), Size: int64(len(layer))}},
+		})
+		return cfg, man, err
+	}
+	cfg, man, err := image([]string{AgentPath}, "sidebench hack/image: static sidebench-agent")
 	if err != nil {
 		return err
 	}
-	man, err := json.Marshal(Manifest{
-		SchemaVersion: 2, MediaType: MediaTypeManifest,
-		Config: Descriptor{MediaType: MediaTypeConfig, Digest: digest(cfg), Size: int64(len(cfg))},
-		Layers: []Descriptor{{MediaType: MediaTypeLayer, Digest: digest(layer), Size: int64(len(layer))}},
-	})
-	if err != nil {
-		return err
+	// The pause image's blobs are written only when it is named, so a
+	// tarball without -pause-name is byte for byte what it was before.
+	var pauseCfg, pauseMan []byte
+	if len(o.PauseNames) > 0 {
+		if pauseCfg, pauseMan, err = image([]string{AgentPath, PauseCommand}, "sidebench hack/image: sidebench-agent pause (pod sandbox)"); err != nil {
+			return err
+		}
 	}
 	idx := Index{SchemaVersion: 2, MediaType: MediaTypeIndex}
-	for _, n := range o.Names {
-		idx.Manifests = append(idx.Manifests, Descriptor{
-			MediaType: MediaTypeManifest, Digest: digest(man), Size: int64(len(man)),
+	entry := func(m []byte, n string) Descriptor {
+		return Descriptor{
+			MediaType: MediaTypeManifest, Digest: digest(m), Size: int64(len(m)),
 			Annotations: map[string]string{AnnotationContainerdName: n, AnnotationRefName: n[strings.LastIndex(n, ":")+1:]},
-		})
+		}
+	}
+	for _, n := range o.Names {
+		idx.Manifests = append(idx.Manifests, entry(man, n))
+	}
+	for _, n := range o.PauseNames {
+		idx.Manifests = append(idx.Manifests, entry(pauseMan, n))
 	}
 	index, err := json.Marshal(idx)
 	if err != nil {
@@ -272,8 +312,11 @@ func Build(w io.Writer, agent []byte, o Options) error {
 		func() error { return blob(layer) },
 		func() error { return blob(cfg) },
 		func() error { return blob(man) },
-		tw.Close,
 	}
+	if len(o.PauseNames) > 0 {
+		steps = append(steps, func() error { return blob(pauseCfg) }, func() error { return blob(pauseMan) })
+	}
+	steps = append(steps, tw.Close)
 	for _, s := range steps {
 		if err := s(); err != nil {
 			return err

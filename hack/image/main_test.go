@@ -143,3 +143,85 @@ func TestRunWithPrebuiltBinary(t *testing.T) {
 		t.Error("no -name accepted")
 	}
 }
+
+// TestPauseImage: -pause-name entries point at a second manifest over the
+// same layer whose entrypoint is `/sidebench-agent pause`, the agent
+// entries are unchanged, and the tarball stays reproducible.
+func TestPauseImage(t *testing.T) {
+	agent := []byte("\x7fELF not really an agent")
+	o := Options{Names: []string{"example.local/sidebench-agent:v1"}, PauseNames: []string{"example.local/sidebench-pause:v1"}, Arch: "amd64"}
+	var buf bytes.Buffer
+	if err := Build(&buf, agent, o); err != nil {
+		t.Fatal(err)
+	}
+	files, _, _ := readTar(t, buf.Bytes())
+	var idx Index
+	if err := json.Unmarshal(files["index.json"], &idx); err != nil {
+		t.Fatal(err)
+	}
+	if len(idx.Manifests) != 2 {
+		t.Fatalf("index has %d entries, want 2: %+v", len(idx.Manifests), idx)
+	}
+	agentEntry, pauseEntry := idx.Manifests[0], idx.Manifests[1]
+	if pauseEntry.Annotations[AnnotationContainerdName] != "example.local/sidebench-pause:v1" || pauseEntry.Annotations[AnnotationRefName] != "v1" {
+		t.Errorf("pause entry annotations %v", pauseEntry.Annotations)
+	}
+	if pauseEntry.Digest == agentEntry.Digest {
+		t.Fatal("pause entry points at the agent manifest")
+	}
+	var agentMan, pauseMan Manifest
+	if err := json.Unmarshal(blobOf(t, files, agentEntry), &agentMan); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(blobOf(t, files, pauseEntry), &pauseMan); err != nil {
+		t.Fatal(err)
+	}
+	if len(pauseMan.Layers) != 1 || pauseMan.Layers[0].Digest != agentMan.Layers[0].Digest {
+		t.Errorf("pause layers %+v, want the agent's %+v", pauseMan.Layers, agentMan.Layers)
+	}
+	var agentCfg, pauseCfg Config
+	if err := json.Unmarshal(blobOf(t, files, agentMan.Config), &agentCfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(blobOf(t, files, pauseMan.Config), &pauseCfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(pauseCfg.Config.Entrypoint, " "); got != "/sidebench-agent pause" {
+		t.Errorf("pause entrypoint %q", got)
+	}
+	if got := strings.Join(agentCfg.Config.Entrypoint, " "); got != AgentPath {
+		t.Errorf("agent entrypoint %q", got)
+	}
+	if len(pauseCfg.RootFS.DiffIDs) != 1 || pauseCfg.RootFS.DiffIDs[0] != agentMan.Layers[0].Digest {
+		t.Errorf("pause rootfs %+v", pauseCfg.RootFS)
+	}
+	// 2 dirs + layer + 2 configs + 2 manifests + oci-layout + index.json.
+	if n := len(files); n != 7 {
+		t.Errorf("%d regular files, want 7", n)
+	}
+	var again bytes.Buffer
+	_ = Build(&again, agent, o)
+	if !bytes.Equal(buf.Bytes(), again.Bytes()) {
+		t.Error("two builds of the same binary differ")
+	}
+
+	// Through the command line, and a name given twice is refused.
+	dir := t.TempDir()
+	bin, out := filepath.Join(dir, "agent"), filepath.Join(dir, "img.tar")
+	if err := os.WriteFile(bin, agent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	if err := run([]string{"-o", out, "-bin", bin, "-arch", "amd64", "-name", o.Names[0], "-pause-name", o.PauseNames[0]}, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	if b, _ := os.ReadFile(out); !bytes.Equal(b, buf.Bytes()) {
+		t.Error("run -pause-name wrote other bytes than Build")
+	}
+	if err := run([]string{"-o", out, "-bin", bin, "-name", "example.local/x:v1", "-pause-name", "example.local/x:v1"}, &stderr); err == nil {
+		t.Error("the same name as agent and pause image accepted")
+	}
+	if err := run([]string{"-o", out, "-bin", bin, "-name", "example.local/x:v1", "-pause-name", "example.local/pause"}, &stderr); err == nil {
+		t.Error("untagged pause name accepted")
+	}
+}

@@ -3,6 +3,7 @@
 // CRI history to a JSONL file, and tears everything down on SIGINT/SIGTERM.
 //
 //	go run ./hack/localup -nodes 2 -rundir /tmp/sb -history /tmp/sb.jsonl
+//	go run ./hack/localup -runtime containerd -image bin/sidebench-agent.tar -scheduler
 //
 // If this process is SIGKILLed, `go run ./hack/localup -down /tmp/sb`
 // cleans up from the run dir's state file.
@@ -41,6 +42,12 @@ func main() {
 	hist := flag.String("history", "", "write CRI history events (JSONL) here")
 	sched := flag.Bool("scheduler", false, "also run kube-scheduler")
 	down := flag.String("down", "", "tear down the cluster of this run dir (after a crash) and exit")
+	runtime := flag.String("runtime", "", `container runtime: "sidebench" (default, simulated) or "containerd" (real containers; hack/containerd-deps.sh)`)
+	var images []string
+	flag.Func("image", "OCI image tarball to import into every containerd, e.g. bin/sidebench-agent.tar from make image (repeatable)", func(s string) error {
+		images = append(images, s)
+		return nil
+	})
 	flag.Parse()
 	if *down != "" {
 		if err := localcluster.DownDir(*down, os.Stderr); err != nil {
@@ -49,7 +56,7 @@ func main() {
 		}
 		return
 	}
-	cfg := localcluster.Config{Nodes: *nodes, RunDir: *runDir, Log: os.Stderr, Scheduler: *sched, KeepOnExit: true}
+	cfg := localcluster.Config{Nodes: *nodes, RunDir: *runDir, Log: os.Stderr, Scheduler: *sched, KeepOnExit: true, Runtime: *runtime, ImageArchives: images}
 	if *hist != "" {
 		f, err := os.Create(*hist)
 		if err != nil {
@@ -69,6 +76,9 @@ func main() {
 	fmt.Printf("export KUBECONFIG=%s\n# nodes:", cl.Kubeconfig)
 	for _, n := range cl.Nodes {
 		fmt.Printf(" %s", n.Name)
+		if n.RuntimeSocket != "" {
+			fmt.Printf(" (containerd %s)", n.RuntimeSocket)
+		}
 	}
 	fmt.Printf("\n# run dir %s; Ctrl-C tears down\n", cl.RunDir)
 	<-ctx.Done()

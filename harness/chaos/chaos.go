@@ -345,6 +345,12 @@ func ForFault(e Env, spec faults.Spec, index int, hit Hit) ([]Object, error) {
 	return nil, fmt.Errorf("chaos: %s has no builder", spec.Kind) // unreachable: Unsupported covers it
 }
 
+// ListTypes returns an empty object of every kind the builders make, for
+// deleting a run's objects by label (DeleteAllOf) kind by kind.
+func ListTypes() []Object {
+	return []Object{&v1alpha1.PodChaos{}, &v1alpha1.StressChaos{}, &v1alpha1.PhysicalMachineChaos{}}
+}
+
 // AddToScheme registers the Chaos Mesh types (for a controller-runtime
 // client or a codec).
 func AddToScheme(s *runtime.Scheme) error { return v1alpha1.AddToScheme(s) }

@@ -144,8 +144,9 @@ func checkS3(p *Pod, hits []Hit) []Hit {
 // checkS4 decides "readiness does not gate" the only way a history can:
 // the container after a sidecar must start promptly (Slack) once the
 // sidecar is started. A start that waited and came right after the
-// sidecar's Ready=true is an Order hit (readiness was the gate, as in the
-// 2019 design); any other wait is a Timing hit.
+// Ready=true of a sidecar with a readiness probe is an Order hit
+// (readiness was the gate, as in the 2019 design); any other wait is a
+// Timing hit.
 func checkS4(p *Pod, hits []Hit) []Hit {
 	if len(p.Sidecars) == 0 {
 		return hits
@@ -176,7 +177,12 @@ func checkS4(p *Pod, hits []Hit) []Hit {
 				continue
 			}
 			s := &p.Ctrs[who]
-			if r := p.readyTrue(who, g, a.Start()); r != none && p.T(a.Start())-p.T(r) <= slack {
+			// Only a sidecar with a readiness probe has a readiness result
+			// that could gate: without one, its Ready=true is the status
+			// publication of a started container, and a start right after
+			// it says how late the kubelet synced (a real kubelet waits up
+			// to its PLEG relist period, 1 s), not what it waited for.
+			if r := p.readyTrue(who, g, a.Start()); r != none && p.T(a.Start())-p.T(r) <= slack && (s.Spec == nil || s.Spec.Readiness) {
 				hits = append(hits, p.at(a.Start(), g, "%q waited %s after sidecar %q was started, until it became ready: readiness gated the start", p.Ctrs[c].Name, ms(wait), s.Name))
 				continue
 			}

@@ -141,6 +141,9 @@ func startCases() []invCase {
 		{name: "INV-S4/main waited for sidecar readiness (2019 gate)", id: "INV-S4", want: Violation,
 			ev: evs(newPod("rd", specOf("Always", 30, "sidecar:proxy+ready", "main:app")).at(0).created().at(10).sandbox().
 				at(20).req("proxy").running("proxy").started("proxy", true).at(5000).ready("proxy", true).at(5001).up("app"))},
+		{name: "INV-S4/a start right after the Ready of a sidecar without readiness probe is late, not gated", id: "INV-S4", want: Bound,
+			ev: evs(newPod("rd", specOf("Always", 30, "sidecar:proxy", "main:app")).at(0).created().at(10).sandbox().
+				at(20).req("proxy").running("proxy").started("proxy", true).at(5000).ready("proxy", true).at(5001).up("app"))},
 		{name: "INV-S4/main started long after the sidecar was started", id: "INV-S4", want: Bound,
 			ev: evs(newPod("rd", specOf("Always", 30, "sidecar:proxy", "main:app")).at(0).created().at(10).sandbox().
 				at(20).up("proxy").at(5000).up("app"))},

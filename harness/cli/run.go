@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -43,6 +44,8 @@ type runFlags struct {
 	nodes            int
 	keep             bool
 	horizon          time.Duration
+	kube             kubeOptions
+	nodesSet         bool // --nodes given (the kube provider's default is 1)
 }
 
 func (f *runFlags) register(cmd *cobra.Command) {
@@ -99,6 +102,13 @@ backend has findings and another has none; the table is also written to
 OUT/differential.md. The exit code follows the rules below over all
 backends.
 
+Kube backend: --backend kube runs on the cluster of --kubeconfig/--context
+(every container runs sidebench-agent, --image; build it with make image),
+or on one it creates with --provider local (sidebench's local cluster with
+containerd; root) or --provider kind, loading --image-archive. Each trial
+gets a namespace labelled sidebench.dev/run, deleted at the end, also after
+Ctrl-C. Faults it cannot inject are listed after the table, never counted.
+
 Criteria (a scenario's criteria:) apply to its first policy, or to
 criteria.policies; baselines such as none are measured, not judged.
 
@@ -116,6 +126,7 @@ func newRunCommand(streams IOStreams) *cobra.Command {
 		Long:  runLong,
 		Args:  atLeastOne("scenario file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.nodesSet = cmd.Flags().Changed("nodes")
 			return runRun(cmd.Context(), streams, f, args)
 		},
 	}
@@ -123,9 +134,10 @@ func newRunCommand(streams IOStreams) *cobra.Command {
 	cmd.Flags().Lookup("backend").Usage += "; a list such as sim,local is a differential run"
 	cmd.Flags().StringVar(&f.out, "out", "", "run directory (default reports/runs/<UTC timestamp>-<scenario>; with several scenarios, DIR/<scenario>)")
 	cmd.Flags().BoolVar(&f.includeLarge, "include-large", false, "also run scenarios tagged large")
-	cmd.Flags().IntVar(&f.nodes, "nodes", 3, "local backend: number of kubelets")
+	cmd.Flags().IntVar(&f.nodes, "nodes", 3, "local backend (and kube --provider local): number of kubelets")
 	cmd.Flags().BoolVar(&f.keep, "keep", false, "local backend: leave the cluster up at the end ('sidebench cluster down' removes it)")
-	cmd.Flags().DurationVar(&f.horizon, "horizon", 0, "local backend: cap every trial at this wall-clock duration (default: the scenario's horizon, at most 10m)")
+	cmd.Flags().DurationVar(&f.horizon, "horizon", 0, "local and kube backends: cap every trial at this wall-clock duration (default: the scenario's horizon, at most 10m)")
+	f.kube.register(cmd)
 	return cmd
 }
 
@@ -192,8 +204,17 @@ func runRun(ctx context.Context, streams IOStreams, f *runFlags, files []string)
 		return usageErr("--nodes must be >= 1")
 	}
 	localOpts = localOptions{nodes: f.nodes, keep: f.keep, horizon: f.horizon, log: streams.ErrOut}
+	kubeOpts = f.kube
+	kubeOpts.nodes, kubeOpts.horizon, kubeOpts.log = f.nodes, f.horizon, streams.ErrOut
+	if kubeOpts.kubeconfig == "" {
+		kubeOpts.kubeconfig = scenarioKubeconfig(todo)
+	}
+	if !f.nodesSet {
+		kubeOpts.nodes = 1
+	}
 	if f.quiet {
 		localOpts.log = nil
+		kubeOpts.log = nil
 	}
 	var policies []string
 	for _, s := range todo {
@@ -338,7 +359,7 @@ func runOnBackend(ctx context.Context, streams IOStreams, f *runFlags, todo []*s
 					keep = append(keep, t)
 				} else if !skipped[t.Policy] {
 					skipped[t.Policy] = true
-					fmt.Fprintf(streams.ErrOut, "sidebench: %s: policy %s skipped: --backend %s runs the real kubelet (kep753 and its Kubernetes gates only)\n", s.Metadata.Name, t.Policy, name)
+					fmt.Fprintf(streams.ErrOut, "sidebench: %s: policy %s skipped: --backend %s runs real kubelets, which do not implement it\n", s.Metadata.Name, t.Policy, name)
 				}
 			}
 			trials = keep
@@ -380,6 +401,7 @@ func runOnBackend(ctx context.Context, streams IOStreams, f *runFlags, todo []*s
 		} else if serr != nil {
 			return res, asInternal(serr)
 		}
+		reportUnappliedFaults(streams.ErrOut, name, sum.Rows)
 		res.rows = append(res.rows, sum.Rows...)
 		res.pass = res.pass && sum.Pass
 		res.partial = res.partial || sum.Partial
@@ -394,4 +416,43 @@ func asInternal(err error) error {
 		return err
 	}
 	return &exitError{code: ExitInternal, err: err}
+}
+
+// reportUnappliedFaults says, per scenario × policy, which fault firings
+// the backend could not inject and why: they are never counted as applied,
+// and a reader of the result table must know the faults it claims to
+// cover did not all happen.
+func reportUnappliedFaults(w io.Writer, backend string, rows []row) {
+	for _, r := range rows {
+		kinds := make([]string, 0, len(r.Faults))
+		for k := range r.Faults {
+			kinds = append(kinds, k)
+		}
+		sort.Strings(kinds)
+		for _, k := range kinds {
+			c := r.Faults[k]
+			if c.NotApplied == 0 {
+				continue
+			}
+			fmt.Fprintf(w, "sidebench: %s/%s on %s: fault %s: %d applied, %d NOT applied: %s\n",
+				r.Scenario, r.Policy, backend, k, c.Applied, c.NotApplied, strings.Join(c.Reasons, "; "))
+		}
+	}
+}
+
+// scenarioKubeconfig is the kubeconfig the scenarios name
+// (backend.kube.kubeconfig) when they all name the same one, else "".
+func scenarioKubeconfig(todo []*scenario.Scenario) string {
+	kc := ""
+	for _, s := range todo {
+		k := ""
+		if s.Backend.Kube != nil {
+			k = s.Backend.Kube.Kubeconfig
+		}
+		if k == "" || (kc != "" && k != kc) {
+			return ""
+		}
+		kc = k
+	}
+	return kc
 }

@@ -12,12 +12,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/sidebench/sidebench/harness/backend/kube"
 	"github.com/sidebench/sidebench/harness/check"
 	"github.com/sidebench/sidebench/harness/history"
 	"github.com/sidebench/sidebench/harness/metrics"
@@ -48,7 +50,12 @@ func defaultBackend(name string) (Backend, error) {
 	case "local":
 		return newLocalBackend(localOpts), nil
 	case "kube":
-		return nil, usageErr("--backend %s: not implemented yet (available: sim, local)", name)
+		if kubeOpts.provider == "" {
+			if err := kube.CheckConfig(kubeOpts.kubeconfig, kubeOpts.context); err != nil {
+				return nil, usageErr("--backend kube: %v", err)
+			}
+		}
+		return newKubeBackend(kubeOpts), nil
 	}
 	return nil, usageErr("--backend %q: unknown backend (allowed: sim, local, kube)", name)
 }
@@ -145,6 +152,56 @@ type journalEntry struct {
 	// summed over trials, also after a resume).
 	Rows   []check.Row  `json:"rows,omitempty"`
 	Matrix []check.Cell `json:"matrix,omitempty"`
+	// Faults tallies the trial's fault firings by catalogue name.
+	Faults map[string]*faultCount `json:"faults,omitempty"`
+}
+
+// faultCount is how many firings of one fault kind took effect and how
+// many could not (with their first distinct reasons): a backend that
+// cannot inject a fault says so, and the run summary shows it.
+type faultCount struct {
+	Applied    int      `json:"applied"`
+	NotApplied int      `json:"notApplied,omitempty"`
+	Reasons    []string `json:"reasons,omitempty"`
+}
+
+// maxFaultReasons bounds the distinct reasons kept per fault kind.
+const maxFaultReasons = 3
+
+func (c *faultCount) add(o *faultCount) {
+	c.Applied += o.Applied
+	c.NotApplied += o.NotApplied
+	for _, r := range o.Reasons {
+		c.reason(r)
+	}
+}
+
+func (c *faultCount) reason(r string) {
+	if len(c.Reasons) < maxFaultReasons && !slices.Contains(c.Reasons, r) {
+		c.Reasons = append(c.Reasons, r)
+	}
+}
+
+// faultTally counts fault.effect and fault.not-applied events of a
+// history as it streams by.
+type faultTally map[string]*faultCount
+
+func (t faultTally) Write(e *history.Event) error {
+	if e.Kind != history.FaultEffect && e.Kind != history.FaultNotApplied {
+		return nil
+	}
+	c := t[e.Fault]
+	if c == nil {
+		c = &faultCount{}
+		t[e.Fault] = c
+	}
+	if e.Kind == history.FaultEffect {
+		c.Applied++
+	} else {
+		c.NotApplied++
+		c.reason(e.Msg)
+	}
+	return nil
 }
 
 // rowState aggregates one scenario × policy.
@@ -165,6 +222,7 @@ type rowState struct {
 	matrix        map[[2]string]*check.Cell
 	matrixOrder   [][2]string
 	findings      []render.Finding // the first maxReportFindings
+	faults        map[string]*faultCount
 }
 
 type rssSample struct {
@@ -385,6 +443,7 @@ type trialOut struct {
 	degradations  int
 	startup       []float64
 	partial       bool
+	faults        faultTally
 	records       []metrics.Record
 	rows          []check.Row
 	matrix        []check.Cell
@@ -417,7 +476,8 @@ func (rd *runDir) runTrial(ctx context.Context, be Backend, t scenario.Trial, ch
 	})
 	// Encoding, partitioning, checking and measuring run on their own
 	// goroutine beside the backend (a sim trial is single-threaded).
-	async := history.NewAsyncSink(teeSink{hw, part}, 0)
+	tally := faultTally{}
+	async := history.NewAsyncSink(teeSink{hw, part, tally}, 0)
 	stats, runErr := be.RunTrial(ctx, t, async)
 	perr := async.Close()
 	if cerr := part.Close(); perr == nil {
@@ -441,6 +501,9 @@ func (rd *runDir) runTrial(ctx context.Context, be Backend, t scenario.Trial, ch
 	}
 	out.pods = podsBuf.Bytes()
 	out.partial = stats.Partial
+	if len(tally) > 0 {
+		out.faults = tally
+	}
 	out.violations = rep.Violations()
 	out.violatingPods = rep.ViolatingPods
 	for _, row := range rep.Rows {
@@ -532,7 +595,7 @@ func (rd *runDir) commit(o *trialOut) error {
 		Pods: o.podCount, Violations: o.violations, ViolatingPods: o.violatingPods, Degradations: o.degradations, Partial: o.partial,
 		History: rd.offsets.History + hn, PodsBytes: rd.offsets.PodsBytes + int64(len(o.pods)),
 		FindingBytes: rd.offsets.FindingBytes + int64(len(o.findings)),
-		Rows:         o.rows, Matrix: o.matrix,
+		Rows:         o.rows, Matrix: o.matrix, Faults: o.faults,
 	}
 	b, _ := json.Marshal(e)
 	if _, err := rd.journal.Write(append(b, '\n')); err != nil {
@@ -563,6 +626,17 @@ func (rd *runDir) apply(e *journalEntry, o *trialOut) {
 		rd.partial = true
 	}
 	r.Pods += e.Pods
+	for k, c := range e.Faults {
+		if r.faults == nil {
+			r.faults = map[string]*faultCount{}
+		}
+		acc := r.faults[k]
+		if acc == nil {
+			acc = &faultCount{}
+			r.faults[k] = acc
+		}
+		acc.add(c)
+	}
 	r.Violations += e.Violations
 	r.ViolatingPods += e.ViolatingPods
 	r.Degradations += e.Degradations
@@ -725,6 +799,8 @@ type row struct {
 	Degradations  int          `json:"degradations"`
 	PodStartupMs  percentiles  `json:"podStartupMs"`
 	Criteria      criteriaEval `json:"criteria"`
+	// Faults: firings applied and not applied per fault kind.
+	Faults map[string]*faultCount `json:"faults,omitempty"`
 }
 
 type percentiles struct {
@@ -779,6 +855,14 @@ func (rd *runDir) summary() summary {
 			Violations: r.Violations, Degradations: r.Degradations,
 			PodStartupMs: percentiles{N: len(st), P50: nearestRank(st, 50), P90: nearestRank(st, 90), P99: nearestRank(st, 99)}}
 		out.Criteria = evalCriteria(r, out.PodStartupMs)
+		for k, c := range r.faults {
+			if out.Faults == nil {
+				out.Faults = map[string]*faultCount{}
+			}
+			cc := *c
+			cc.Reasons = slices.Clone(c.Reasons)
+			out.Faults[k] = &cc
+		}
 		if out.Criteria.Applies && !out.Criteria.Pass {
 			s.Pass = false
 		}

@@ -1,7 +1,8 @@
 // Package localcluster builds (once, cached by version) and runs a local
 // Kubernetes control plane and kubelets on loopback: etcd, kube-apiserver
 // and N real kubelets, each on its own sidebench CRI server
-// (harness/cri). See docs/local-backend.md.
+// (harness/cri), or, with Config.Runtime "containerd", each on its own
+// real containerd + runc. See docs/local-backend.md.
 package localcluster
 
 import (

@@ -2,7 +2,9 @@ package localcluster
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -59,6 +61,18 @@ type Config struct {
 	// kube-apiserver and every kubelet (e.g.
 	// "ContainerRestartRules=true,RestartAllContainersOnContainerExits=true").
 	FeatureGates string
+	// Runtime is the container runtime of every node: "" or
+	// RuntimeSidebench (sidebench's in-process CRI server, simulated
+	// containers) or RuntimeContainerd (a real containerd + runc per node
+	// from the host's packages; see docs/local-backend.md, "containerd
+	// tier").
+	Runtime string
+	// ImageArchives are OCI layout tarballs (hack/image) imported into
+	// every node's containerd before its kubelet starts (containerd only).
+	ImageArchives []string
+	// SandboxImage is the pod sandbox image of the containerd runtime; it
+	// must be in ImageArchives (default DefaultSandboxImage).
+	SandboxImage string
 }
 
 // Node is one kubelet and its CRI server.
@@ -66,13 +80,20 @@ type Node struct {
 	// Name is the node name: a loopback address (127.0.0.2, 127.0.0.3,
 	// ...), so the kubelet's node address is loopback and it resolves no
 	// host name.
-	Name      string
-	RootDir   string
+	Name    string
+	RootDir string
+	// CRISocket is the socket the kubelet talks CRI to: the in-process
+	// server's, or containerd's (then equal to RuntimeSocket).
 	CRISocket string
-	// KubeletPort and HealthzPort are on 127.0.0.1.
+	// RuntimeSocket is the node's containerd socket (for ctr -a, crictl
+	// -r); empty with sidebench's CRI server.
+	RuntimeSocket string
+	// KubeletPort is on 127.0.0.1 (sidebench's CRI server) or on the
+	// node's own address, Name (containerd, so that the apiserver reaches
+	// it for logs and exec); HealthzPort is on 127.0.0.1.
 	KubeletPort int
 	HealthzPort int
-	// Runtime is the node's in-process CRI server.
+	// Runtime is the node's in-process CRI server (nil with containerd).
 	Runtime *cri.Server
 	Log     string
 
@@ -84,7 +105,10 @@ type Timings struct {
 	Build          time.Duration
 	EtcdReady      time.Duration
 	APIServerReady time.Duration
-	NodesReady     time.Duration
+	// RuntimesReady: every node's containerd serves CRI with the images
+	// imported (containerd runtime only; 0 otherwise).
+	RuntimesReady time.Duration
+	NodesReady    time.Duration
 }
 
 // Cluster is a running local cluster.
@@ -103,6 +127,8 @@ type Cluster struct {
 	mu     sync.Mutex
 	exited map[int]<-chan struct{}
 	downed bool
+	// upStart is when Up began (Timings are measured from it).
+	upStart time.Time
 }
 
 func freePort() (int, error) {
@@ -168,13 +194,20 @@ func Up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("localcluster: the kubelet needs root")
 	}
+	if err := checkRuntimeConfig(&cfg); err != nil {
+		return nil, err
+	}
 	var bins Binaries
 	if cfg.Binaries != nil {
 		bins = *cfg.Binaries
 	} else if bins, err = Build(ctx, cfg.Version, cfg.CacheDir, cfg.Log); err != nil {
 		return nil, err
 	}
-	st := &State{RunDir: cfg.RunDir}
+	clusterID, err := randomHex(3)
+	if err != nil {
+		return nil, err
+	}
+	st := &State{RunDir: cfg.RunDir, ID: clusterID}
 	if st.RunDir == "" {
 		if st.RunDir, err = os.MkdirTemp("", "sidebench-local-"); err != nil {
 			return nil, err
@@ -183,10 +216,17 @@ func Up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	} else if st.RunDir, err = filepath.Abs(st.RunDir); err != nil {
 		return nil, err
 	}
-	c := &Cluster{RunDir: st.RunDir, Binaries: bins, log: cfg.Log, cfg: cfg, state: st, exited: map[int]<-chan struct{}{}}
+	c := &Cluster{RunDir: st.RunDir, Binaries: bins, log: cfg.Log, cfg: cfg, state: st, exited: map[int]<-chan struct{}{}, upStart: t0}
 	c.Timings.Build = time.Since(t0)
 	defer func() {
 		if err != nil {
+			// The error names a log in the run dir, which Down removes
+			// when Up created it: keep the logs.
+			if st.RemoveRunDir {
+				if kept, kerr := keepLogs(st.RunDir); kerr == nil {
+					err = fmt.Errorf("%w (the run dir's logs/ is kept as %s)", err, kept)
+				}
+			}
 			if derr := c.Down(); derr != nil {
 				err = errors.Join(err, derr)
 			}
@@ -219,6 +259,11 @@ func Up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		users = append(users, tokenUser{nodeTokens[i], "system:node:" + NodeName(i), "node-uid-" + strconv.Itoa(i), []string{"system:nodes"}})
 	}
 	if err := writeTokenFile(filepath.Join(pki, "tokens.csv"), users); err != nil {
+		return nil, err
+	}
+	// The apiserver's client certificate for the kubelets' API (logs,
+	// exec, port-forward); only the containerd runtime's kubelets trust it.
+	if err := writeKubeletClientPKI(filepath.Join(pki, kubeletClientCA), filepath.Join(pki, "apiserver-kubelet-client.crt"), filepath.Join(pki, "apiserver-kubelet-client.key")); err != nil {
 		return nil, err
 	}
 
@@ -261,6 +306,8 @@ func Up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		"--service-cluster-ip-range=10.96.0.0/24",
 		"--endpoint-reconciler-type=none",
 		"--profiling=false",
+		"--kubelet-client-certificate=" + filepath.Join(pki, "apiserver-kubelet-client.crt"),
+		"--kubelet-client-key=" + filepath.Join(pki, "apiserver-kubelet-client.key"),
 	}
 	apiArgs = append(apiArgs, featureGateArgs(cfg.FeatureGates)...)
 	if err := c.start(cfg, "kube-apiserver", bins.APIServer, apiArgs...); err != nil {
@@ -305,12 +352,17 @@ func Up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			st.HostPaths = append(st.HostPaths, p)
 		}
 	}
+	if cfg.Runtime == RuntimeContainerd {
+		if err := c.recordContainerdHostState(); err != nil {
+			return nil, err
+		}
+	}
 	if err := st.save(); err != nil {
 		return nil, err
 	}
 	sink := cri.SerialSink(cfg.Sink)
 	for i := 0; i < cfg.Nodes; i++ {
-		if _, err := c.startNode(cfg, i, nodeTokens[i], sink); err != nil {
+		if _, err := c.startNode(ctx, cfg, i, nodeTokens[i], sink); err != nil {
 			return nil, err
 		}
 	}
@@ -320,6 +372,20 @@ func Up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	c.Timings.NodesReady = time.Since(t0)
 	fmt.Fprintf(cfg.Log, "localcluster: %d node(s) Ready after %s (run dir %s)\n", len(c.Nodes), c.Timings.NodesReady.Round(time.Millisecond), st.RunDir)
 	return c, nil
+}
+
+// keepLogs moves runDir/logs to a new temporary directory (the processes
+// still writing keep their open files) and returns its path.
+func keepLogs(runDir string) (string, error) {
+	dst, err := os.MkdirTemp(filepath.Dir(runDir), "sidebench-failed-logs-")
+	if err != nil {
+		return "", err
+	}
+	if err := os.Rename(filepath.Join(runDir, "logs"), filepath.Join(dst, "logs")); err != nil {
+		os.Remove(dst)
+		return "", err
+	}
+	return filepath.Join(dst, "logs"), nil
 }
 
 func (c *Cluster) logPath(name string) string { return filepath.Join(c.RunDir, "logs", name+".log") }
@@ -353,10 +419,16 @@ func (c *Cluster) start(cfg Config, name, bin string, args ...string) error {
 	return err
 }
 
-func (c *Cluster) startNode(cfg Config, i int, token string, sink history.Sink) (*Node, error) {
+// startNode starts node i: its runtime (in-process CRI server, or
+// containerd with the images imported), then its kubelet.
+func (c *Cluster) startNode(ctx context.Context, cfg Config, i int, token string, sink history.Sink) (*Node, error) {
 	name := NodeName(i)
 	dir := filepath.Join(c.RunDir, "nodes", name)
 	n := &Node{Name: name, RootDir: filepath.Join(dir, "root"), CRISocket: filepath.Join(dir, "cri.sock")}
+	if cfg.Runtime == RuntimeContainerd {
+		n.RuntimeSocket = containerdNode(c.RunDir, c.state.ID, i).Socket
+		n.CRISocket = n.RuntimeSocket
+	}
 	if len(n.CRISocket) > 100 {
 		return nil, fmt.Errorf("localcluster: socket path %s is too long for a unix socket; use a shorter RunDir", n.CRISocket)
 	}
@@ -377,21 +449,35 @@ func (c *Cluster) startNode(cfg Config, i int, token string, sink history.Sink) 
 		return nil, err
 	}
 	n.KubeletPort, n.HealthzPort = ports[0], ports[1]
-	n.Runtime = cri.New(cri.Config{
-		Node: name, Sink: sink, FsMountpoint: n.RootDir,
-		// Loopback pod IPs, a /24 per node: 127.100.0.0/24, 127.100.1.0/24, ...
-		PodCIDR: fmt.Sprintf("127.%d.%d.0/24", 100+i/256, i%256),
-	})
-	if err := n.Runtime.ListenAndServe(n.CRISocket); err != nil {
-		return nil, err
+	kcfg := kubeletConfig(n, filepath.Join(dir, "pod-logs"), cfg.MaxPods)
+	if cfg.Runtime == RuntimeContainerd {
+		c.Nodes = append(c.Nodes, n) // its containerd is a recorded process: Down stops it
+		r, err := c.containerdNodeOf(i)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.setUpContainerd(ctx, r); err != nil {
+			return nil, err
+		}
+		c.Timings.RuntimesReady = time.Since(c.upStart)
+		kcfg = kubeletConfigContainerd(n, filepath.Join(dir, "pod-logs"), cfg.MaxPods, filepath.Join(c.RunDir, "pki", kubeletClientCA))
+	} else {
+		n.Runtime = cri.New(cri.Config{
+			Node: name, Sink: sink, FsMountpoint: n.RootDir,
+			// Loopback pod IPs, a /24 per node: 127.100.0.0/24, 127.100.1.0/24, ...
+			PodCIDR: fmt.Sprintf("127.%d.%d.0/24", 100+i/256, i%256),
+		})
+		if err := n.Runtime.ListenAndServe(n.CRISocket); err != nil {
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, n) // from here on, Down closes its runtime
 	}
-	c.Nodes = append(c.Nodes, n) // from here on, Down closes its runtime
 	kc := filepath.Join(dir, "kubelet.kubeconfig")
 	if err := writeKubeconfig(kc, c.Server, "system:node:"+name, token); err != nil {
 		return nil, err
 	}
 	conf := filepath.Join(dir, "kubelet-config.yaml")
-	if err := os.WriteFile(conf, []byte(kubeletConfig(n, filepath.Join(dir, "pod-logs"), cfg.MaxPods)), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(kcfg), 0o644); err != nil {
 		return nil, err
 	}
 	n.Log = c.logPath("kubelet-" + name)
@@ -420,35 +506,43 @@ func (c *Cluster) proc(name string) (Proc, bool) {
 }
 
 // KillKubelet SIGKILLs node i's kubelet and waits until it is gone. Its
-// CRI server keeps running with every container, as a container runtime
-// outlives a crashed kubelet.
+// runtime (CRI server or containerd) keeps running with every container,
+// as a container runtime outlives a crashed kubelet.
 func (c *Cluster) KillKubelet(i int) error {
+	if i < 0 || i >= len(c.Nodes) {
+		return fmt.Errorf("localcluster: no node %d (%d nodes)", i, len(c.Nodes))
+	}
 	n := c.Nodes[i]
-	p, ok := c.proc("kubelet-" + n.Name)
+	return c.killProc("kubelet-"+n.Name, "kubelet of "+n.Name)
+}
+
+// killProc SIGKILLs the recorded process name (what describes it in
+// errors) and waits until it is gone.
+func (c *Cluster) killProc(name, what string) error {
+	p, ok := c.proc(name)
 	if !ok || !p.Alive() {
-		return fmt.Errorf("localcluster: kubelet of %s is not running", n.Name)
+		return fmt.Errorf("localcluster: %s is not running", what)
 	}
 	if err := syscall.Kill(p.PID, syscall.SIGKILL); err != nil {
-		return err
+		return fmt.Errorf("localcluster: kill %s (pid %d): %w", what, p.PID, err)
 	}
 	c.mu.Lock()
 	exited := c.exited[p.PID]
 	c.mu.Unlock()
 	if !waitGone(p, 10*time.Second, exited) {
-		return fmt.Errorf("localcluster: kubelet of %s (pid %d) survived SIGKILL", n.Name, p.PID)
+		return fmt.Errorf("localcluster: %s (pid %d) survived SIGKILL", what, p.PID)
 	}
 	return nil
 }
 
-// StartKubelet starts node i's kubelet again (after KillKubelet) with the
-// same flags, root dir and CRI socket, and waits until its /healthz answers.
-func (c *Cluster) StartKubelet(ctx context.Context, i int) error {
-	n := c.Nodes[i]
-	name := "kubelet-" + n.Name
+// forgetDead drops the record of the process name before it is started
+// again; it fails if that process still runs.
+func (c *Cluster) forgetDead(name, what string) error {
 	if p, ok := c.proc(name); ok && p.Alive() {
-		return fmt.Errorf("localcluster: kubelet of %s is already running (pid %d)", n.Name, p.PID)
+		return fmt.Errorf("localcluster: %s is already running (pid %d)", what, p.PID)
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	procs := c.state.Procs[:0]
 	for _, p := range c.state.Procs {
 		if p.Name != name {
@@ -456,11 +550,27 @@ func (c *Cluster) StartKubelet(ctx context.Context, i int) error {
 		}
 	}
 	c.state.Procs = procs
-	c.mu.Unlock()
+	return nil
+}
+
+// StartKubelet starts node i's kubelet again (after KillKubelet) with the
+// same flags, root dir and CRI socket, and waits until its /healthz answers.
+func (c *Cluster) StartKubelet(ctx context.Context, i int) error {
+	if i < 0 || i >= len(c.Nodes) {
+		return fmt.Errorf("localcluster: no node %d (%d nodes)", i, len(c.Nodes))
+	}
+	n := c.Nodes[i]
+	name := "kubelet-" + n.Name
+	if err := c.forgetDead(name, "kubelet of "+n.Name); err != nil {
+		return err
+	}
 	if err := c.start(c.cfg, name, c.Binaries.Kubelet, n.kubeletArgs...); err != nil {
 		return err
 	}
-	return waitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/healthz", n.HealthzPort), "", 60*time.Second)
+	if err := waitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/healthz", n.HealthzPort), "", 60*time.Second); err != nil {
+		return fmt.Errorf("localcluster: kubelet of %s not healthy: %w (log %s)", n.Name, err, n.Log)
+	}
+	return nil
 }
 
 // WaitNodesReady waits until every node reports Ready.
@@ -480,19 +590,40 @@ func (c *Cluster) WaitNodesReady(ctx context.Context, within time.Duration) erro
 var kubeletHostPaths = []string{"/var/lib/kubelet", "/var/log/containers", "/run/mount"}
 
 // kubeletConfig is REAL-KUBELET.md's verified configuration, with
-// anonymous access off: nothing reaches the kubelet's API in sidebench
-// (no logs/exec), and it binds 127.0.0.1 only.
+// anonymous access off: nothing reaches the kubelet's API with sidebench's
+// CRI server (no logs/exec), and it binds 127.0.0.1 only.
 func kubeletConfig(n *Node, podLogs string, maxPods int) string {
+	return kubeletConfigWith(n, podLogs, maxPods, "127.0.0.1", "")
+}
+
+// kubeletConfigContainerd is kubeletConfig for a node on containerd,
+// where `kubectl logs/exec` must work: the apiserver dials the node's
+// address, which is its name (127.0.0.x, REAL-KUBELET.md item 4), so the
+// kubelet API binds that loopback address; it authenticates the
+// apiserver's client certificate against clientCA (anonymous access
+// stays off). Image garbage collection is off: the imported images cannot
+// be pulled again, and containerd 1.6 does not pin them.
+func kubeletConfigContainerd(n *Node, podLogs string, maxPods int, clientCA string) string {
+	return kubeletConfigWith(n, podLogs, maxPods, n.Name, clientCA) + `imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+`
+}
+
+func kubeletConfigWith(n *Node, podLogs string, maxPods int, address, clientCA string) string {
+	x509 := ""
+	if clientCA != "" {
+		x509 = "\n  x509: {clientCAFile: " + clientCA + "}"
+	}
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: 127.0.0.1
+address: %s
 port: %d
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
 healthzPort: %d
 authentication:
   anonymous: {enabled: false}
-  webhook: {enabled: false}
+  webhook: {enabled: false}%s
 authorization: {mode: AlwaysAllow}
 cgroupDriver: cgroupfs
 cgroupsPerQOS: false
@@ -505,7 +636,77 @@ registerNode: true
 maxPods: %d
 serializeImagePulls: false
 volumePluginDir: %s
-`, n.KubeletPort, n.HealthzPort, n.CRISocket, podLogs, maxPods, filepath.Join(filepath.Dir(n.RootDir), "volume-plugins"))
+`, address, n.KubeletPort, n.HealthzPort, x509, n.CRISocket, podLogs, maxPods, filepath.Join(filepath.Dir(n.RootDir), "volume-plugins"))
+}
+
+// kubeletClientCA is the file name, in the run dir's pki/, of the CA the
+// containerd runtime's kubelets trust for client certificates.
+const kubeletClientCA = "kubelet-client-ca.crt"
+
+// checkRuntimeConfig validates cfg's runtime fields and fills defaults:
+// an unknown runtime or a missing host dependency fails before anything
+// starts.
+func checkRuntimeConfig(cfg *Config) error {
+	switch cfg.Runtime {
+	case "", RuntimeSidebench:
+		if len(cfg.ImageArchives) > 0 {
+			return fmt.Errorf("localcluster: ImageArchives need Runtime %q (sidebench's CRI server runs no images)", RuntimeContainerd)
+		}
+		return nil
+	case RuntimeContainerd:
+	default:
+		return fmt.Errorf("localcluster: unknown runtime %q (want %q or %q)", cfg.Runtime, RuntimeSidebench, RuntimeContainerd)
+	}
+	if err := checkContainerdDeps(); err != nil {
+		return err
+	}
+	if cfg.Nodes > maxContainerdNodes {
+		return fmt.Errorf("localcluster: runtime %q supports at most %d nodes (pod subnets 10.244.100-255.0/24)", RuntimeContainerd, maxContainerdNodes)
+	}
+	if cfg.SandboxImage == "" {
+		cfg.SandboxImage = DefaultSandboxImage
+	}
+	archives := make([]string, len(cfg.ImageArchives))
+	for i, a := range cfg.ImageArchives {
+		abs, err := filepath.Abs(a)
+		if err != nil {
+			return err
+		}
+		if st, err := os.Stat(abs); err != nil || !st.Mode().IsRegular() {
+			return fmt.Errorf("localcluster: image archive %s: not a readable file (build one with `make image`): %v", a, err)
+		}
+		archives[i] = abs
+	}
+	cfg.ImageArchives = archives
+	return nil
+}
+
+// recordContainerdHostState writes to the state file, before any
+// containerd starts, everything the containerd runtime may create outside
+// the run dir: each node's containerd (socket, bridge, CNI network), the
+// k8s.io cgroup dirs, and which shared host dirs do not exist yet.
+func (c *Cluster) recordContainerdHostState() error {
+	parents, err := cgroupParents()
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.state
+	st.CgroupParents = parents
+	st.SharedDirs = missing(runtimeSharedDirs(parents))
+	for i := 0; i < c.cfg.Nodes; i++ {
+		st.Containerd = append(st.Containerd, containerdNode(st.RunDir, st.ID, i))
+	}
+	return st.save()
+}
+
+func randomHex(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
 }
 
 // waitHTTP polls url until it answers 200.
@@ -681,7 +882,9 @@ func (c *Cluster) Down() error {
 		}
 	}
 	for _, n := range c.Nodes {
-		n.Runtime.Close()
+		if n.Runtime != nil {
+			n.Runtime.Close()
+		}
 	}
 	st := *c.state
 	st.Procs = rest

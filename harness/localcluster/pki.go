@@ -1,15 +1,20 @@
 package localcluster
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // writeServiceAccountKeys writes an RSA 2048 key pair for service-account
@@ -80,4 +85,65 @@ func writeKubeconfig(path, server, user, token string) error {
 		return err
 	}
 	return os.WriteFile(path, []byte(kubeconfig(server, user, token)), 0o600)
+}
+
+// writeKubeletClientPKI writes a small CA (caCert) and a client certificate
+// signed by it (cert, key) for kube-apiserver's connections to the
+// kubelets: the kubelet trusts caCert (authentication.x509.clientCAFile)
+// and the apiserver presents cert/key (--kubelet-client-certificate/-key),
+// so `kubectl logs/exec` work with anonymous kubelet access off. The
+// client is in group system:masters; the kubelets authorize with
+// AlwaysAllow anyway (they listen on loopback only). ECDSA P-256 keeps
+// this to a few milliseconds. The CA key is not written: nothing else is
+// ever signed.
+func writeKubeletClientPKI(caCert, cert, key string) error {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "sidebench-kubelet-client-ca"},
+		NotBefore:             now.Add(-time.Hour), // tolerate small clock steps
+		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return err
+	}
+	clientKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	clientTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	clientDER, err := x509.CreateCertificate(rand.Reader, clientTmpl, ca, &clientKey.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(clientKey)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(caCert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: clientDER}), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
 }

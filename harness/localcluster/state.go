@@ -22,6 +22,9 @@ const StateFile = "state.json"
 // State is what a cluster started and changed outside its own memory.
 type State struct {
 	RunDir string `json:"runDir"`
+	// ID is random and names the cluster's host objects that must not
+	// collide with another cluster's (bridges, CNI networks).
+	ID string `json:"id,omitempty"`
 	// RemoveRunDir: Down deletes RunDir (Up created it).
 	RemoveRunDir bool   `json:"removeRunDir"`
 	Procs        []Proc `json:"procs"`
@@ -35,6 +38,22 @@ type State struct {
 	// HostPaths are paths outside RunDir that did not exist before Up and
 	// that a kubelet creates (removed by Down if they still exist).
 	HostPaths []string `json:"hostPaths,omitempty"`
+
+	// The containerd runtime's host state (empty with sidebench's CRI
+	// server), all recorded before the first containerd starts.
+	//
+	// Containerd is each node's containerd: its dir, socket, bridge and
+	// CNI network (teardown finds its shims, containers and cache entries
+	// from these).
+	Containerd []ContainerdNode `json:"containerd,omitempty"`
+	// CgroupParents are <hierarchy>/k8s.io for every cgroup hierarchy:
+	// runc puts container <id> in <parent>/<id>.
+	CgroupParents []string `json:"cgroupParents,omitempty"`
+	// SharedDirs are directories outside RunDir that did not exist before
+	// Up and that containerd, its shims or libcni may create; they may be
+	// shared with another runtime started meanwhile, so teardown removes
+	// only our entries in them, then each directory if it is empty.
+	SharedDirs []string `json:"sharedDirs,omitempty"`
 }
 
 // Proc is one started process. StartTicks (field 22 of /proc/PID/stat)
@@ -252,10 +271,30 @@ func restoreSysctls(m map[string]string) error {
 	return errors.Join(errs...)
 }
 
+// stopOrder splits the recorded processes into kubelets, container
+// runtimes (containerd-<node>) and the rest, each in reverse start order.
+func (s *State) stopOrder() (kubelets, runtimes, rest []Proc) {
+	for i := len(s.Procs) - 1; i >= 0; i-- {
+		p := s.Procs[i]
+		switch {
+		case strings.HasPrefix(p.Name, "kubelet"):
+			kubelets = append(kubelets, p)
+		case strings.HasPrefix(p.Name, "containerd-"):
+			runtimes = append(runtimes, p)
+		default:
+			rest = append(rest, p)
+		}
+	}
+	return kubelets, runtimes, rest
+}
+
 // DownDir tears down the cluster whose run dir is runDir from its state
 // file alone: for use when the process that called Up is gone. It kills
-// the recorded processes (checking their start times), unmounts, restores
-// the sysctls and removes the run dir if Up created it.
+// the recorded processes (checking their start times) and, on the
+// containerd runtime, the shims and containers they left running;
+// unmounts; removes the containers' cgroups, the bridges, libcni cache
+// entries and shim sockets; restores the sysctls and removes the run dir
+// if Up created it.
 func DownDir(runDir string, log io.Writer) error {
 	s, err := LoadState(runDir)
 	if err != nil {
@@ -271,24 +310,33 @@ func (s *State) teardown(exited map[int]<-chan struct{}, log io.Writer) error {
 		log = io.Discard
 	}
 	var errs []error
-	// Kubelets first (they stop pods), then the rest in reverse start order.
-	order := make([]Proc, 0, len(s.Procs))
-	for i := len(s.Procs) - 1; i >= 0; i-- {
-		if strings.HasPrefix(s.Procs[i].Name, "kubelet") {
-			order = append(order, s.Procs[i])
+	// Kubelets first (they stop pods), then the container runtimes, then
+	// what the runtimes leave running (containers, shims), then the rest
+	// in reverse start order (REAL-KUBELET.md item 13).
+	kubelets, runtimes, rest := s.stopOrder()
+	for _, p := range append(kubelets, runtimes...) {
+		if err := stopLogged(p, exited[p.PID], log); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	for i := len(s.Procs) - 1; i >= 0; i-- {
-		if !strings.HasPrefix(s.Procs[i].Name, "kubelet") {
-			order = append(order, s.Procs[i])
-		}
+	// The container IDs are read once from the run dir, which stays until
+	// the end.
+	ids := map[string][]string{}
+	for _, r := range s.Containerd {
+		ids[r.Node] = containerIDs(r)
 	}
-	for _, p := range order {
+	if err := s.stopContainers(ids, log); err != nil {
+		errs = append(errs, err)
+	}
+	for _, p := range rest {
 		if err := stopLogged(p, exited[p.PID], log); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	if err := unmountAll(append([]string{s.RunDir}, s.MountRoots...)); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.removeRuntimeHostState(ids, log); err != nil {
 		errs = append(errs, err)
 	}
 	if s.Sysctls != nil {

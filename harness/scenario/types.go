@@ -86,8 +86,12 @@ type Local struct {
 
 // Kube configures the kube backend (an existing cluster).
 type Kube struct {
+	// Kubeconfig is the default of --kubeconfig when every scenario of a
+	// run names the same one.
 	Kubeconfig string `json:"kubeconfig,omitempty"`
-	Namespace  string `json:"namespace,omitempty"`
+	// Namespace is rejected: each trial gets its own namespace, so that
+	// everything a run creates is deleted by label.
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // Cluster is the cluster shape.

@@ -95,6 +95,9 @@ func validate(s *Scenario, e *errs) {
 	if s.Backend.Horizon < 0 {
 		e.add("backend.horizon", "must be >= 0, got %v", s.Backend.Horizon)
 	}
+	if k := s.Backend.Kube; k != nil && k.Namespace != "" {
+		e.add("backend.kube.namespace", "not supported: the kube backend creates one namespace per trial (sb-<run>-t<n>, labelled sidebench.dev/run) and deletes it at the end; remove the field")
+	}
 
 	// Cluster.
 	if s.Cluster.Nodes < 1 {

@@ -43,6 +43,7 @@ func TestImportRules(t *testing.T) {
 		{"reference-impl/kubelet", func(d string) bool { return isStd(d) || d == module+"/reference-impl/api" }, "the planner is pure: standard library and api only"},
 		{"harness/history", isStd, "the history is the contract; it drags no dependency"},
 		{"harness/behavior", isStd, "the behaviour model is shared by sim and the CRI server"},
+		{"harness/agentlog", isStd, "the agent's log format is linked into the 2 MB container agent"},
 		{"harness/check", func(d string) bool {
 			return isStd(d) || d == module+"/harness/history" || d == module+"/reference-impl/api"
 		}, "the checker works on histories alone: no sim, no planner internals"},

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sidebench/sidebench/harness/behavior"
+	"github.com/sidebench/sidebench/harness/backend/drive"
 	"github.com/sidebench/sidebench/harness/faults"
 	"github.com/sidebench/sidebench/harness/history"
 	"github.com/sidebench/sidebench/reference-impl/api"
@@ -24,33 +24,8 @@ import (
 
 // scheduleFaults starts one goroutine per timed fault of the scenario.
 func (tr *trial) scheduleFaults(ctx context.Context) {
-	specs, err := tr.t.Scenario.FaultSpecs()
-	if err != nil {
-		return
-	}
-	for i := range specs {
-		sp := specs[i]
-		label := sp.Label(i)
-		rng := behavior.Seed(tr.t.Seed).Str("fault").Str(label).Uint(uint64(i)).Rand()
-		if !sp.When.Timed() {
-			tr.notApplied(&sp, label, "", "", "", fmt.Sprintf("schedule %s is not supported on the local backend (only timed schedules)", sp.When.Kind))
-			continue
-		}
-		tr.faulWG.Add(1)
-		go func() {
-			defer tr.faulWG.Done()
-			at, ok := sp.When.First(rng)
-			fired := 0
-			for ok {
-				if !sleepUntil(ctx, tr.start.Add(at)) || tr.allDone() {
-					return
-				}
-				fired++
-				tr.fire(ctx, &sp, label, rng)
-				at, ok = sp.When.Next(at, fired, rng)
-			}
-		}()
-	}
+	drive.ScheduleFaults(ctx, &tr.faulWG, tr.start, tr.t.Scenario, tr.t.Seed, "local", &tr.flog, tr.allDone,
+		func(f drive.Firing) { tr.fire(ctx, f.Spec, f.Label, f.Rand) })
 }
 
 // allDone reports whether every pod of the trial has been removed.
@@ -65,29 +40,17 @@ func (tr *trial) allDone() bool {
 	return true
 }
 
-func (tr *trial) newFID() uint32 {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	tr.fid++
-	return tr.fid
-}
+func (tr *trial) newFID() uint32 { return tr.flog.NewID() }
 
 func (tr *trial) faultEv(k history.Kind, sp *faults.Spec, fid uint32, node, pod, c, target, msg string) {
-	tr.emit(history.Event{Kind: k, Fault: sp.Kind.String(), FaultID: fid, Node: node, Pod: pod, Container: c, Target: target, Msg: msg})
+	tr.flog.Event(k, sp, fid, node, pod, c, target, msg)
 }
 
 func (tr *trial) notApplied(sp *faults.Spec, label, node, pod, c, why string) {
-	tr.mu.Lock()
-	tr.stats.FaultsNotApplied++
-	tr.mu.Unlock()
-	tr.faultEv(history.FaultNotApplied, sp, tr.newFID(), node, pod, c, "", label+": "+why)
+	tr.flog.NotApplied(sp, label, node, pod, c, why)
 }
 
-func (tr *trial) applied() {
-	tr.mu.Lock()
-	tr.stats.FaultsApplied++
-	tr.mu.Unlock()
-}
+func (tr *trial) applied() { tr.flog.Applied() }
 
 // fire applies one firing of a fault (in the background for faults with a
 // downtime).

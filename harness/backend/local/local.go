@@ -14,7 +14,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -24,10 +23,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/sidebench/sidebench/harness/behavior"
+	"github.com/sidebench/sidebench/harness/backend/drive"
 	"github.com/sidebench/sidebench/harness/cri"
 	"github.com/sidebench/sidebench/harness/faults"
 	"github.com/sidebench/sidebench/harness/history"
@@ -317,7 +315,7 @@ type trial struct {
 	mu     sync.Mutex
 	pods   map[string]*podState
 	order  []*podState
-	fid    uint32
+	flog   drive.FaultLog
 	stats  Stats
 	podsWG sync.WaitGroup
 	faulWG sync.WaitGroup
@@ -341,6 +339,7 @@ func (b *Backend) RunTrial(ctx context.Context, t scenario.Trial, sink history.S
 	b.seq++
 	tr := &trial{b: b, t: t, id: fmt.Sprintf("t%d-%d", b.seq, t.Number), pods: map[string]*podState{},
 		sink: &trialSink{next: sink, known: map[string]bool{}, removed: map[string]bool{}}}
+	tr.flog.Emit = tr.emit
 	if err := tr.compile(); err != nil {
 		return Stats{}, err
 	}
@@ -400,6 +399,7 @@ func (b *Backend) RunTrial(ctx context.Context, t scenario.Trial, sink history.S
 	}
 	stopFaults()
 	tr.faulWG.Wait()
+	tr.stats.FaultsApplied, tr.stats.FaultsNotApplied = tr.flog.Counts()
 	msg := "complete"
 	if ctx.Err() != nil {
 		msg = "partial"
@@ -441,7 +441,7 @@ func (tr *trial) compile() error {
 		if ns == "" {
 			ns = "default"
 		}
-		cw := &workload{w: w, ns: ns, spec: spec, hspec: HistorySpec(w.Name, w.Template.Labels, &spec),
+		cw := &workload{w: w, ns: ns, spec: spec, hspec: drive.HistorySpec(w.Name, w.Template.Labels, &spec),
 			world: faults.WorldOf(w.Name, w.Template.Labels, &spec), ann: map[string]string{},
 			job: spec.RestartPolicy != api.RestartAlways, labels: map[string]string{}}
 		for k, v := range w.Template.Labels {
@@ -510,72 +510,6 @@ func RewriteSpec(ps *corev1.PodSpec) *corev1.PodSpec {
 	return out
 }
 
-// HistorySpec is the history's form of a pod spec (as the sim writes it).
-func HistorySpec(workload string, labels map[string]string, s *api.PodSpec) *history.PodSpec {
-	hs := &history.PodSpec{
-		RestartPolicy: s.RestartPolicy.String(),
-		Grace:         int64(s.TerminationGracePeriod),
-		Critical:      s.Critical,
-		Labels:        labels,
-		Workload:      workload,
-	}
-	conv := func(c *api.Container) history.ContainerSpec {
-		hc := history.ContainerSpec{Name: c.Name, Role: c.Role.String(), Image: c.Image,
-			Startup: c.StartupProbe != nil, Readiness: c.ReadinessProbe != nil, Liveness: c.LivenessProbe != nil,
-			PostStart: c.PostStart, PreStop: c.PreStop}
-		// Container-level restartPolicy and restartPolicyRules
-		// (ContainerRestartRules), as the sim writes them: the checker
-		// judges every restart decision against them (INV-RR*, INV-RA*).
-		if c.RestartPolicy != nil {
-			hc.RestartPolicy = c.RestartPolicy.String()
-		}
-		for _, r := range c.RestartRules {
-			hc.Rules = append(hc.Rules, history.RestartRule{Action: r.Action.String(), Operator: r.Operator.String(), Values: append([]int32(nil), r.Values...)})
-		}
-		return hc
-	}
-	for i := range s.Init {
-		hs.Init = append(hs.Init, conv(&s.Init[i]))
-	}
-	for i := range s.Main {
-		hs.Main = append(hs.Main, conv(&s.Main[i]))
-	}
-	return hs
-}
-
-// arrivals returns the creation offsets of a workload's pods, drawn like
-// the sim does (stream Seed(seed).Str("arrival").Str(workload)).
-func arrivals(seed uint64, w *scenario.Workload) []time.Duration {
-	a := &w.Arrival
-	r := behavior.Seed(seed).Str("arrival").Str(w.Name).Rand()
-	out := make([]time.Duration, 0, w.Count)
-	t := a.Start.D()
-	for len(out) < w.Count {
-		switch a.Type {
-		case "poisson":
-			out = append(out, t)
-			u := r.Float64()
-			t += time.Duration(-math.Log1p(-u) / a.Rate * float64(time.Second))
-		case "burst":
-			n := a.Size
-			if n <= 0 {
-				n = w.Count
-			}
-			for i := 0; i < n && len(out) < w.Count; i++ {
-				out = append(out, t)
-			}
-			t += a.Every.D()
-		default:
-			if a.Rate > 0 {
-				out = append(out, a.Start.D()+time.Duration(math.Round(float64(len(out))*float64(time.Second)/a.Rate)))
-			} else {
-				out = append(out, t)
-			}
-		}
-	}
-	return out
-}
-
 // arrive starts one driver goroutine per pod: create at its arrival time,
 // delete after its lifetime (Job-style pods also once terminal), then
 // wait for its removal.
@@ -588,7 +522,7 @@ func (tr *trial) arrive(ctx context.Context) {
 	}
 	var plans []plan
 	for _, w := range tr.wls {
-		for i, at := range arrivals(tr.t.Seed, w.w) {
+		for i, at := range drive.Arrivals(tr.t.Seed, w.w) {
 			plans = append(plans, plan{at, w, i})
 		}
 	}
@@ -611,23 +545,8 @@ func (tr *trial) arrive(ctx context.Context) {
 	}
 }
 
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
 func (tr *trial) drive(ctx context.Context, ps *podState, name, node string, at time.Duration) {
-	if !sleepUntil(ctx, tr.start.Add(at)) {
+	if !drive.SleepUntil(ctx, tr.start.Add(at)) {
 		tr.markDone(ps)
 		return
 	}
@@ -654,42 +573,9 @@ func (tr *trial) drive(ctx context.Context, ps *podState, name, node string, at 
 		tr.markDone(ps)
 		return
 	}
-	var grace *int64
-	if w.w.DeleteGrace != nil {
-		g := int64(w.w.DeleteGrace.D() / time.Second)
-		grace = &g
-	}
-	hasLife := w.w.Lifetime != nil && !w.w.Lifetime.IsZero() && !w.w.Lifetime.IsNever()
-	switch {
-	case w.job:
-		// Deleted once terminal, or at its lifetime if it has one (as on
-		// sim): a Job-style pod whose main is retried by a restart rule
-		// may never reach a terminal phase.
-		var life <-chan time.Time
-		if hasLife {
-			life = time.After(w.w.Lifetime.Sample(behavior.Seed(tr.t.Seed).Str(ps.name).Str("lifetime").Rand()))
-		}
-		select {
-		case <-ps.terminal:
-		case <-life:
-		case <-ps.done:
-		case <-ctx.Done():
-		}
-	case hasLife:
-		life := w.w.Lifetime.Sample(behavior.Seed(tr.t.Seed).Str(ps.name).Str("lifetime").Rand())
-		select {
-		case <-time.After(life):
-		case <-ps.done:
-		case <-ctx.Done():
-		}
-	default:
-		select { // lives until the horizon
-		case <-ps.done:
-		case <-ctx.Done():
-		}
-	}
+	drive.AwaitEnd(ctx, w.w, tr.t.Seed, ps.name, w.job, ps.terminal, ps.done)
 	if ctx.Err() == nil {
-		tr.delete(ctx, ps, grace)
+		tr.delete(ctx, ps, drive.DeleteGrace(w.w))
 	}
 	select {
 	case <-ps.done:
@@ -721,20 +607,11 @@ func (tr *trial) delete(ctx context.Context, ps *podState, grace *int64) {
 	ps.deleting, ps.delGrace = true, int64(g)
 	tr.mu.Unlock()
 	tr.emit(history.Event{Kind: history.PodDeleted, Pod: ps.name, Grace: int64(g)})
-	ns, name := splitName(ps.name)
+	ns, name := drive.SplitName(ps.name)
 	err := tr.b.cs.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: grace})
 	if err != nil && !apierrors.IsNotFound(err) {
 		fmt.Fprintf(tr.b.opts.Log, "local: delete %s: %v\n", ps.name, err)
 	}
-}
-
-func splitName(full string) (string, string) {
-	for i := 0; i < len(full); i++ {
-		if full[i] == '/' {
-			return full[:i], full[i+1:]
-		}
-	}
-	return "default", full
 }
 
 // AllContainersRestarting is published by the kubelet when
@@ -746,11 +623,7 @@ var watchedConds = []corev1.PodConditionType{corev1.PodInitialized, corev1.Conta
 
 // observe turns one informer notification into history events (diffs
 // against what was last seen).
-func (tr *trial) observe(o any, deleted bool) {
-	pod, ok := o.(*corev1.Pod)
-	if !ok {
-		return
-	}
+func (tr *trial) observe(pod *corev1.Pod, deleted bool) {
 	t := now()
 	full := pod.Namespace + "/" + pod.Name
 	tr.mu.Lock()
@@ -1009,51 +882,8 @@ func (tr *trial) cleanup() {
 	}
 }
 
-// watch lists and then watches the trial's pods (label selector) until
-// ctx ends, re-watching from the last resource version when the server
-// closes the stream. synced is closed once the initial list is handled.
+// watch lists and then watches the trial's pods until ctx ends (see
+// drive.WatchPods); synced is closed once the initial list is handled.
 func (tr *trial) watch(ctx context.Context) (<-chan struct{}, error) {
-	sel := LabelTrial + "=" + tr.id
-	pods := tr.b.cs.CoreV1().Pods(metav1.NamespaceAll)
-	l, err := pods.List(ctx, metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
-		return nil, err
-	}
-	synced := make(chan struct{})
-	go func() {
-		rv := l.ResourceVersion
-		close(synced)
-		for ctx.Err() == nil {
-			w, err := pods.Watch(ctx, metav1.ListOptions{LabelSelector: sel, ResourceVersion: rv, AllowWatchBookmarks: true})
-			if err != nil {
-				if ctx.Err() == nil {
-					time.Sleep(100 * time.Millisecond)
-				}
-				continue
-			}
-			for ev := range w.ResultChan() {
-				switch ev.Type {
-				case watch.Added, watch.Modified, watch.Deleted:
-					if p, ok := ev.Object.(*corev1.Pod); ok {
-						rv = p.ResourceVersion
-						tr.observe(p, ev.Type == watch.Deleted)
-					}
-				case watch.Bookmark:
-					if p, ok := ev.Object.(*corev1.Pod); ok {
-						rv = p.ResourceVersion
-					}
-				case watch.Error:
-					// Too old a resource version: relist.
-					if l, err := pods.List(ctx, metav1.ListOptions{LabelSelector: sel}); err == nil {
-						rv = l.ResourceVersion
-						for i := range l.Items {
-							tr.observe(&l.Items[i], false)
-						}
-					}
-				}
-			}
-			w.Stop()
-		}
-	}()
-	return synced, nil
+	return drive.WatchPods(ctx, tr.b.cs.CoreV1().Pods(metav1.NamespaceAll), LabelTrial+"="+tr.id, tr.observe)
 }

@@ -1,0 +1,243 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sidebench/sidebench/harness/backend/drive"
+	"github.com/sidebench/sidebench/harness/behavior"
+	"github.com/sidebench/sidebench/harness/chaos"
+	"github.com/sidebench/sidebench/harness/faults"
+	"github.com/sidebench/sidebench/harness/history"
+)
+
+// Faults on the kube backend, in order of preference:
+//
+//  1. Chaos Mesh, when the cluster serves its CRDs: the objects of
+//     harness/chaos, labelled with the run, deleted at the end;
+//  2. a fallback that needs no Chaos Mesh: oom-kill through the agent
+//     (`sidebench-agent oom` exec'd in the target container makes it grow
+//     its memory until the kernel OOM-kills it under its real limit), and
+//     kubelet-crash / runtime-restart (keep containers) through node-level
+//     operations when sidebench runs the cluster itself (local containerd
+//     tier);
+//  3. otherwise fault.not-applied with the reason, never counted as
+//     applied.
+//
+// A firing counts as applied only once its effect is seen: the container
+// exited OOMKilled, the kubelet or runtime process was killed.
+
+// effectWait bounds how long a firing waits for its effect.
+const effectWait = 30 * time.Second
+
+func (tr *trial) event(e history.Event) {
+	if e.T == 0 {
+		e.T = now()
+	}
+	tr.mu.Lock()
+	tr.global = append(tr.global, e)
+	tr.mu.Unlock()
+}
+
+func (tr *trial) newFID() uint32 { return tr.flog.NewID() }
+
+func (tr *trial) faultEv(k history.Kind, sp *faults.Spec, fid uint32, node, pod, c, target, msg string) {
+	tr.flog.Event(k, sp, fid, node, pod, c, target, msg)
+}
+
+func (tr *trial) notApplied(sp *faults.Spec, label, node, pod, c, why string) {
+	tr.flog.NotApplied(sp, label, node, pod, c, why)
+}
+
+func (tr *trial) applied() { tr.flog.Applied() }
+
+// scheduleFaults starts one goroutine per timed fault of the scenario.
+func (tr *trial) scheduleFaults(ctx context.Context) {
+	drive.ScheduleFaults(ctx, &tr.faultWG, tr.start, tr.t.Scenario, tr.t.Seed, "kube", &tr.flog, tr.allDone,
+		func(f drive.Firing) { tr.fire(ctx, f.Spec, f.Index, f.Label, f.N, f.Rand) })
+}
+
+func (tr *trial) allDone() bool {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for _, p := range tr.order {
+		if !p.removed {
+			return false
+		}
+	}
+	return true
+}
+
+// fire applies one firing of a fault.
+func (tr *trial) fire(ctx context.Context, sp *faults.Spec, index int, label string, firing int, rng faults.Rand) {
+	switch sp.Kind {
+	case faults.OOMKill:
+		tr.oomKill(ctx, sp, index, label, firing, rng)
+	case faults.KubeletCrash, faults.RuntimeRestart:
+		ops := tr.b.cl.Ops
+		if ops == nil {
+			why := "no node access: the cluster is not run by sidebench, and Chaos Mesh needs chaosd PhysicalMachine objects this backend does not configure"
+			if tr.b.chaos == nil {
+				why = "no node access and no Chaos Mesh on the cluster"
+			}
+			tr.notApplied(sp, label, "", "", "", why)
+			return
+		}
+		if sp.Kind == faults.RuntimeRestart && sp.Mode == faults.KillContainers {
+			tr.notApplied(sp, label, "", "", "", "runtime-restart kill-containers: containerd's shims keep the containers; losing them is not injected on the kube backend")
+			return
+		}
+		if sp.Kind == faults.KubeletCrash && sp.RecoveryCrash {
+			tr.notApplied(sp, label, "", "", "", "kubelet-crash recoveryCrash is not supported on the kube backend")
+			return
+		}
+		for _, k := range sp.Where.PickNodes(len(tr.b.cl.Nodes), rng) {
+			if k >= len(tr.b.cl.Nodes) {
+				tr.notApplied(sp, label, "", "", "", fmt.Sprintf("node index %d: the cluster has %d nodes", k, len(tr.b.cl.Nodes)))
+				continue
+			}
+			tr.faultWG.Add(1)
+			go func() {
+				defer tr.faultWG.Done()
+				tr.nodeProcess(sp, label, k)
+			}()
+		}
+	default:
+		why := sp.Kind.String() + ": no fallback without Chaos Mesh on the kube backend"
+		if reason, bad := chaos.Unsupported(*sp); bad {
+			why = reason
+		}
+		tr.notApplied(sp, label, "", "", "", why)
+	}
+}
+
+// nodeProcess kills the kubelet or the runtime of node k (node-level
+// operations of a cluster sidebench runs) and restarts it after the
+// downtime.
+func (tr *trial) nodeProcess(sp *faults.Spec, label string, k int) {
+	ops := tr.b.cl.Ops
+	node := tr.b.cl.Nodes[k]
+	kill, start, down, up, what := ops.KillKubelet, ops.StartKubelet, history.KubeletDown, history.KubeletUp, "kubelet"
+	if sp.Kind == faults.RuntimeRestart {
+		kill, start, down, up, what = ops.KillRuntime, ops.StartRuntime, history.RuntimeDown, history.RuntimeUp, "runtime"
+	}
+	target := node + "/" + what
+	fid := tr.newFID()
+	tr.faultEv(history.FaultBegin, sp, fid, node, "", "", target, label)
+	if err := kill(k); err != nil {
+		tr.faultEv(history.FaultNotApplied, sp, fid, node, "", "", target, "SIGKILL failed: "+err.Error())
+		tr.faultEv(history.FaultEnd, sp, fid, node, "", "", target, "")
+		return
+	}
+	tr.event(history.Event{Kind: down, Node: node})
+	tr.applied()
+	tr.faultEv(history.FaultEffect, sp, fid, node, "", "", target, what+" process SIGKILLed")
+	time.Sleep(sp.Downtime) // served even when the trial ends: the process must come back
+	rctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if err := start(rctx, k); err != nil {
+		tr.faultEv(history.FaultEnd, sp, fid, node, "", "", target, what+" restart failed: "+err.Error())
+		return
+	}
+	tr.event(history.Event{Kind: up, Node: node})
+	tr.faultEv(history.FaultEnd, sp, fid, node, "", "", target, "")
+}
+
+// oomKill OOM-kills the target container of live pods: through a Chaos
+// Mesh StressChaos when available, else through the agent.
+func (tr *trial) oomKill(ctx context.Context, sp *faults.Spec, index int, label string, firing int, rng faults.Rand) {
+	tr.mu.Lock()
+	var cand []*podState
+	for _, p := range tr.order {
+		if p.created && !p.deleting && !p.removed && p.rec.Node != "" && len(p.running) > 0 && sp.Where.MatchPod(&p.wl.world) {
+			cand = append(cand, p)
+		}
+	}
+	tr.mu.Unlock()
+	if len(cand) == 0 {
+		tr.notApplied(sp, label, "", "", "", "no running pod matches the target")
+		return
+	}
+	for _, j := range faults.Sample(len(cand), sp.Where.PickCount(len(cand)), rng) {
+		p := cand[j]
+		ci := sp.Where.PickContainer(&p.wl.world, sp.Kind, 0, rng)
+		if ci < 0 {
+			tr.notApplied(sp, label, p.rec.Node, p.rec.Name, "", "no container matches the target")
+			continue
+		}
+		c := p.wl.world.Containers[ci].Name
+		limit := memoryLimit(p.wl.tmpl, c)
+		if limit <= 0 {
+			tr.notApplied(sp, label, p.rec.Node, p.rec.Name, c, "the container has no memory limit: an OOM kill would hit the node, not the container")
+			continue
+		}
+		fid := tr.newFID()
+		target := p.rec.Name + "/" + c
+		begin := now()
+		tr.faultEv(history.FaultBegin, sp, fid, p.rec.Node, p.rec.Name, c, target, label)
+		var err error
+		how := "agent memory growth"
+		if tr.b.chaos != nil {
+			how = "Chaos Mesh StressChaos"
+			err = tr.createChaos(ctx, sp, index, chaos.Hit{Pods: chaos.Pods{Names: []string{p.name}}, Container: c, MemoryLimit: limit, Firing: firing})
+		} else {
+			var out, errb bytes.Buffer
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err = tr.b.env.Client().Resources().ExecInPod(cctx, tr.ns, p.name, c, []string{agentBinary, "oom"}, &out, &errb)
+			cancel()
+			if err != nil && errb.Len() > 0 {
+				err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(errb.Bytes()))
+			}
+		}
+		if err != nil {
+			tr.faultEv(history.FaultNotApplied, sp, fid, p.rec.Node, p.rec.Name, c, target, how+": "+err.Error())
+			tr.faultEv(history.FaultEnd, sp, fid, p.rec.Node, p.rec.Name, c, target, "")
+			continue
+		}
+		if t, ok := tr.waitOOM(ctx, p, c, begin); ok {
+			tr.applied()
+			tr.event(history.Event{T: t, Kind: history.FaultEffect, Fault: sp.Kind.String(), FaultID: fid, Node: p.rec.Node, Pod: p.rec.Name, Container: c, Target: target, Msg: "exited 137 OOMKilled (" + how + ")"})
+		} else {
+			tr.faultEv(history.FaultNotApplied, sp, fid, p.rec.Node, p.rec.Name, c, target, how+": no OOMKilled exit seen within "+effectWait.String())
+		}
+		tr.faultEv(history.FaultEnd, sp, fid, p.rec.Node, p.rec.Name, c, target, "")
+	}
+}
+
+// waitOOM waits for an OOMKilled exit of container c seen after since.
+func (tr *trial) waitOOM(ctx context.Context, p *podState, c string, since int64) (int64, bool) {
+	deadline := time.Now().Add(effectWait)
+	for time.Now().Before(deadline) {
+		tr.mu.Lock()
+		for _, x := range p.rec.Exits {
+			if x.Container == c && x.T >= since && x.Reason == behavior.ReasonOOMKilled {
+				tr.mu.Unlock()
+				return x.T, true
+			}
+		}
+		gone := p.removed
+		tr.mu.Unlock()
+		if gone || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return 0, false
+}
+
+// createChaos creates the Chaos Mesh objects of one firing in the trial's
+// namespace (deleted with it, or by label at the end of the run).
+func (tr *trial) createChaos(ctx context.Context, sp *faults.Spec, index int, hit chaos.Hit) error {
+	objs, err := chaos.ForFault(chaos.Env{RunID: tr.b.runID, Namespace: tr.ns}, *sp, index, hit)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, o := range objs {
+		errs = append(errs, tr.b.chaos.Create(ctx, o))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,617 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidebench/sidebench/harness/agentlog"
+	"github.com/sidebench/sidebench/harness/backend/drive"
+	"github.com/sidebench/sidebench/harness/behavior"
+	"github.com/sidebench/sidebench/harness/faults"
+	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/harness/scenario"
+	"github.com/sidebench/sidebench/reference-impl/api"
+	"github.com/sidebench/sidebench/reference-impl/convert"
+)
+
+// Supports reports whether the backend runs a policy: a real cluster runs
+// what its kubelets implement, the final KEP-753 design. Policies naming
+// Kubernetes gates are refused: the backend cannot turn them on, nor see
+// whether the cluster has them.
+func Supports(policy string) bool {
+	g, err := api.ParseGates(policy)
+	return err == nil && g.Policy == api.PolicyKEP753 && g.Bug == api.BugNone && !g.SidecarsRestartableDuringPodTermination &&
+		!g.ContainerRestartRules && !g.RestartAllContainersOnContainerExits
+}
+
+// Stats is what a trial reports beyond its history.
+type Stats struct {
+	Partial          bool
+	Pods             int
+	FaultsApplied    int
+	FaultsNotApplied int
+	// LinesLost counts container attempts whose agent log never reached
+	// the backend (no exec line collected).
+	LinesLost int
+	Namespace string
+	Elapsed   time.Duration
+}
+
+func now() int64 { return time.Now().UnixNano() }
+
+// workload is one compiled workload of the trial.
+type workload struct {
+	w      *scenario.Workload
+	keyNS  string // the scenario's namespace: history pod names and behaviour keys
+	spec   api.PodSpec
+	hspec  *history.PodSpec
+	world  faults.Workload
+	tmpl   *corev1.PodSpec
+	labels map[string]string
+	job    bool
+}
+
+// podState is what the backend knows of one pod while the trial runs.
+type podState struct {
+	name string // the pod's name (in the trial namespace)
+	wl   *workload
+	rec  podRecord
+	uid  string
+
+	created, deleting, removed bool
+	phase                      corev1.PodPhase
+	conds                      map[corev1.PodConditionType]bool
+	ready                      map[string]bool
+	exits                      map[string]bool // container IDs whose exit is recorded
+	streamed                   map[string]bool // container IDs whose log is being read
+	running                    []string        // containers running at the last update
+	lineKeys                   map[agentlog.Key]bool
+
+	streams  sync.WaitGroup
+	done     chan struct{} // closed at pod.removed
+	terminal chan struct{} // closed at a terminal phase
+	termOnce sync.Once
+}
+
+type trial struct {
+	b     *Backend
+	t     scenario.Trial
+	id    string
+	ns    string
+	start time.Time
+	wls   []*workload
+	nodes []string // node names at the start, sorted (fault targets)
+
+	mu     sync.Mutex
+	pods   map[string]*podState
+	order  []*podState
+	global []history.Event // faults and node events
+	flog   drive.FaultLog
+	stats  Stats
+	// ctx of the trial's API calls (log streams, execs); cancelled last.
+	ioCtx context.Context
+
+	podsWG, faultWG sync.WaitGroup
+}
+
+// RunTrial runs one trial and writes its history to sink (run.meta first,
+// run.end last). The history is written when the trial ends, because the
+// agent logs of a pod arrive after the watch's events and the history is
+// ordered by time; an interrupted trial (ctx cancelled) still writes what
+// was recorded, as partial, and deletes everything it created.
+func (b *Backend) RunTrial(ctx context.Context, t scenario.Trial, sink history.Sink) (Stats, error) {
+	b.run.Lock()
+	defer b.run.Unlock()
+	if !Supports(t.Policy) {
+		return Stats{}, fmt.Errorf("kube backend: policy %q is not what a real kubelet implements (only kep753)", t.Policy)
+	}
+	b.seq++
+	tr := &trial{b: b, t: t, id: fmt.Sprintf("%s-t%d", b.runID, b.seq), pods: map[string]*podState{}}
+	tr.ns = "sb-" + tr.id
+	tr.flog.Emit = tr.event
+	tr.stats.Namespace = tr.ns
+	if err := tr.compile(); err != nil {
+		return Stats{}, err
+	}
+	nodes, err := b.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return Stats{}, fmt.Errorf("kube backend: listing nodes: %w", err)
+	}
+	for _, n := range nodes.Items {
+		tr.nodes = append(tr.nodes, n.Name)
+	}
+	sort.Strings(tr.nodes)
+
+	// Everything from here on is deleted at the end, whatever happens.
+	ioCtx, stopIO := context.WithCancel(context.Background())
+	defer stopIO()
+	tr.ioCtx = ioCtx
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		if derr := b.deleteNamespace(cctx, tr.ns); derr != nil {
+			fmt.Fprintf(b.opts.Log, "kube: cleanup of %s: %v\n", tr.ns, derr)
+		}
+	}()
+	if err := b.createNamespace(ctx, tr.ns, tr.id); err != nil {
+		return Stats{}, err
+	}
+	synced, err := drive.WatchPods(ioCtx, b.cs.CoreV1().Pods(tr.ns), LabelTrial+"="+tr.id, tr.observe)
+	if err != nil {
+		return Stats{}, err
+	}
+	select {
+	case <-synced:
+	case <-ctx.Done():
+		return Stats{Partial: true}, ctx.Err()
+	}
+
+	tr.start = time.Now()
+	horizon := t.Scenario.Horizon()
+	if b.opts.Horizon > 0 && b.opts.Horizon < horizon {
+		horizon = b.opts.Horizon
+	}
+	if horizon > 10*time.Minute && b.opts.Horizon == 0 {
+		horizon = 10 * time.Minute
+	}
+	tctx, cancel := context.WithDeadline(ctx, tr.start.Add(horizon))
+	defer cancel()
+	tr.arrive(tctx)
+	fctx, stopFaults := context.WithCancel(tctx)
+	tr.scheduleFaults(fctx)
+
+	allDone := make(chan struct{})
+	go func() {
+		tr.podsWG.Wait()
+		close(allDone)
+	}()
+	select {
+	case <-allDone:
+	case <-tctx.Done():
+	}
+	stopFaults()
+	tr.faultWG.Wait()
+	tr.stats.FaultsApplied, tr.stats.FaultsNotApplied = tr.flog.Counts()
+	partial := ctx.Err() != nil
+	// Pods still there (horizon, interrupt): delete them gracefully so
+	// that their termination is recorded too, bounded.
+	tr.drain()
+	tr.stats.Partial = partial
+	tr.stats.Elapsed = time.Since(tr.start)
+	return tr.stats, tr.write(sink, partial)
+}
+
+// compile converts the scenario's workloads.
+func (tr *trial) compile() error {
+	s := tr.t.Scenario
+	for i := range s.Workloads {
+		w := &s.Workloads[i]
+		spec, err := convert.PodSpecFromV1(&w.Template.Spec)
+		if err != nil {
+			return fmt.Errorf("workloads[%d] %q: %w", i, w.Name, err)
+		}
+		keyNS := w.Template.Namespace
+		if keyNS == "" {
+			keyNS = "default"
+		}
+		bhs := map[string]behavior.Container{}
+		for j := 0; j < spec.Len(); j++ {
+			name := spec.At(j).Name
+			if bhs[name], err = w.BehaviorOf(name); err != nil {
+				return fmt.Errorf("workloads[%d] %q: container %q: %w", i, w.Name, name, err)
+			}
+		}
+		tmpl, err := agentPodSpec(PodTemplate{Spec: &w.Template.Spec, Behaviors: bhs, Seed: tr.t.Seed, KeyNamespace: keyNS, Image: tr.b.opts.Image})
+		if err != nil {
+			return fmt.Errorf("workloads[%d] %q: %w", i, w.Name, err)
+		}
+		cw := &workload{w: w, keyNS: keyNS, spec: spec, hspec: drive.HistorySpec(w.Name, w.Template.Labels, &spec),
+			world: faults.WorldOf(w.Name, w.Template.Labels, &spec), tmpl: tmpl,
+			job: spec.RestartPolicy != api.RestartAlways, labels: map[string]string{}}
+		for k, v := range w.Template.Labels {
+			cw.labels[k] = v
+		}
+		cw.labels[LabelRun] = tr.b.runID
+		cw.labels[LabelTrial] = tr.id
+		cw.labels[LabelWorkload] = w.Name
+		tr.wls = append(tr.wls, cw)
+	}
+	return nil
+}
+
+// arrive starts one driver goroutine per pod.
+func (tr *trial) arrive(ctx context.Context) {
+	type plan struct {
+		at time.Duration
+		w  *workload
+		i  int
+	}
+	var plans []plan
+	for _, w := range tr.wls {
+		for i, at := range drive.Arrivals(tr.t.Seed, w.w) {
+			plans = append(plans, plan{at, w, i})
+		}
+	}
+	sort.SliceStable(plans, func(i, j int) bool { return plans[i].at < plans[j].at })
+	for _, p := range plans {
+		name := p.w.w.Name + "-" + strconv.Itoa(p.i)
+		ps := &podState{name: name, wl: p.w, conds: map[corev1.PodConditionType]bool{}, ready: map[string]bool{},
+			exits: map[string]bool{}, streamed: map[string]bool{}, lineKeys: map[agentlog.Key]bool{},
+			done: make(chan struct{}), terminal: make(chan struct{})}
+		ps.rec = podRecord{Name: p.w.keyNS + "/" + name, Spec: &p.w.spec}
+		tr.mu.Lock()
+		tr.pods[name] = ps
+		tr.order = append(tr.order, ps)
+		tr.mu.Unlock()
+		tr.podsWG.Add(1)
+		go func() {
+			defer tr.podsWG.Done()
+			tr.drive(ctx, ps, p.at)
+		}()
+	}
+}
+
+// observed appends a watch-side event to the pod's record (tr.mu held).
+func (ps *podState) observed(e history.Event) {
+	e.Pod = ps.rec.Name
+	if e.Node == "" && e.Kind != history.PodDeleted && e.Kind != history.PodRemoved {
+		e.Node = ps.rec.Node
+	}
+	ps.rec.Observed = append(ps.rec.Observed, e)
+}
+
+func (tr *trial) drive(ctx context.Context, ps *podState, at time.Duration) {
+	if !drive.SleepUntil(ctx, tr.start.Add(at)) {
+		tr.markDone(ps)
+		return
+	}
+	w := ps.wl
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: ps.name, Namespace: tr.ns, Labels: w.labels}, Spec: *w.tmpl.DeepCopy()}
+	tr.mu.Lock()
+	ps.created = true
+	ps.observed(history.Event{T: now(), Kind: history.PodCreated, Spec: w.hspec})
+	tr.stats.Pods++
+	tr.mu.Unlock()
+	if _, err := tr.b.cs.CoreV1().Pods(tr.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		tr.mu.Lock()
+		ps.observed(history.Event{T: now(), Kind: history.PodRemoved, Msg: "create failed: " + err.Error()})
+		tr.mu.Unlock()
+		fmt.Fprintf(tr.b.opts.Log, "kube: create %s/%s: %v\n", tr.ns, ps.name, err)
+		tr.markDone(ps)
+		return
+	}
+	drive.AwaitEnd(ctx, w.w, tr.t.Seed, ps.rec.Name, w.job, ps.terminal, ps.done)
+	if ctx.Err() == nil {
+		tr.delete(ctx, ps, drive.DeleteGrace(w.w))
+	}
+	select {
+	case <-ps.done:
+	case <-ctx.Done():
+	}
+}
+
+func (tr *trial) markDone(ps *podState) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if !ps.removed {
+		ps.removed = true
+		close(ps.done)
+	}
+}
+
+// delete snapshots the pod's shared log (everything so far, whichever
+// container wrote it), then deletes the pod with grace (nil: its own),
+// writing pod.deleted at the call: the kubelet acts on the deletion after
+// the call, and the watch's receive time may come after its first SIGTERM.
+func (tr *trial) delete(ctx context.Context, ps *podState, grace *int64) {
+	tr.mu.Lock()
+	if ps.deleting || ps.removed {
+		tr.mu.Unlock()
+		return
+	}
+	tr.mu.Unlock()
+	tr.collectFile(ctx, ps)
+	tr.mu.Lock()
+	if ps.deleting || ps.removed {
+		tr.mu.Unlock()
+		return
+	}
+	g := ps.wl.spec.TerminationGracePeriod
+	if grace != nil {
+		g = time.Duration(*grace) * time.Second
+	}
+	ps.deleting = true
+	ps.observed(history.Event{T: now(), Kind: history.PodDeleted, Grace: int64(g)})
+	tr.mu.Unlock()
+	err := tr.b.cs.CoreV1().Pods(tr.ns).Delete(ctx, ps.name, metav1.DeleteOptions{GracePeriodSeconds: grace})
+	if err != nil && !apierrors.IsNotFound(err) {
+		fmt.Fprintf(tr.b.opts.Log, "kube: delete %s/%s: %v\n", tr.ns, ps.name, err)
+	}
+}
+
+// drain deletes the pods still there at the end of a trial (horizon or
+// interrupt) and waits a bounded time for them and their log streams.
+func (tr *trial) drain() {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	tr.mu.Lock()
+	var left []*podState
+	for _, ps := range tr.order {
+		if ps.created && !ps.removed {
+			left = append(left, ps)
+		}
+	}
+	tr.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, ps := range left {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tr.delete(ctx, ps, nil)
+			select {
+			case <-ps.done:
+			case <-ctx.Done():
+			}
+		}()
+	}
+	wg.Wait()
+	for _, ps := range tr.order {
+		waitTimeout(&ps.streams, 10*time.Second)
+	}
+}
+
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) bool {
+	c := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(c)
+	}()
+	select {
+	case <-c:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// watchedConds are the pod conditions written to the history.
+var watchedConds = []corev1.PodConditionType{corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady}
+
+// observe turns one watch notification into the pod's record: pod-level
+// events, readiness flags, exits from the status, and log streams for
+// container instances not seen before.
+func (tr *trial) observe(pod *corev1.Pod, deleted bool) {
+	t := now()
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	ps := tr.pods[pod.Name]
+	if ps == nil || !ps.created || ps.removed {
+		return
+	}
+	if ps.uid == "" {
+		ps.uid = string(pod.UID)
+	}
+	if ps.rec.Node == "" && pod.Spec.NodeName != "" {
+		ps.rec.Node = pod.Spec.NodeName
+		ps.observed(history.Event{T: t, Kind: history.PodScheduled, Node: ps.rec.Node})
+	}
+	ps.running = ps.running[:0]
+	statuses := append(append([]corev1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+	for i := range statuses {
+		cs := &statuses[i]
+		attempt := uint32(cs.RestartCount)
+		if cs.Ready != ps.ready[cs.Name] {
+			ps.ready[cs.Name] = cs.Ready
+			ps.observed(history.Event{T: t, Kind: history.ContainerReady, Container: cs.Name, Attempt: attempt, Value: cs.Ready})
+		}
+		if term := cs.LastTerminationState.Terminated; term != nil && term.ContainerID != "" && attempt > 0 {
+			tr.exitSeen(ps, cs.Name, term, attempt-1, t)
+			if !ps.streamed[term.ContainerID] {
+				// An instance that came and went between two updates: its
+				// stdout is the previous log; the shared file has it too.
+				ps.streamed[term.ContainerID] = true
+				tr.stream(ps, cs.Name, true, false)
+				go tr.collectFile(tr.ioCtx, ps)
+			}
+		}
+		switch {
+		case cs.State.Running != nil && cs.ContainerID != "":
+			ps.running = append(ps.running, cs.Name)
+			if !ps.streamed[cs.ContainerID] {
+				ps.streamed[cs.ContainerID] = true
+				tr.stream(ps, cs.Name, false, true)
+			}
+		case cs.State.Terminated != nil && cs.State.Terminated.ContainerID != "":
+			tr.exitSeen(ps, cs.Name, cs.State.Terminated, attempt, t)
+			if id := cs.State.Terminated.ContainerID; !ps.streamed[id] {
+				ps.streamed[id] = true
+				tr.stream(ps, cs.Name, false, false)
+			}
+		}
+	}
+	for _, ct := range watchedConds {
+		for _, c := range pod.Status.Conditions {
+			if c.Type != ct {
+				continue
+			}
+			// Conditions start false (as on sim): only changes are written.
+			if v := c.Status == corev1.ConditionTrue; ps.conds[ct] != v {
+				ps.conds[ct] = v
+				ps.observed(history.Event{T: t, Kind: history.PodCondition, Cond: string(ct), Value: v})
+			}
+		}
+	}
+	if pod.Status.Phase != "" && pod.Status.Phase != ps.phase {
+		ps.phase = pod.Status.Phase
+		e := history.Event{T: t, Kind: history.PodPhase, Phase: string(ps.phase)}
+		if ps.phase == corev1.PodSucceeded || ps.phase == corev1.PodFailed {
+			e.Reason = pod.Status.Reason
+			ps.termOnce.Do(func() { close(ps.terminal) })
+		}
+		ps.observed(e)
+	}
+	if pod.DeletionTimestamp != nil && !ps.deleting {
+		// Deleted by someone else (an eviction, a user): the grace is the
+		// API's.
+		ps.deleting = true
+		var g int64
+		if pod.DeletionGracePeriodSeconds != nil {
+			g = *pod.DeletionGracePeriodSeconds * int64(time.Second)
+		}
+		ps.observed(history.Event{T: t, Kind: history.PodDeleted, Grace: g})
+	}
+	if deleted {
+		ps.removed = true
+		ps.observed(history.Event{T: t, Kind: history.PodRemoved})
+		close(ps.done)
+	}
+}
+
+// exitSeen records a terminated container instance once (tr.mu held).
+func (tr *trial) exitSeen(ps *podState, c string, term *corev1.ContainerStateTerminated, attempt uint32, t int64) {
+	if ps.exits[term.ContainerID] {
+		return
+	}
+	ps.exits[term.ContainerID] = true
+	ps.rec.Exits = append(ps.rec.Exits, statusExit{Container: c, Attempt: attempt, Code: term.ExitCode, Reason: term.Reason, T: t})
+}
+
+// addLines adds agent lines of this pod (by UID), once each.
+func (tr *trial) addLines(ps *podState, ls []agentlog.Line) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for _, l := range ls {
+		if ps.uid != "" && l.UID != "" && l.UID != ps.uid {
+			continue
+		}
+		k := l.Key()
+		if ps.lineKeys[k] {
+			continue
+		}
+		ps.lineKeys[k] = true
+		ps.rec.Lines = append(ps.rec.Lines, l)
+	}
+}
+
+// stream reads one container instance's log (the agent mirrors its lines
+// to stdout): following the running instance until it exits, or the
+// current/previous terminated one at once. Called with tr.mu held.
+func (tr *trial) stream(ps *podState, c string, previous, follow bool) {
+	ps.streams.Add(1)
+	go func() {
+		defer ps.streams.Done()
+		opts := &corev1.PodLogOptions{Container: c, Previous: previous, Follow: follow}
+		for try := 0; try < 3; try++ {
+			rc, err := tr.b.cs.CoreV1().Pods(tr.ns).GetLogs(ps.name, opts).Stream(tr.ioCtx)
+			if err != nil {
+				if tr.ioCtx.Err() != nil {
+					return
+				}
+				time.Sleep(300 * time.Millisecond)
+				continue
+			}
+			var ls []agentlog.Line
+			_, _ = agentlog.Parse(rc, func(l agentlog.Line) {
+				if follow {
+					tr.addLines(ps, []agentlog.Line{l})
+				} else {
+					ls = append(ls, l)
+				}
+			})
+			rc.Close()
+			tr.addLines(ps, ls)
+			return
+		}
+	}()
+}
+
+// collectFile copies the pod's shared log through an exec of the agent's
+// cat in a running container (the image has no shell). It holds every
+// attempt of every container, including instances whose stdout the
+// streams missed.
+func (tr *trial) collectFile(ctx context.Context, ps *podState) {
+	tr.mu.Lock()
+	running := slices.Clone(ps.running)
+	tr.mu.Unlock()
+	if len(running) == 0 {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var out, errb bytes.Buffer
+	if err := tr.b.env.Client().Resources().ExecInPod(cctx, tr.ns, ps.name, running[0], []string{agentBinary, "cat"}, &out, &errb); err != nil {
+		fmt.Fprintf(tr.b.opts.Log, "kube: collecting %s/%s's log: %v %s\n", tr.ns, ps.name, err, errb.String())
+		return
+	}
+	var ls []agentlog.Line
+	_, _ = agentlog.Parse(&out, func(l agentlog.Line) { ls = append(ls, l) })
+	tr.addLines(ps, ls)
+}
+
+// write merges every pod's record with the trial's fault and node events
+// and writes the history in time order.
+func (tr *trial) write(sink history.Sink, partial bool) error {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	var evs []history.Event
+	for _, ps := range tr.order {
+		if !ps.created {
+			continue
+		}
+		tr.stats.LinesLost += lostAttempts(&ps.rec)
+		evs = append(evs, ps.rec.merge()...)
+	}
+	evs = append(evs, tr.global...)
+	slices.SortStableFunc(evs, func(a, b history.Event) int { return cmpInt64(a.T, b.T) })
+	meta := history.Event{T: tr.start.UnixNano(), Kind: history.RunMeta, Meta: &history.Meta{
+		Scenario: tr.t.Scenario.Metadata.Name, ScenarioHash: tr.t.Scenario.Hash, Seed: tr.t.Seed, Trial: tr.t.Number,
+		Policy: tr.t.Policy, Backend: "kube", StartUnixNano: tr.start.UnixNano(), ToleranceNanos: int64(DefaultTolerance),
+		Extra: map[string]string{"cluster": tr.b.cl.Name, "namespace": tr.ns, "run": tr.b.runID, "image": tr.b.opts.Image,
+			"nodes": strconv.Itoa(len(tr.nodes)), "chaosMesh": strconv.FormatBool(tr.b.chaos != nil)},
+	}}
+	if err := sink.Write(&meta); err != nil {
+		return err
+	}
+	last := meta.T
+	for i := range evs {
+		if evs[i].T < last {
+			evs[i].T = last // events before the trial's start (clock skew)
+		}
+		last = evs[i].T
+		if err := sink.Write(&evs[i]); err != nil {
+			return err
+		}
+	}
+	msg := "complete"
+	if partial {
+		msg = "partial"
+	}
+	end := history.Event{T: max(last, now()), Kind: history.RunEnd, Msg: msg}
+	return sink.Write(&end)
+}
+
+// lostAttempts counts container attempts the status shows (exits) for
+// which no agent line arrived.
+func lostAttempts(r *podRecord) int {
+	have := map[attemptKey]bool{}
+	for _, l := range r.Lines {
+		have[attemptKey{l.Container, l.Attempt}] = true
+	}
+	n := 0
+	for _, x := range r.Exits {
+		if !have[attemptKey{x.Container, x.Attempt}] {
+			n++
+		}
+	}
+	return n
+}
