@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/chaos-mesh/chaos-mesh/api/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -343,6 +344,33 @@ func ForFault(e Env, spec faults.Spec, index int, hit Hit) ([]Object, error) {
 		return []Object{o}, nil
 	}
 	return nil, fmt.Errorf("chaos: %s has no builder", spec.Kind) // unreachable: Unsupported covers it
+}
+
+// Injected reports what Chaos Mesh says of o's injection: done is true
+// once the AllInjected condition is True, or every record of the last
+// experiment is in phase Injected; targets counts the records. An object
+// not built here (no Chaos Mesh status) is never injected.
+func Injected(o Object) (done bool, targets int) {
+	so, ok := o.(interface{ GetStatus() *v1alpha1.ChaosStatus })
+	if !ok || so.GetStatus() == nil {
+		return false, 0
+	}
+	st := so.GetStatus()
+	for _, c := range st.Conditions {
+		if c.Type == v1alpha1.ConditionAllInjected && c.Status == corev1.ConditionTrue {
+			return true, len(st.Experiment.Records)
+		}
+	}
+	recs := st.Experiment.Records
+	if len(recs) == 0 {
+		return false, 0
+	}
+	for _, r := range recs {
+		if r == nil || r.Phase != v1alpha1.Injected || r.InjectedCount == 0 {
+			return false, len(recs)
+		}
+	}
+	return true, len(recs)
 }
 
 // ListTypes returns an empty object of every kind the builders make, for

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/sidebench/sidebench/harness/backend/drive"
 	"github.com/sidebench/sidebench/harness/behavior"
 	"github.com/sidebench/sidebench/harness/chaos"
@@ -18,6 +20,10 @@ import (
 //
 //  1. Chaos Mesh, when the cluster serves its CRDs: the objects of
 //     harness/chaos, labelled with the run, deleted at the end;
+//     process kills (kubelet-crash, runtime-restart) need chaosd's
+//     PhysicalMachine objects, given per node (--physical-machine), and
+//     count once Chaos Mesh reports them injected; on a cluster sidebench
+//     runs, node operations are used instead (they honour the downtime);
 //  2. a fallback that needs no Chaos Mesh: oom-kill through the agent
 //     (`sidebench-agent oom` exec'd in the target container makes it grow
 //     its memory until the kernel OOM-kills it under its real limit), and
@@ -31,7 +37,7 @@ import (
 // exited OOMKilled, the kubelet or runtime process was killed.
 
 // effectWait bounds how long a firing waits for its effect.
-const effectWait = 30 * time.Second
+var effectWait = 30 * time.Second // a var: tests shorten it
 
 func (tr *trial) event(e history.Event) {
 	if e.T == 0 {
@@ -77,15 +83,6 @@ func (tr *trial) fire(ctx context.Context, sp *faults.Spec, index int, label str
 	case faults.OOMKill:
 		tr.oomKill(ctx, sp, index, label, firing, rng)
 	case faults.KubeletCrash, faults.RuntimeRestart:
-		ops := tr.b.cl.Ops
-		if ops == nil {
-			why := "no node access: the cluster is not run by sidebench, and Chaos Mesh needs chaosd PhysicalMachine objects this backend does not configure"
-			if tr.b.chaos == nil {
-				why = "no node access and no Chaos Mesh on the cluster"
-			}
-			tr.notApplied(sp, label, "", "", "", why)
-			return
-		}
 		if sp.Kind == faults.RuntimeRestart && sp.Mode == faults.KillContainers {
 			tr.notApplied(sp, label, "", "", "", "runtime-restart kill-containers: containerd's shims keep the containers; losing them is not injected on the kube backend")
 			return
@@ -94,17 +91,26 @@ func (tr *trial) fire(ctx context.Context, sp *faults.Spec, index int, label str
 			tr.notApplied(sp, label, "", "", "", "kubelet-crash recoveryCrash is not supported on the kube backend")
 			return
 		}
-		for _, k := range sp.Where.PickNodes(len(tr.b.cl.Nodes), rng) {
-			if k >= len(tr.b.cl.Nodes) {
-				tr.notApplied(sp, label, "", "", "", fmt.Sprintf("node index %d: the cluster has %d nodes", k, len(tr.b.cl.Nodes)))
-				continue
+		if tr.b.cl.Ops != nil {
+			// Node operations of a cluster sidebench runs: exact downtime.
+			for _, k := range sp.Where.PickNodes(len(tr.b.cl.Nodes), rng) {
+				if k >= len(tr.b.cl.Nodes) {
+					tr.notApplied(sp, label, "", "", "", fmt.Sprintf("node index %d: the cluster has %d nodes", k, len(tr.b.cl.Nodes)))
+					continue
+				}
+				tr.faultWG.Add(1)
+				go func() {
+					defer tr.faultWG.Done()
+					tr.nodeProcess(sp, label, k)
+				}()
 			}
-			tr.faultWG.Add(1)
-			go func() {
-				defer tr.faultWG.Done()
-				tr.nodeProcess(sp, label, k)
-			}()
+			return
 		}
+		if tr.b.chaos == nil {
+			tr.notApplied(sp, label, "", "", "", "no node access (the cluster is not run by sidebench) and no Chaos Mesh on the cluster")
+			return
+		}
+		tr.processChaos(ctx, sp, index, label, firing, rng)
 	default:
 		why := sp.Kind.String() + ": no fallback without Chaos Mesh on the kube backend"
 		if reason, bad := chaos.Unsupported(*sp); bad {
@@ -235,9 +241,83 @@ func (tr *trial) createChaos(ctx context.Context, sp *faults.Spec, index int, hi
 	if err != nil {
 		return err
 	}
+	return tr.createObjects(ctx, objs)
+}
+
+// processChaos kills the kubelet or containerd of the picked nodes with a
+// PhysicalMachineChaos (chaosd on each node, registered with
+// --physical-machine). The kill counts once Chaos Mesh reports it
+// injected; the downtime is whatever the node's service manager does, not
+// the scenario's. The object is deleted after the scenario's downtime.
+func (tr *trial) processChaos(ctx context.Context, sp *faults.Spec, index int, label string, firing int, rng faults.Rand) {
+	var nodes []string
+	for _, k := range sp.Where.PickNodes(len(tr.nodes), rng) {
+		if k < len(tr.nodes) {
+			nodes = append(nodes, tr.nodes[k])
+		}
+	}
+	var missing []string
+	for _, n := range nodes {
+		if _, ok := tr.b.opts.PhysicalMachines[n]; !ok {
+			missing = append(missing, n)
+		}
+	}
+	if len(nodes) == 0 || len(missing) > 0 {
+		tr.notApplied(sp, label, "", "", "", fmt.Sprintf("no chaosd PhysicalMachine registered for node(s) %v (--physical-machine NODE=NAMESPACE/NAME)", missing))
+		return
+	}
+	target := fmt.Sprintf("%v/%s", nodes, map[faults.Kind]string{faults.KubeletCrash: "kubelet", faults.RuntimeRestart: "containerd"}[sp.Kind])
+	fid := tr.newFID()
+	tr.faultEv(history.FaultBegin, sp, fid, "", "", "", target, label)
+	objs, err := chaos.ForFault(chaos.Env{RunID: tr.b.runID, Namespace: tr.ns, PhysicalMachines: tr.b.opts.PhysicalMachines}, *sp, index, chaos.Hit{Nodes: nodes, Firing: firing})
+	if err == nil {
+		err = tr.createObjects(ctx, objs)
+	}
+	if err != nil {
+		tr.faultEv(history.FaultNotApplied, sp, fid, "", "", "", target, "Chaos Mesh: "+err.Error())
+		tr.faultEv(history.FaultEnd, sp, fid, "", "", "", target, "")
+		return
+	}
+	if n, ok := tr.waitInjected(ctx, objs); ok {
+		tr.applied()
+		tr.faultEv(history.FaultEffect, sp, fid, "", "", "", target, fmt.Sprintf("Chaos Mesh reports %d target(s) injected (PhysicalMachineChaos)", n))
+	} else {
+		tr.faultEv(history.FaultNotApplied, sp, fid, "", "", "", target, "Chaos Mesh did not report the injection within "+effectWait.String())
+	}
+	drive.SleepUntil(ctx, time.Now().Add(sp.Downtime))
+	for _, o := range objs {
+		_ = tr.b.chaos.Delete(context.Background(), o)
+	}
+	tr.faultEv(history.FaultEnd, sp, fid, "", "", "", target, "")
+}
+
+func (tr *trial) createObjects(ctx context.Context, objs []chaos.Object) error {
 	var errs []error
 	for _, o := range objs {
 		errs = append(errs, tr.b.chaos.Create(ctx, o))
 	}
 	return errors.Join(errs...)
+}
+
+// waitInjected polls the objects until Chaos Mesh reports every one
+// injected (effectWait at most); it returns the number of targets.
+func (tr *trial) waitInjected(ctx context.Context, objs []chaos.Object) (int, bool) {
+	deadline := time.Now().Add(effectWait)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		all, n := true, 0
+		for _, o := range objs {
+			cur := o.DeepCopyObject().(chaos.Object)
+			if err := tr.b.chaos.Get(ctx, client.ObjectKeyFromObject(o), cur); err != nil {
+				all = false
+				break
+			}
+			done, k := chaos.Injected(cur)
+			all, n = all && done, n+k
+		}
+		if all {
+			return n, true
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return 0, false
 }

@@ -55,6 +55,11 @@ type Options struct {
 	Horizon time.Duration
 	// Log receives progress lines (default discarded).
 	Log io.Writer
+	// PhysicalMachines maps node names to the Chaos Mesh PhysicalMachine
+	// ("namespace/name") of the chaosd running on each: kubelet-crash and
+	// runtime-restart then go through PhysicalMachineChaos on clusters
+	// sidebench does not run.
+	PhysicalMachines map[string]string
 }
 
 // NodeOps are node-level actions, available when sidebench runs the
