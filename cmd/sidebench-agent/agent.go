@@ -72,8 +72,9 @@ const oomCeiling = 8 << 30
 // code. sig delivers SIGTERM; oom delivers the oom trigger (SIGUSR1).
 func (a *agent) run(sig <-chan os.Signal, oom <-chan os.Signal) int {
 	p := &a.plan
-	exec := time.Now()
-	a.log.event(evExec, nil, p.String())
+	// Offsets count from the logged exec time, so that the log shows each
+	// step at least its planned offset after the exec line.
+	exec := time.Unix(0, a.log.event(evExec, nil, p.String()))
 	_ = os.MkdirAll(a.c.Dir, 0o755)
 	for _, f := range []string{fileStarted, fileReady, fileUnhealthy} {
 		_ = os.Remove(a.c.path(f))

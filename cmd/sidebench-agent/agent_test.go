@@ -376,10 +376,14 @@ func TestProbeLogsChanges(t *testing.T) {
 		{"startup", fileStarted, "", 0, "startup success"},
 		{"startup", "", "", 0, ""},
 		{"ready", fileReady, "", 0, "ready success"},
-		{"ready", forceFailPrefix + "ready", "", 1, "ready failure"},
+		{"ready", forceFailPrefix + "ready", "", 1, "ready failure forced"},
 		{"ready", "", forceFailPrefix + "ready", 0, "ready success"},
 		{"live", fileUnhealthy, "", 1, "live failure"},
 		{"live", "", "", 1, ""},
+		{"live", forceFailPrefix + "live", "", 1, "live failure forced"}, // a forced failure is its own result
+		{"live", "", forceFailPrefix + "live", 1, "live failure"},
+		{"startup", forceFailPrefix + "startup", "", 1, "startup failure forced"},
+		{"startup", "", forceFailPrefix + "startup", 0, "startup success"},
 	}
 	// Before the main process wrote its state, nothing is logged (and
 	// nothing remembered).

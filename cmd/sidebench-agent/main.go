@@ -12,6 +12,7 @@
 //	sidebench-agent hook poststart|prestop   sleep the drawn hook duration (exec hooks)
 //	sidebench-agent plan                     print the drawn plan and exit
 //	sidebench-agent cat                      copy the shared log to stdout (collection by exec; the image has no shell)
+//	sidebench-agent fail PROBE DURATION      make a probe of this container fail for DURATION
 //	sidebench-agent oom                      make the main process grow its memory until the kernel OOM-kills it
 //	sidebench-agent pause                    block until SIGTERM or SIGINT, exit 0 (the pod sandbox's image)
 //
@@ -90,6 +91,8 @@ func realMain(args []string, getenv func(string) string, stdout, stderr io.Write
 		return 0
 	case "oom":
 		return triggerOOM(getenv, stderr)
+	case "fail":
+		return failProbe(args[1:], getenv, stderr)
 	case "pause":
 		// The sandbox (pause) container of the containerd tier: the same
 		// binary, so the node needs one imported image and nothing pulled.
@@ -98,10 +101,10 @@ func realMain(args []string, getenv func(string) string, stdout, stderr io.Write
 		<-sig
 		return 0
 	case "-h", "--help", "help":
-		fmt.Fprintln(stdout, "usage: sidebench-agent [run | probe startup|ready|live | hook poststart|prestop | plan | cat [FILE] | oom | pause]")
+		fmt.Fprintln(stdout, "usage: sidebench-agent [run | probe startup|ready|live | hook poststart|prestop | plan | cat [FILE] | oom | fail PROBE DURATION | pause]")
 		return 0
 	}
-	fmt.Fprintf(stderr, "sidebench-agent: unknown command %q (allowed: run, probe, hook, plan, cat, oom, pause)\n", cmd)
+	fmt.Fprintf(stderr, "sidebench-agent: unknown command %q (allowed: run, probe, hook, plan, cat, oom, fail, pause)\n", cmd)
 	return exitUsage
 }
 
@@ -185,12 +188,52 @@ func probe(kind string, getenv func(string) string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "sidebench-agent: unknown probe %q (allowed: startup, ready, live)\n", kind)
 		return exitUsage
 	}
-	if exists(c.path(forceFailPrefix + kind)) {
+	forced := exists(c.path(forceFailPrefix + kind))
+	if forced {
 		ok = false
 	}
-	logProbe(kind, ok, getenv)
+	logProbe(kind, ok, forced, getenv)
 	if !ok {
 		return 1
+	}
+	return 0
+}
+
+// failProbe makes a probe of this container fail for d (the kube
+// backend's probe-failure fault without Chaos Mesh): it creates the
+// force-fail file the probe command checks, and removes it after d, or
+// when the exec session is cut.
+func failProbe(args []string, getenv func(string) string, stderr io.Writer) int {
+	if len(args) != 2 {
+		fmt.Fprintln(stderr, "usage: sidebench-agent fail startup|ready|live DURATION")
+		return exitUsage
+	}
+	kind := args[0]
+	switch kind {
+	case "startup", "ready", "live":
+	default:
+		fmt.Fprintf(stderr, "sidebench-agent: unknown probe %q (allowed: startup, ready, live)\n", kind)
+		return exitUsage
+	}
+	d, err := time.ParseDuration(args[1])
+	if err != nil || d <= 0 {
+		fmt.Fprintf(stderr, "sidebench-agent: fail: duration %q: want a positive Go duration such as 5s\n", args[1])
+		return exitUsage
+	}
+	dir := getenv(envDir)
+	if dir == "" {
+		dir = DefaultDir
+	}
+	c := config{Dir: dir}
+	_ = os.MkdirAll(dir, 0o755)
+	path := c.path(forceFailPrefix + kind)
+	touch(path)
+	defer os.Remove(path)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	select {
+	case <-time.After(d):
+	case <-sig:
 	}
 	return 0
 }
@@ -202,13 +245,19 @@ func probe(kind string, getenv func(string) string, stderr io.Writer) int {
 // first startup success, every readiness change and every liveness
 // failure are logged. Failures to log are ignored: the probe's answer is
 // what matters to the kubelet.
-func logProbe(kind string, ok bool, getenv func(string) string) {
+func logProbe(kind string, ok, forced bool, getenv func(string) string) {
 	c, err := loadConfig(getenv)
 	if err != nil || (c.LogPath == "" && !c.Stdout) {
 		return
 	}
 	res := "failure"
-	if ok {
+	switch {
+	case forced:
+		// A forced failure is a result of its own, so that the first
+		// one is logged even while the probe was failing anyway (a
+		// startup probe before its time): it is the fault's effect.
+		res = "failure forced"
+	case ok:
 		res = "success"
 	}
 	last := "failure"

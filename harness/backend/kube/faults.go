@@ -9,11 +9,13 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/sidebench/sidebench/harness/agentlog"
 	"github.com/sidebench/sidebench/harness/backend/drive"
 	"github.com/sidebench/sidebench/harness/behavior"
 	"github.com/sidebench/sidebench/harness/chaos"
 	"github.com/sidebench/sidebench/harness/faults"
 	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/reference-impl/api"
 )
 
 // Faults on the kube backend, in order of preference:
@@ -82,6 +84,8 @@ func (tr *trial) fire(ctx context.Context, sp *faults.Spec, index int, label str
 	switch sp.Kind {
 	case faults.OOMKill:
 		tr.oomKill(ctx, sp, index, label, firing, rng)
+	case faults.ProbeFailure:
+		tr.probeFailure(ctx, sp, label, rng)
 	case faults.KubeletCrash, faults.RuntimeRestart:
 		if sp.Kind == faults.RuntimeRestart && sp.Mode == faults.KillContainers {
 			tr.notApplied(sp, label, "", "", "", "runtime-restart kill-containers: containerd's shims keep the containers; losing them is not injected on the kube backend")
@@ -320,4 +324,84 @@ func (tr *trial) waitInjected(ctx context.Context, objs []chaos.Object) (int, bo
 		time.Sleep(200 * time.Millisecond)
 	}
 	return 0, false
+}
+
+// agentProbe names a probe kind as the agent's probe command does.
+var agentProbe = map[api.ProbeKind]string{api.ProbeStartup: "startup", api.ProbeReadiness: "ready", api.ProbeLiveness: "live"}
+
+// probeFailure makes the target container's probe fail for the fault's
+// window through the agent (`sidebench-agent fail PROBE WINDOW`, exec'd:
+// the probe command fails while its force-fail file exists). It counts
+// once the agent logs a forced failure, that is once the kubelet probed
+// during the window; a probe the kubelet does not run then (startup
+// already passed, the container not running) is not applied.
+func (tr *trial) probeFailure(ctx context.Context, sp *faults.Spec, label string, rng faults.Rand) {
+	tr.mu.Lock()
+	var cand []*podState
+	for _, p := range tr.order {
+		if p.created && !p.deleting && !p.removed && len(p.running) > 0 && sp.Where.MatchPod(&p.wl.world) {
+			cand = append(cand, p)
+		}
+	}
+	tr.mu.Unlock()
+	if len(cand) == 0 {
+		tr.notApplied(sp, label, "", "", "", "no running pod matches the target")
+		return
+	}
+	for _, j := range faults.Sample(len(cand), sp.Where.PickCount(len(cand)), rng) {
+		p := cand[j]
+		ci := sp.Where.PickContainer(&p.wl.world, sp.Kind, sp.Probe, rng)
+		if ci < 0 {
+			tr.notApplied(sp, label, p.rec.Node, p.rec.Name, "", "no container with that probe matches the target")
+			continue
+		}
+		c := p.wl.world.Containers[ci].Name
+		fid := tr.newFID()
+		target := p.rec.Name + "/" + c + "/" + agentProbe[sp.Probe]
+		begin := now()
+		tr.faultEv(history.FaultBegin, sp, fid, p.rec.Node, p.rec.Name, c, target, label)
+		tr.faultWG.Add(1)
+		go func() {
+			defer tr.faultWG.Done()
+			// The exec lasts the window: the agent removes the file when
+			// it ends or when the session is cut.
+			cctx, cancel := context.WithTimeout(context.Background(), sp.Window+10*time.Second)
+			defer cancel()
+			var out, errb bytes.Buffer
+			err := tr.b.env.Client().Resources().ExecInPod(cctx, tr.ns, p.name, c, []string{agentBinary, "fail", agentProbe[sp.Probe], sp.Window.String()}, &out, &errb)
+			if t, ok := tr.forcedFailureSeen(p, c, agentProbe[sp.Probe], begin); ok {
+				tr.applied()
+				tr.event(history.Event{T: t, Kind: history.FaultEffect, Fault: sp.Kind.String(), FaultID: fid, Node: p.rec.Node, Pod: p.rec.Name, Container: c, Target: target, Msg: "forced probe failure seen by the kubelet (agent)"})
+			} else {
+				why := "the kubelet did not run the probe during the window"
+				if err != nil {
+					why = fmt.Sprintf("exec: %v %s", err, bytes.TrimSpace(errb.Bytes()))
+				}
+				tr.faultEv(history.FaultNotApplied, sp, fid, p.rec.Node, p.rec.Name, c, target, why)
+			}
+			tr.faultEv(history.FaultEnd, sp, fid, p.rec.Node, p.rec.Name, c, target, "")
+		}()
+	}
+}
+
+// forcedFailureSeen returns the time of the first forced failure of probe
+// in container c logged after since (the follow streams bring it within
+// milliseconds; a few seconds are allowed for a slow log).
+func (tr *trial) forcedFailureSeen(p *podState, c, probe string, since int64) (int64, bool) {
+	want := probe + " failure forced"
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		tr.mu.Lock()
+		for _, l := range p.rec.Lines {
+			if l.Container == c && l.Event == agentlog.Probe && l.Detail == want && l.T >= since {
+				tr.mu.Unlock()
+				return l.T, true
+			}
+		}
+		tr.mu.Unlock()
+		if time.Now().After(deadline) {
+			return 0, false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -134,7 +134,13 @@ func (r *podRecord) merge() []history.Event {
 				ev(l, history.Event{Kind: history.ContainerStarted, Value: true})
 			}
 		case agentlog.Probe:
-			probe, res, _ := strings.Cut(l.Detail, " ")
+			// "<probe> <result>[ forced]": a forced failure (the
+			// probe-failure fault) is a failure to the kubelet.
+			f := strings.Fields(l.Detail)
+			if len(f) < 2 {
+				continue
+			}
+			probe, res := f[0], f[1]
 			switch probe {
 			case "ready":
 				probe = "readiness"

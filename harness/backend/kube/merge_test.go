@@ -91,6 +91,7 @@ func TestMerge(t *testing.T) {
 			ln(101, "proxy", 0, agentlog.Start, ""),
 			ln(300, "proxy", 0, agentlog.Probe, "startup success"),
 			ln(350, "app", 0, agentlog.Exec, ""),
+			ln(380, "app", 0, agentlog.Probe, "ready failure forced"), // the probe-failure fault
 			ln(1010, "app", 0, agentlog.Sigterm, ""),
 			ln(1020, "app", 0, agentlog.Exit, "sigterm", 0),
 			ln(1100, "proxy", 0, agentlog.Sigterm, ""),
@@ -103,6 +104,7 @@ func TestMerge(t *testing.T) {
 0.300s  container.started proxy value=true
 0.350s  container.running app
 0.350s  container.started app value=true
+0.380s  probe.result app readiness=failure
 0.400s  container.ready app value=true
 1.000s  pod.deleted grace=2.000s
 1.010s  pod.terminating value=true reason=PodDeleted grace=2.000s

@@ -43,8 +43,14 @@ type Stats struct {
 	// LinesLost counts container attempts whose agent log never reached
 	// the backend (no exec line collected).
 	LinesLost int
-	Namespace string
-	Elapsed   time.Duration
+	// StatusLagMax is the longest time between a pod condition's
+	// lastTransitionTime and the watch receiving it; LateStatus counts the
+	// changes that took over a second (placed at their decision time,
+	// decidedAt).
+	StatusLagMax time.Duration
+	LateStatus   int
+	Namespace    string
+	Elapsed      time.Duration
 }
 
 func now() int64 { return time.Now().UnixNano() }
@@ -405,6 +411,19 @@ func (tr *trial) observe(pod *corev1.Pod, deleted bool) {
 		ps.rec.Node = pod.Spec.NodeName
 		ps.observed(history.Event{T: t, Kind: history.PodScheduled, Node: ps.rec.Node})
 	}
+	// Condition changes first: their times also place the readiness
+	// flags that flipped with them. Conditions start false (as on sim):
+	// only changes are written.
+	condT := map[corev1.PodConditionType]condChange{}
+	for _, ct := range watchedConds {
+		for _, c := range pod.Status.Conditions {
+			if v := c.Status == corev1.ConditionTrue; c.Type == ct && ps.conds[ct] != v {
+				at, lag := decidedAt(t, c.LastTransitionTime.UnixNano())
+				condT[ct] = condChange{v: v, t: at}
+				tr.statusLag(lag)
+			}
+		}
+	}
 	ps.running = ps.running[:0]
 	statuses := append(append([]corev1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
 	for i := range statuses {
@@ -412,7 +431,13 @@ func (tr *trial) observe(pod *corev1.Pod, deleted bool) {
 		attempt := uint32(cs.RestartCount)
 		if cs.Ready != ps.ready[cs.Name] {
 			ps.ready[cs.Name] = cs.Ready
-			ps.observed(history.Event{T: t, Kind: history.ContainerReady, Container: cs.Name, Attempt: attempt, Value: cs.Ready})
+			// A flag that flipped with ContainersReady in this update was
+			// decided with it (the condition's own time, below).
+			rt := t
+			if ct, ok := condT[corev1.ContainersReady]; ok && ct.v == cs.Ready {
+				rt = ct.t
+			}
+			ps.observed(history.Event{T: rt, Kind: history.ContainerReady, Container: cs.Name, Attempt: attempt, Value: cs.Ready})
 		}
 		if term := cs.LastTerminationState.Terminated; term != nil && term.ContainerID != "" && attempt > 0 {
 			tr.exitSeen(ps, cs.Name, term, attempt-1, t)
@@ -440,15 +465,9 @@ func (tr *trial) observe(pod *corev1.Pod, deleted bool) {
 		}
 	}
 	for _, ct := range watchedConds {
-		for _, c := range pod.Status.Conditions {
-			if c.Type != ct {
-				continue
-			}
-			// Conditions start false (as on sim): only changes are written.
-			if v := c.Status == corev1.ConditionTrue; ps.conds[ct] != v {
-				ps.conds[ct] = v
-				ps.observed(history.Event{T: t, Kind: history.PodCondition, Cond: string(ct), Value: v})
-			}
+		if c, ok := condT[ct]; ok {
+			ps.conds[ct] = c.v
+			ps.observed(history.Event{T: c.t, Kind: history.PodCondition, Cond: string(ct), Value: c.v})
 		}
 	}
 	if pod.Status.Phase != "" && pod.Status.Phase != ps.phase {
@@ -475,6 +494,40 @@ func (tr *trial) observe(pod *corev1.Pod, deleted bool) {
 		ps.observed(history.Event{T: t, Kind: history.PodRemoved})
 		close(ps.done)
 	}
+}
+
+// condChange is a pod condition's new value and the time it is placed at.
+type condChange struct {
+	v bool
+	t int64
+}
+
+// decidedAt places a status change received at recv whose
+// lastTransitionTime is ltt (one-second resolution; 0 if unset): at recv,
+// unless the kubelet published it more than a second after it decided
+// it, which happens when the kubelet or the apiserver is overloaded and
+// would put an old decision after events that followed it on the node
+// (a Ready=True published after the pod's containers exited). Then it is
+// placed at the latest time the decision can have had, ltt + 1s. lag is
+// recv - ltt (0 when unknown, or when ltt is ahead of the harness clock:
+// another machine's clock).
+func decidedAt(recv, ltt int64) (at, lag int64) {
+	if ltt <= 0 || ltt > recv {
+		return recv, 0
+	}
+	lag = recv - ltt
+	if lag > int64(time.Second) {
+		return ltt + int64(time.Second) - 1, lag
+	}
+	return recv, lag
+}
+
+// statusLag records one status-change lag (tr.mu held).
+func (tr *trial) statusLag(lag int64) {
+	if lag > int64(time.Second) {
+		tr.stats.LateStatus++
+	}
+	tr.stats.StatusLagMax = max(tr.stats.StatusLagMax, time.Duration(lag))
 }
 
 // exitSeen records a terminated container instance once (tr.mu held).
@@ -511,13 +564,16 @@ func (tr *trial) stream(ps *podState, c string, previous, follow bool) {
 	go func() {
 		defer ps.streams.Done()
 		opts := &corev1.PodLogOptions{Container: c, Previous: previous, Follow: follow}
-		for try := 0; try < 3; try++ {
+		// A loaded kubelet can refuse the first requests for a container
+		// it has just started: retry for a while (the shared file's copy
+		// at deletion is the other way in).
+		for try := 0; try < 20; try++ {
 			rc, err := tr.b.cs.CoreV1().Pods(tr.ns).GetLogs(ps.name, opts).Stream(tr.ioCtx)
 			if err != nil {
 				if tr.ioCtx.Err() != nil {
 					return
 				}
-				time.Sleep(300 * time.Millisecond)
+				time.Sleep(500 * time.Millisecond)
 				continue
 			}
 			var ls []agentlog.Line
@@ -564,20 +620,24 @@ func (tr *trial) write(sink history.Sink, partial bool) error {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	var evs []history.Event
+	lost := 0
 	for _, ps := range tr.order {
 		if !ps.created {
 			continue
 		}
-		tr.stats.LinesLost += lostAttempts(&ps.rec)
+		lost += lostAttempts(&ps.rec)
 		evs = append(evs, ps.rec.merge()...)
 	}
+	tr.stats.LinesLost = lost
 	evs = append(evs, tr.global...)
 	slices.SortStableFunc(evs, func(a, b history.Event) int { return cmpInt64(a.T, b.T) })
 	meta := history.Event{T: tr.start.UnixNano(), Kind: history.RunMeta, Meta: &history.Meta{
 		Scenario: tr.t.Scenario.Metadata.Name, ScenarioHash: tr.t.Scenario.Hash, Seed: tr.t.Seed, Trial: tr.t.Number,
 		Policy: tr.t.Policy, Backend: "kube", StartUnixNano: tr.start.UnixNano(), ToleranceNanos: int64(DefaultTolerance),
 		Extra: map[string]string{"cluster": tr.b.cl.Name, "namespace": tr.ns, "run": tr.b.runID, "image": tr.b.opts.Image,
-			"nodes": strconv.Itoa(len(tr.nodes)), "chaosMesh": strconv.FormatBool(tr.b.chaos != nil)},
+			"nodes": strconv.Itoa(len(tr.nodes)), "chaosMesh": strconv.FormatBool(tr.b.chaos != nil),
+			"statusLagMaxMs": strconv.FormatInt(tr.stats.StatusLagMax.Milliseconds(), 10), "lateStatusChanges": strconv.Itoa(tr.stats.LateStatus),
+			"agentAttemptsLost": strconv.Itoa(lost)},
 	}}
 	if err := sink.Write(&meta); err != nil {
 		return err
