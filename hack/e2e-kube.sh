@@ -9,8 +9,9 @@
 #    --backend kube --provider local`: sidebench's local cluster with one
 #    containerd node, real containers of the agent image; then `sidebench
 #    check` on every history: any violation fails the target;
-# 3. checks the OOM scenario really OOM-killed (exit 137 OOMKilled in the
-#    history, the oom-kill fault applied through the agent fallback);
+# 3. checks the faults really happened through the fallbacks: the OOM
+#    scenario's exits 137 OOMKilled and its oom-kill fault, the
+#    start-ordering scenario's forced readiness failures;
 # 4. runs the kube backend's e2e tests: a whole trial, an interrupted
 #    trial, SIGINT to `sidebench run` (nothing of the run may remain);
 # 5. checks nothing is left: no process, mount, bridge, netns or run dir.
@@ -57,6 +58,10 @@ n_fx=$(grep '"fault.effect"' "$oom" 2>/dev/null | grep -c '"oom-kill"')
 say "kube-sidecar-oom: $n_oom OOMKilled exits (kernel, real memory limits), $n_fx oom-kill fault(s) applied"
 [ "$n_oom" -ge 4 ] || { say "FAIL: expected the logs sidecars to be OOM-killed by the kernel"; fail=1; }
 [ "$n_fx" -ge 1 ] || { say "FAIL: the oom-kill fault was never applied"; fail=1; }
+so="$OUT/kube/kube-start-ordering/history.jsonl"
+n_pf=$(grep '"fault.effect"' "$so" 2>/dev/null | grep -c '"probe-failure"')
+say "kube-start-ordering: $n_pf probe-failure fault(s) applied (forced readiness failures seen by the kubelet)"
+[ "$n_pf" -ge 1 ] || { say "FAIL: the probe-failure fault was never applied"; fail=1; }
 
 t2=$(date +%s)
 $GO test -tags e2e -count=1 -run 'E2EKube' -timeout 20m ./harness/backend/kube/ >"$OUT/gotest.log" 2>&1
@@ -77,9 +82,14 @@ for p in /proc/[0-9]*; do
 	esac
 done
 links_after=$(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | grep -E '^sb[0-9a-f]{6}-' | sort | tr '\n' ' ')
-[ "$links_after" = "$links_before" ] || { say "FAIL: bridges before [$links_before] after [$links_after]"; fail=1; }
+# Only what this run added counts (another cluster may come and go).
+for l in $links_after; do
+	case " $links_before " in *" $l "*) ;; *) say "FAIL: bridge $l left (before: [$links_before])"; fail=1;; esac
+done
 netns_after=$(ls /var/run/netns 2>/dev/null | sort | tr '\n' ' ')
-[ "$netns_after" = "$netns_before" ] || { say "FAIL: netns before [$netns_before] after [$netns_after]"; fail=1; }
+for n in $netns_after; do
+	case " $netns_before " in *" $n "*) ;; *) say "FAIL: netns $n left (before: [$netns_before])"; fail=1;; esac
+done
 [ "$fail" = 0 ] && say "no process, mount, bridge, netns or run dir left"
 
 say "results in $OUT; total $(( $(date +%s) - t0 ))s"

@@ -113,7 +113,7 @@ func (k *kubeBackend) RunTrial(ctx context.Context, t scenario.Trial, sink histo
 			fmt.Fprintf(k.opts.log, "sidebench: %s: the agent log of %d container attempt(s) never reached the backend: their events come from the pod status alone\n", t, st.LinesLost)
 		}
 		if st.LateStatus > 0 {
-			fmt.Fprintf(k.opts.log, "sidebench: %s: %d pod status change(s) reached the API more than 1 s after the kubelet decided them (at most %s): the cluster is overloaded; they are placed at their lastTransitionTime (±1 s)\n",
+			fmt.Fprintf(k.opts.log, "sidebench: %s: %d pod status change(s) reached the API more than 2 s after the kubelet decided them (at most %s): the cluster is overloaded; they are placed at their lastTransitionTime (±1 s)\n",
 				t, st.LateStatus, st.StatusLagMax.Round(time.Millisecond))
 		}
 	}

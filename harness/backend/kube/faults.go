@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -336,16 +337,25 @@ var agentProbe = map[api.ProbeKind]string{api.ProbeStartup: "startup", api.Probe
 // during the window; a probe the kubelet does not run then (startup
 // already passed, the container not running) is not applied.
 func (tr *trial) probeFailure(ctx context.Context, sp *faults.Spec, label string, rng faults.Rand) {
+	// Candidates: live pods in which a container the target names, with
+	// that probe, runs now (a probe of a container that does not run is
+	// not probed: nothing to fail, as on sim).
 	tr.mu.Lock()
 	var cand []*podState
 	for _, p := range tr.order {
-		if p.created && !p.deleting && !p.removed && len(p.running) > 0 && sp.Where.MatchPod(&p.wl.world) {
-			cand = append(cand, p)
+		if !p.created || p.deleting || p.removed || !sp.Where.MatchPod(&p.wl.world) {
+			continue
+		}
+		for _, ci := range sp.Where.Containers(&p.wl.world, sp.Kind, sp.Probe) {
+			if slices.Contains(p.running, p.wl.world.Containers[ci].Name) {
+				cand = append(cand, p)
+				break
+			}
 		}
 	}
 	tr.mu.Unlock()
 	if len(cand) == 0 {
-		tr.notApplied(sp, label, "", "", "", "no running pod matches the target")
+		tr.notApplied(sp, label, "", "", "", "no pod of the target runs a container with that probe")
 		return
 	}
 	for _, j := range faults.Sample(len(cand), sp.Where.PickCount(len(cand)), rng) {
@@ -356,6 +366,15 @@ func (tr *trial) probeFailure(ctx context.Context, sp *faults.Spec, label string
 			continue
 		}
 		c := p.wl.world.Containers[ci].Name
+		tr.mu.Lock()
+		running := slices.Contains(p.running, c)
+		tr.mu.Unlock()
+		if !running {
+			// As on sim: a probe of a container that does not run is not
+			// probed, so there is nothing to fail.
+			tr.notApplied(sp, label, p.rec.Node, p.rec.Name, c, "container "+c+" is not running")
+			continue
+		}
 		fid := tr.newFID()
 		target := p.rec.Name + "/" + c + "/" + agentProbe[sp.Probe]
 		begin := now()

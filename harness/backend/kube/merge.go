@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sidebench/sidebench/harness/agentlog"
 	"github.com/sidebench/sidebench/harness/behavior"
@@ -225,6 +226,7 @@ func (r *podRecord) merge() []history.Event {
 		}
 	}
 	slices.SortStableFunc(out, func(a, b history.Event) int { return cmpInt64(a.T, b.T) })
+	out = r.causal(out)
 	out = r.inferTermination(out, ctrs)
 	// pod.removed is a pod's last event (the history contract).
 	for i, e := range out {
@@ -235,6 +237,74 @@ func (r *podRecord) merge() []history.Event {
 		}
 	}
 	return out
+}
+
+// agentSkew bounds how much later than the runtime's start an agent logs
+// its exec line: the Go runtime's start-up before main, tens of
+// milliseconds on a loaded node. The kubelet sees a container running
+// (and, without probes, started and ready) from the runtime, so a status
+// update can legitimately be received before the exec line.
+const agentSkew = 250 * int64(time.Millisecond)
+
+// causal moves status updates received before the node events they
+// report to just after them, when the gap is within agentSkew: a
+// container's Ready=true after its running line, the first
+// Initialized=True after the last init container's exit or sidecar's
+// Started. The whole update moves (its readiness flags, conditions and
+// phase share its receive time), so that what it reported together stays
+// together. A larger gap is left alone: the status then really claimed
+// something the node had not done.
+func (r *podRecord) causal(evs []history.Event) []history.Event {
+	running := map[attemptKey]int64{}
+	var initDone int64 // latest init exit or sidecar Started of the first initialization
+	inits := map[string]bool{}
+	for i := range r.Spec.Init {
+		inits[r.Spec.Init[i].Name] = true
+	}
+	mainRan := false
+	for _, e := range evs {
+		switch {
+		case e.Kind == history.ContainerRunning:
+			if _, ok := running[attemptKey{e.Container, e.Attempt}]; !ok {
+				running[attemptKey{e.Container, e.Attempt}] = e.T
+			}
+			mainRan = mainRan || !inits[e.Container]
+		case mainRan: // the first initialization is over
+		case inits[e.Container] && (e.Kind == history.ContainerExited || e.Kind == history.ContainerStarted && e.Value):
+			initDone = max(initDone, e.T)
+		}
+	}
+	statusKind := func(k history.Kind) bool {
+		return k == history.ContainerReady || k == history.PodCondition || k == history.PodPhase
+	}
+	// Per update (receive time): the time it must follow.
+	need := map[int64]int64{}
+	initialized := false
+	for _, e := range evs {
+		var after int64 = -1
+		switch {
+		case e.Kind == history.ContainerReady && e.Value:
+			if t, ok := running[attemptKey{e.Container, e.Attempt}]; ok {
+				after = t
+			}
+		case e.Kind == history.PodCondition && e.Cond == "Initialized" && e.Value && !initialized:
+			initialized = true
+			after = initDone
+		}
+		if after > e.T && after-e.T <= agentSkew {
+			need[e.T] = max(need[e.T], after)
+		}
+	}
+	if len(need) == 0 {
+		return evs
+	}
+	for i := range evs {
+		if a, ok := need[evs[i].T]; ok && statusKind(evs[i].Kind) {
+			evs[i].T = a + 1
+		}
+	}
+	slices.SortStableFunc(evs, func(a, b history.Event) int { return cmpInt64(a.T, b.T) })
+	return evs
 }
 
 // inferTermination inserts pod.terminating, the start of a whole-pod kill,

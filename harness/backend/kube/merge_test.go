@@ -163,6 +163,34 @@ func TestMerge(t *testing.T) {
 `,
 		oomAt: 1201 * ms,
 	}, {
+		name: "status received a few ms before the agent's line it reports: moved after it",
+		rp:   corev1.RestartPolicyAlways,
+		obs: []history.Event{
+			ob(0, history.PodCreated, nil),
+			ob(290, history.PodCondition, func(e *history.Event) { e.Cond, e.Value = "Initialized", true }),
+			ob(340, history.ContainerReady, func(e *history.Event) { e.Container, e.Value = "app", true }),
+			ob(340, history.PodCondition, func(e *history.Event) { e.Cond, e.Value = "ContainersReady", true }), // same update: moves with it
+			ob(900, history.ContainerReady, func(e *history.Event) { e.Container, e.Value = "proxy", true }),
+		},
+		lines: []agentlog.Line{
+			ln(100, "proxy", 0, agentlog.Exec, ""),
+			ln(300, "proxy", 0, agentlog.Probe, "startup success"),
+			ln(350, "app", 0, agentlog.Exec, ""),
+			ln(2000, "proxy", 1, agentlog.Exec, ""), // a later restart
+		},
+		want: `0.000s  pod.created
+0.100s  container.running proxy
+0.300s  probe.result proxy startup=success
+0.300s  container.started proxy value=true
+0.300s  pod.condition Initialized=true
+0.350s  container.running app
+0.350s  container.started app value=true
+0.350s  container.ready app value=true
+0.350s  pod.condition ContainersReady=true
+0.900s  container.ready proxy value=true
+2.000s  container.running proxy attempt=1
+`,
+	}, {
 		name: "SIGTERM ignored: killed at the end of the grace",
 		rp:   corev1.RestartPolicyAlways,
 		obs: []history.Event{

@@ -45,8 +45,8 @@ type Stats struct {
 	LinesLost int
 	// StatusLagMax is the longest time between a pod condition's
 	// lastTransitionTime and the watch receiving it; LateStatus counts the
-	// changes that took over a second (placed at their decision time,
-	// decidedAt).
+	// changes that took over lateStatus (any over a second is placed at
+	// its decision time, decidedAt).
 	StatusLagMax time.Duration
 	LateStatus   int
 	Namespace    string
@@ -522,9 +522,13 @@ func decidedAt(recv, ltt int64) (at, lag int64) {
 	return recv, lag
 }
 
+// lateStatus is the lag from which a status change counts as late: a
+// second of lastTransitionTime resolution plus a second of propagation.
+const lateStatus = 2 * time.Second
+
 // statusLag records one status-change lag (tr.mu held).
 func (tr *trial) statusLag(lag int64) {
-	if lag > int64(time.Second) {
+	if lag > int64(lateStatus) {
 		tr.stats.LateStatus++
 	}
 	tr.stats.StatusLagMax = max(tr.stats.StatusLagMax, time.Duration(lag))
