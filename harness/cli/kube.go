@@ -107,6 +107,18 @@ func (k *kubeBackend) RunTrial(ctx context.Context, t scenario.Trial, sink histo
 	if err != nil {
 		return TrialStats{}, err
 	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			if k.opts.log != nil {
+				fmt.Fprintf(k.opts.log, "sidebench: interrupted: deleting what kube run %s created (its pods terminate gracefully, at most 90 s); Ctrl-C again abandons them: kubectl delete namespace -l %s=%s\n",
+					b.RunID(), kube.LabelRun, b.RunID())
+			}
+		case <-done:
+		}
+	}()
 	st, err := b.RunTrial(ctx, t, sink)
 	if k.opts.log != nil {
 		if st.LinesLost > 0 {

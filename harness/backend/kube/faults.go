@@ -197,7 +197,7 @@ func (tr *trial) oomKill(ctx context.Context, sp *faults.Spec, index int, label 
 		} else {
 			var out, errb bytes.Buffer
 			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			err = tr.b.env.Client().Resources().ExecInPod(cctx, tr.ns, p.name, c, []string{agentBinary, "oom"}, &out, &errb)
+			err = tr.b.exec(cctx, tr.ns, p.name, c, []string{agentBinary, "oom"}, &out, &errb)
 			cancel()
 			if err != nil && errb.Len() > 0 {
 				err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(errb.Bytes()))
@@ -387,7 +387,7 @@ func (tr *trial) probeFailure(ctx context.Context, sp *faults.Spec, label string
 			cctx, cancel := context.WithTimeout(context.Background(), sp.Window+10*time.Second)
 			defer cancel()
 			var out, errb bytes.Buffer
-			err := tr.b.env.Client().Resources().ExecInPod(cctx, tr.ns, p.name, c, []string{agentBinary, "fail", agentProbe[sp.Probe], sp.Window.String()}, &out, &errb)
+			err := tr.b.exec(cctx, tr.ns, p.name, c, []string{agentBinary, "fail", agentProbe[sp.Probe], sp.Window.String()}, &out, &errb)
 			if t, ok := tr.forcedFailureSeen(p, c, agentProbe[sp.Probe], begin); ok {
 				tr.applied()
 				tr.event(history.Event{T: t, Kind: history.FaultEffect, Fault: sp.Kind.String(), FaultID: fid, Node: p.rec.Node, Pod: p.rec.Name, Container: c, Target: target, Msg: "forced probe failure seen by the kubelet (agent)"})

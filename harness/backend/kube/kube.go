@@ -10,6 +10,7 @@
 package kube
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/klient"
+	"sigs.k8s.io/e2e-framework/klient/k8s/resources"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 
 	"github.com/sidebench/sidebench/harness/chaos"
@@ -184,6 +186,21 @@ func chaosClient(cs kubernetes.Interface, rc *rest.Config) (client.Client, error
 		return nil, err
 	}
 	return client.New(rc, client.Options{Scheme: s})
+}
+
+// resources returns a new e2e-framework resources client. klient's shared
+// Client().Resources() is not safe for concurrent use (it sets the
+// namespace on one shared object), and execs and waits run concurrently.
+func (b *Backend) resources() (*resources.Resources, error) { return resources.New(b.rest) }
+
+// exec runs cmd in a container through the API (the agent image has no
+// shell: cmd is the agent's), as kubectl exec does.
+func (b *Backend) exec(ctx context.Context, ns, pod, container string, cmd []string, stdout, stderr *bytes.Buffer) error {
+	res, err := b.resources()
+	if err != nil {
+		return err
+	}
+	return res.ExecInPod(ctx, ns, pod, container, cmd, stdout, stderr)
 }
 
 // RunID is the label value on everything this backend creates.

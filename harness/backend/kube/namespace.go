@@ -62,8 +62,11 @@ func (b *Backend) deleteNamespace(ctx context.Context, ns string) error {
 	if err := pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("kube backend: deleting the pods of %s: %w", ns, err)
 	}
-	res := b.env.Client().Resources()
-	err := wait.For(conditions.New(res).ResourcesDeleted(&corev1.PodList{Items: b.podsIn(ctx, ns)}), wait.WithTimeout(90*time.Second), wait.WithInterval(200*time.Millisecond), wait.WithContext(ctx))
+	res, err := b.resources()
+	if err != nil {
+		return err
+	}
+	err = wait.For(conditions.New(res).ResourcesDeleted(&corev1.PodList{Items: b.podsIn(ctx, ns)}), wait.WithTimeout(90*time.Second), wait.WithInterval(200*time.Millisecond), wait.WithContext(ctx))
 	if err != nil {
 		return fmt.Errorf("kube backend: pods of %s not gone: %w", ns, err)
 	}

@@ -106,6 +106,8 @@ type trial struct {
 	stats  Stats
 	// ctx of the trial's API calls (log streams, execs); cancelled last.
 	ioCtx context.Context
+	// closing: the trial is collecting its last streams; no new ones.
+	closing bool
 
 	podsWG, faultWG sync.WaitGroup
 }
@@ -371,6 +373,10 @@ func (tr *trial) drain() {
 		}()
 	}
 	wg.Wait()
+	// No new stream from here on: a WaitGroup must not grow while waited.
+	tr.mu.Lock()
+	tr.closing = true
+	tr.mu.Unlock()
 	for _, ps := range tr.order {
 		waitTimeout(&ps.streams, 10*time.Second)
 	}
@@ -564,6 +570,9 @@ func (tr *trial) addLines(ps *podState, ls []agentlog.Line) {
 // to stdout): following the running instance until it exits, or the
 // current/previous terminated one at once. Called with tr.mu held.
 func (tr *trial) stream(ps *podState, c string, previous, follow bool) {
+	if tr.closing {
+		return
+	}
 	ps.streams.Add(1)
 	go func() {
 		defer ps.streams.Done()
@@ -609,7 +618,7 @@ func (tr *trial) collectFile(ctx context.Context, ps *podState) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var out, errb bytes.Buffer
-	if err := tr.b.env.Client().Resources().ExecInPod(cctx, tr.ns, ps.name, running[0], []string{agentBinary, "cat"}, &out, &errb); err != nil {
+	if err := tr.b.exec(cctx, tr.ns, ps.name, running[0], []string{agentBinary, "cat"}, &out, &errb); err != nil {
 		fmt.Fprintf(tr.b.opts.Log, "kube: collecting %s/%s's log: %v %s\n", tr.ns, ps.name, err, errb.String())
 		return
 	}
