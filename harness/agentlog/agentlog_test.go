@@ -12,7 +12,7 @@ func TestParse(t *testing.T) {
 		`{"t":5,"pod":"ns/p","uid":"u","container":"app","attempt":1,"event":"exec","pid":1}`,
 		`starting envoy...`,
 		``,
-		`{"t":0,"event":"exec"}`,   // no time
+		`{"t":0,"event":"exec"}`,  // no time
 		`{"t":7,"container":"x"}`, // no event
 		`{"t":9,"pod":"ns/p","uid":"u","container":"app","attempt":1,"event":"exit","code":3,"pid":1}`,
 		`{not json`,
