@@ -204,7 +204,11 @@ sidebench's CRI server, with etcd and kube-apiserver on loopback (docs/local-bac
 			return nil
 		},
 	})
-	var nodes int
+	var (
+		nodes    int
+		runtime  string
+		archives []string
+	)
 	up := &cobra.Command{
 		Use:   "up",
 		Short: "Start a local cluster in the foreground (Ctrl-C tears it down)",
@@ -213,7 +217,8 @@ sidebench's CRI server, with etcd and kube-apiserver on loopback (docs/local-bac
 			ctx := cmd.Context()
 			t0 := time.Now()
 			fmt.Fprintf(streams.ErrOut, "sidebench: starting a local cluster (%d kubelets) ...\n", nodes)
-			c, err := localcluster.Up(ctx, localcluster.Config{Nodes: nodes, Log: streams.ErrOut})
+			c, err := localcluster.Up(ctx, localcluster.Config{Nodes: nodes, Log: streams.ErrOut, Runtime: runtime,
+				ImageArchives: archives, Scheduler: runtime == localcluster.RuntimeContainerd})
 			if err != nil {
 				return asInternal(err)
 			}
@@ -227,7 +232,7 @@ sidebench's CRI server, with etcd and kube-apiserver on loopback (docs/local-bac
 			}()
 			fmt.Fprintf(streams.Out, "up in %s\nserver     %s\nkubeconfig %s\nrun dir    %s\n", time.Since(t0).Round(time.Millisecond), c.Server, c.Kubeconfig, c.RunDir)
 			for _, n := range c.Nodes {
-				fmt.Fprintf(streams.Out, "node       %s (cri %s)\n", n.Name, n.CRISocket)
+				fmt.Fprintf(streams.Out, "node       %s (%s %s)\n", n.Name, c.Runtime(), n.CRISocket)
 			}
 			fmt.Fprintln(streams.ErrOut, "sidebench: Ctrl-C to tear it down")
 			<-ctx.Done()
@@ -235,6 +240,8 @@ sidebench's CRI server, with etcd and kube-apiserver on loopback (docs/local-bac
 		},
 	}
 	up.Flags().IntVar(&nodes, "nodes", 3, "number of kubelets")
+	up.Flags().StringVar(&runtime, "runtime", localcluster.RuntimeSidebench, "container runtime: sidebench (the local backend's CRI server) or containerd (real containers, for --backend kube --kubeconfig; hack/containerd-deps.sh installs it)")
+	up.Flags().StringArrayVar(&archives, "image-archive", nil, "with --runtime containerd: OCI image tarball imported into every node (repeatable; make image builds bin/sidebench-agent.tar)")
 	cmd.AddCommand(up)
 	cmd.AddCommand(&cobra.Command{
 		Use:   "status",
