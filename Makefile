@@ -36,7 +36,7 @@ imports:
 ## then a check that no process, mount, sysctl change or temp dir is left
 ## (hack/e2e.sh; needs root). Builds the Kubernetes binaries once into
 ## ~/.cache/sidebench/k8s/VERSION (7-15 min cold), reuses them afterwards.
-## Then the kube backend end to end (hack/e2e-kube.sh): scenarios/kube-*.yaml
+## Then the kube backend end to end (hack/e2e-kube.sh): three kube-* scenarios
 ## on `--backend kube --provider local` (the local cluster with containerd +
 ## runc from Debian, installed if missing; real containers of the agent image),
 ## the checker on their histories, the interrupt/SIGINT cleanup tests, and
@@ -55,7 +55,7 @@ e2e: build
 ## pod sandbox image of the local containerd tier (`sidebench-agent pause`,
 ## same layer; docs/local-backend.md).
 image:
-	$(GO) run ./hack/image -o bin/sidebench-agent.tar -name example.local/sidebench-agent:v1 -pause-name example.local/sidebench-pause:v1
+	$(GO) run ./hack/image -o bin/sidebench-agent.tar -name example.local/sidebench-agent:v1 -name example.local/sidebench-agent:v2 -pause-name example.local/sidebench-pause:v1
 
 cover:
 	$(GO) test -cover ./reference-impl/...

@@ -4,8 +4,8 @@
 # 1. installs containerd, runc and the CNI plugins from Debian if missing
 #    (hack/containerd-deps.sh) and builds the agent image tarball (make
 #    image: bin/sidebench-agent.tar, no registry);
-# 2. runs the scenarios/kube-*.yaml scenarios (start ordering, Job
-#    completion, sidecar OOM under a real memory limit) with `sidebench run
+# 2. runs three kube-* scenarios (start ordering, Job completion, sidecar
+#    OOM under a real memory limit) with `sidebench run
 #    --backend kube --provider local`: sidebench's local cluster with one
 #    containerd node, real containers of the agent image; then `sidebench
 #    check` on every history: any violation fails the target;
@@ -31,13 +31,13 @@ if [ "$(id -u)" != 0 ]; then
 fi
 ./hack/containerd-deps.sh || { say "FAIL: installing containerd, runc, CNI plugins"; exit 3; }
 $GO build -o bin/sidebench ./cmd/sidebench || exit 3
-$GO run ./hack/image -o bin/sidebench-agent.tar -name example.local/sidebench-agent:v1 -pause-name example.local/sidebench-pause:v1 || exit 3
+$GO run ./hack/image -o bin/sidebench-agent.tar -name example.local/sidebench-agent:v1 -name example.local/sidebench-agent:v2 -pause-name example.local/sidebench-pause:v1 || exit 3
 links_before=$(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | grep -E '^sb[0-9a-f]{6}-' | sort | tr '\n' ' ')
 netns_before=$(ls /var/run/netns 2>/dev/null | sort | tr '\n' ' ')
 
 t1=$(date +%s)
 ./bin/sidebench run --backend kube --provider local --image-archive bin/sidebench-agent.tar --progress plain \
-	--out "$OUT/kube" scenarios/kube-*.yaml 2>&1 | tee "$OUT/kube.log" | grep -v '^progress:'
+	--out "$OUT/kube" scenarios/kube-start-ordering.yaml scenarios/kube-job-completion.yaml scenarios/kube-sidecar-oom.yaml 2>&1 | tee "$OUT/kube.log" | grep -v '^progress:'
 rc=${PIPESTATUS[0]}
 say "kube run: exit $rc in $(( $(date +%s) - t1 ))s"
 [ "$rc" = 0 ] || fail=1

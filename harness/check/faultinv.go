@@ -289,7 +289,7 @@ func checkU1(p *Pod, hits []Hit) []Hit {
 			if d == c {
 				continue
 			}
-			if j := p.specKill(d, i, end); j != none && !p.imageChanged(d, i, j) {
+			if j := p.specKill(d, i, end); j != none && !p.ownImageChange(d, j) {
 				hits = append(hits, p.at(j, i, "image change of %q stopped %s %q too", name, what(p.Ctrs[d].Role), p.Ctrs[d].Name))
 			}
 			// Only a completed init container can be re-run: one that had
@@ -315,6 +315,19 @@ func (p *Pod) imageChanged(c int, from, to int32) bool {
 		}
 	}
 	return false
+}
+
+// ownImageChange reports whether the SpecChanged stop j of container c
+// answers a change of c's own image since the attempt it stops began. A
+// kubelet applies spec changes at its next sync (a real one up to a PLEG
+// relist later), so c's change may precede another container's change
+// whose window the stop falls in.
+func (p *Pod) ownImageChange(c int, j int32) bool {
+	from := none
+	if a := p.attAt(c, j); a != nil {
+		from = a.Start()
+	}
+	return p.imageChanged(c, from, j)
 }
 
 // specKill returns the first stop of c in (from, to) that is not the

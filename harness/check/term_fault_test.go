@@ -159,6 +159,9 @@ func faultCases() []invCase {
 				at(100).stop("setup", 2, "UnknownState").exited("setup", 137).at(200).req("setup"))},
 		{name: "INV-U1/image change restarts only that sidecar", id: "INV-U1", clean: true,
 			ev: evs(steady("u", realisticSpec()).at(5000).image("proxy").stop("proxy", 30, "SpecChanged").exited("proxy", 0).at(5100).startupUp("proxy"))},
+		{name: "INV-U1/two image changes applied at the kubelet's next sync (real kubelet: a PLEG relist later)", id: "INV-U1", clean: true,
+			ev: evs(steady("u", realisticSpec()).at(5000).image("proxy").at(6000).image("app").at(6500).stop("proxy", 30, "SpecChanged").exited("proxy", 0).
+				at(6600).stop("app", 30, "SpecChanged").exited("app", 0).at(6700).startupUp("proxy").up("app"))},
 		{name: "INV-U1/image change of a sidecar restarts the main too", id: "INV-U1", want: Violation,
 			ev: evs(steady("u", realisticSpec()).at(5000).image("proxy").stop("proxy", 30, "SpecChanged").stop("app", 30, "SpecChanged").exited("proxy", 0).at(5100).startupUp("proxy"))},
 		{name: "INV-U1/image change of a completed init re-runs it", id: "INV-U1", want: Violation,

@@ -21,6 +21,7 @@ type kubeOptions struct {
 	context      string
 	provider     string
 	image        string
+	altImage     string
 	imageArchive string
 	machines     map[string]string
 	nodes        int
@@ -36,6 +37,7 @@ func (o *kubeOptions) register(cmd *cobra.Command) {
 	fl.StringVar(&o.context, "context", "", "kube backend: kubeconfig context (default: the current context)")
 	fl.StringVar(&o.provider, "provider", "", "kube backend: create the cluster instead of using an existing one: kind (e2e-framework; needs kind and docker) or local (sidebench's local cluster with containerd; needs root)")
 	fl.StringVar(&o.image, "image", kube.DefaultImage, "kube backend: the agent image every container runs")
+	fl.StringVar(&o.altImage, "alt-image", kube.DefaultAltImage, "kube backend: the same agent under another name, which image-change faults switch a container to and back")
 	fl.StringVar(&o.imageArchive, "image-archive", "bin/sidebench-agent.tar", "kube backend with --provider: the agent image tarball loaded into the nodes (make image)")
 	fl.StringToStringVar(&o.machines, "physical-machine", nil, "kube backend with Chaos Mesh: NODE=NAMESPACE/NAME of the chaosd PhysicalMachine on each node, for kubelet-crash and runtime-restart (repeatable or comma-separated)")
 }
@@ -81,7 +83,7 @@ func (k *kubeBackend) up(ctx context.Context) (*kube.Backend, error) {
 		cl = c
 	}
 	b, err := kube.New(ctx, kube.Options{Kubeconfig: k.opts.kubeconfig, Context: k.opts.context, Cluster: cl,
-		Image: k.opts.image, Horizon: k.opts.horizon, Log: log, PhysicalMachines: k.opts.machines})
+		Image: k.opts.image, AltImage: k.opts.altImage, Horizon: k.opts.horizon, Log: log, PhysicalMachines: k.opts.machines})
 	if err != nil {
 		if cl != nil && cl.Down != nil {
 			_ = cl.Down()

@@ -62,7 +62,7 @@ func upLocal(t *testing.T) (context.Context, *Cluster, kubernetes.Interface) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	t.Cleanup(cancel)
 	archive := filepath.Join(t.TempDir(), "agent.tar")
-	img := exec.Command("go", "run", "./hack/image", "-o", archive, "-name", DefaultImage, "-pause-name", "example.local/sidebench-pause:v1")
+	img := exec.Command("go", "run", "./hack/image", "-o", archive, "-name", DefaultImage, "-name", DefaultAltImage, "-pause-name", "example.local/sidebench-pause:v1")
 	img.Dir = repoRoot(t)
 	if out, err := img.CombinedOutput(); err != nil {
 		t.Fatalf("image: %v\n%s", err, out)

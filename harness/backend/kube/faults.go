@@ -3,11 +3,14 @@ package kube
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/sidebench/sidebench/harness/agentlog"
@@ -87,6 +90,8 @@ func (tr *trial) fire(ctx context.Context, sp *faults.Spec, index int, label str
 		tr.oomKill(ctx, sp, index, label, firing, rng)
 	case faults.ProbeFailure:
 		tr.probeFailure(ctx, sp, label, rng)
+	case faults.ImageChange:
+		tr.imageChange(ctx, sp, label, rng)
 	case faults.KubeletCrash, faults.RuntimeRestart:
 		if sp.Kind == faults.RuntimeRestart && sp.Mode == faults.KillContainers {
 			tr.notApplied(sp, label, "", "", "", "runtime-restart kill-containers: containerd's shims keep the containers; losing them is not injected on the kube backend")
@@ -333,9 +338,8 @@ var agentProbe = map[api.ProbeKind]string{api.ProbeStartup: "startup", api.Probe
 // probeFailure makes the target container's probe fail for the fault's
 // window through the agent (`sidebench-agent fail PROBE WINDOW`, exec'd:
 // the probe command fails while its force-fail file exists). It counts
-// once the agent logs a forced failure, that is once the kubelet probed
-// during the window; a probe the kubelet does not run then (startup
-// already passed, the container not running) is not applied.
+// once the kubelet acted on it (probeActedOn), as on sim; the agent's
+// "failure forced" lines show each failed probe.
 func (tr *trial) probeFailure(ctx context.Context, sp *faults.Spec, label string, rng faults.Rand) {
 	// Candidates: live pods in which a container the target names, with
 	// that probe, runs now (a probe of a container that does not run is
@@ -387,12 +391,20 @@ func (tr *trial) probeFailure(ctx context.Context, sp *faults.Spec, label string
 			cctx, cancel := context.WithTimeout(context.Background(), sp.Window+10*time.Second)
 			defer cancel()
 			var out, errb bytes.Buffer
-			err := tr.b.exec(cctx, tr.ns, p.name, c, []string{agentBinary, "fail", agentProbe[sp.Probe], sp.Window.String()}, &out, &errb)
-			if t, ok := tr.forcedFailureSeen(p, c, agentProbe[sp.Probe], begin); ok {
+			var err error
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				err = tr.b.exec(cctx, tr.ns, p.name, c, []string{agentBinary, "fail", agentProbe[sp.Probe], sp.Window.String()}, &out, &errb)
+			}()
+			at, ok := tr.probeActedOn(p, c, sp.Probe, begin, time.Now().Add(sp.Window+2*time.Second))
+			<-done
+			if ok {
 				tr.applied()
-				tr.event(history.Event{T: t, Kind: history.FaultEffect, Fault: sp.Kind.String(), FaultID: fid, Node: p.rec.Node, Pod: p.rec.Name, Container: c, Target: target, Msg: "forced probe failure seen by the kubelet (agent)"})
+				tr.event(history.Event{T: at, Kind: history.FaultEffect, Fault: sp.Kind.String(), FaultID: fid, Node: p.rec.Node, Pod: p.rec.Name, Container: c, Target: target,
+					Msg: "the kubelet acted on the forced " + agentProbe[sp.Probe] + " probe failure"})
 			} else {
-				why := "the kubelet did not run the probe during the window"
+				why := "the kubelet did not act on the failing probe within the window (failureThreshold not reached, the pod deleted, or the probe not run)"
 				if err != nil {
 					why = fmt.Sprintf("exec: %v %s", err, bytes.TrimSpace(errb.Bytes()))
 				}
@@ -403,24 +415,111 @@ func (tr *trial) probeFailure(ctx context.Context, sp *faults.Spec, label string
 	}
 }
 
-// forcedFailureSeen returns the time of the first forced failure of probe
-// in container c logged after since (the follow streams bring it within
-// milliseconds; a few seconds are allowed for a slow log).
-func (tr *trial) forcedFailureSeen(p *podState, c, probe string, since int64) (int64, bool) {
-	want := probe + " failure forced"
-	deadline := time.Now().Add(3 * time.Second)
+// probeActedOn waits (until deadline) for the kubelet to act on a probe
+// failing since since, as sim counts a probe-failure applied only once the
+// prober's result flipped (failureThreshold failures): readiness, the
+// container's Ready=false published; liveness and startup, the container
+// stopped (its SIGTERM line or an exit in the status).
+func (tr *trial) probeActedOn(p *podState, c string, probe api.ProbeKind, since int64, deadline time.Time) (int64, bool) {
 	for {
 		tr.mu.Lock()
-		for _, l := range p.rec.Lines {
-			if l.Container == c && l.Event == agentlog.Probe && l.Detail == want && l.T >= since {
-				tr.mu.Unlock()
-				return l.T, true
+		if probe == api.ProbeReadiness {
+			for _, e := range p.rec.Observed {
+				if e.Kind == history.ContainerReady && e.Container == c && !e.Value && e.T >= since {
+					tr.mu.Unlock()
+					return e.T, true
+				}
+			}
+		} else {
+			for _, l := range p.rec.Lines {
+				if l.Container == c && l.Event == agentlog.Sigterm && l.T >= since {
+					tr.mu.Unlock()
+					return l.T, true
+				}
+			}
+			for _, x := range p.rec.Exits {
+				if x.Container == c && x.T >= since {
+					tr.mu.Unlock()
+					return x.T, true
+				}
 			}
 		}
+		gone := p.removed || p.deleting
 		tr.mu.Unlock()
-		if time.Now().After(deadline) {
+		if gone || time.Now().After(deadline) {
 			return 0, false
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// imageChange switches the target container of live pods between the
+// agent's two names (Options.Image, Options.AltImage) with a patch of the
+// pod spec, the only in-place change Kubernetes allows a container: the
+// kubelet must restart that container alone (INV-U1). The scenario's own
+// image name is recorded in the message; the pod runs the agent either
+// way. container.image-changed is written at the patch call, as sim writes
+// it when the spec changes.
+func (tr *trial) imageChange(ctx context.Context, sp *faults.Spec, label string, rng faults.Rand) {
+	tr.mu.Lock()
+	var cand []*podState
+	for _, p := range tr.order {
+		if p.created && !p.deleting && !p.removed && p.rec.Node != "" && sp.Where.MatchPod(&p.wl.world) {
+			cand = append(cand, p)
+		}
+	}
+	tr.mu.Unlock()
+	if len(cand) == 0 {
+		tr.notApplied(sp, label, "", "", "", "no live pod matches the target")
+		return
+	}
+	for _, j := range faults.Sample(len(cand), sp.Where.PickCount(len(cand)), rng) {
+		p := cand[j]
+		ci := sp.Where.PickContainer(&p.wl.world, sp.Kind, 0, rng)
+		if ci < 0 {
+			tr.notApplied(sp, label, p.rec.Node, p.rec.Name, "", "no container matches the target")
+			continue
+		}
+		c := p.wl.world.Containers[ci]
+		field := "containers"
+		if c.Role != api.RoleMain {
+			field = "initContainers"
+		}
+		tr.mu.Lock()
+		if p.images == nil {
+			p.images = map[string]string{}
+		}
+		cur := p.images[c.Name]
+		if cur == "" {
+			cur = tr.b.opts.Image
+		}
+		next := tr.b.opts.AltImage
+		if cur == next {
+			next = tr.b.opts.Image
+		}
+		deleting := p.deleting
+		tr.mu.Unlock()
+		if deleting {
+			tr.notApplied(sp, label, p.rec.Node, p.rec.Name, c.Name, "the pod is terminating")
+			continue
+		}
+		fid := tr.newFID()
+		target := p.rec.Name + "/" + c.Name
+		tr.faultEv(history.FaultBegin, sp, fid, p.rec.Node, p.rec.Name, c.Name, target, label)
+		tr.mu.Lock()
+		p.observed(history.Event{T: now(), Kind: history.ContainerImageChanged, Container: c.Name, Msg: next})
+		tr.mu.Unlock()
+		patch, _ := json.Marshal(map[string]any{"spec": map[string]any{field: []map[string]string{{"name": c.Name, "image": next}}}})
+		_, err := tr.b.cs.CoreV1().Pods(tr.ns).Patch(ctx, p.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
+		if err != nil {
+			tr.faultEv(history.FaultNotApplied, sp, fid, p.rec.Node, p.rec.Name, c.Name, target, "patch: "+err.Error())
+		} else {
+			tr.mu.Lock()
+			p.images[c.Name] = next
+			tr.mu.Unlock()
+			tr.applied()
+			tr.faultEv(history.FaultEffect, sp, fid, p.rec.Node, p.rec.Name, c.Name, target, fmt.Sprintf("spec image %s (the scenario's %q; the pod runs the agent)", next, sp.Image))
+		}
+		tr.faultEv(history.FaultEnd, sp, fid, p.rec.Node, p.rec.Name, c.Name, target, "")
 	}
 }

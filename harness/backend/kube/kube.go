@@ -51,6 +51,9 @@ type Options struct {
 	// Image is the agent image every container runs (default DefaultImage);
 	// it must be present on the nodes or pullable.
 	Image string
+	// AltImage is the agent under a second name, for image-change faults
+	// (default DefaultAltImage); it must be on the nodes too.
+	AltImage string
 	// RunID labels everything the run creates (default: random).
 	RunID string
 	// Horizon caps a trial (default: the scenario's horizon, at most 10m).
@@ -109,6 +112,9 @@ type Backend struct {
 func New(ctx context.Context, o Options) (*Backend, error) {
 	if o.Image == "" {
 		o.Image = DefaultImage
+	}
+	if o.AltImage == "" {
+		o.AltImage = DefaultAltImage
 	}
 	if o.Log == nil {
 		o.Log = io.Discard

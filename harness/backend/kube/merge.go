@@ -75,9 +75,13 @@ func (r *podRecord) merge() []history.Event {
 	out := make([]history.Event, 0, len(r.Observed)+2*len(r.Lines)+len(r.Exits))
 	out = append(out, r.Observed...)
 	var delT, delGrace int64 = -1, 0
+	imageAt := map[string][]int64{} // spec image changes per container
 	for _, e := range r.Observed {
 		if e.Kind == history.PodDeleted && delT < 0 {
 			delT, delGrace = e.T, e.Grace
+		}
+		if e.Kind == history.ContainerImageChanged {
+			imageAt[e.Container] = append(imageAt[e.Container], e.T)
 		}
 	}
 	lines := slices.Clone(r.Lines)
@@ -163,11 +167,17 @@ func (r *podRecord) merge() []history.Event {
 			if !stopped[k] {
 				stopped[k] = true
 				sigterm[k] = true
-				g := grace
+				g, reason := grace, ""
 				if delT >= 0 && l.T >= delT {
 					g = delGrace
+				} else if changedDuring(imageAt[l.Container], execAt[k], l.T) {
+					// The kubelet stops a container whose spec image
+					// changed (INV-U1); nothing else but a probe kill
+					// stops a running container of a live pod, and a
+					// probe kill shows as the probe's failure lines.
+					reason = "SpecChanged"
 				}
-				ev(l, history.Event{Kind: history.ContainerStopRequested, Grace: g})
+				ev(l, history.Event{Kind: history.ContainerStopRequested, Grace: g, Reason: reason})
 			}
 		case agentlog.Exit:
 			code := int32(0)
@@ -237,6 +247,16 @@ func (r *podRecord) merge() []history.Event {
 		}
 	}
 	return out
+}
+
+// changedDuring reports whether an image change came in (from, to).
+func changedDuring(changes []int64, from, to int64) bool {
+	for _, t := range changes {
+		if t > from && t < to {
+			return true
+		}
+	}
+	return false
 }
 
 // agentSkew bounds how much later than the runtime's start an agent logs

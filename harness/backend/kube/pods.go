@@ -24,6 +24,11 @@ const (
 // DefaultImage is the agent image `make image` builds.
 const DefaultImage = "example.local/sidebench-agent:v1"
 
+// DefaultAltImage is the same agent under a second name, which the
+// image-change fault switches a container to (and back): a real spec
+// change the kubelet must act on, with nothing pulled.
+const DefaultAltImage = "example.local/sidebench-agent:v2"
+
 // Agent paths inside the image and the pod.
 const (
 	agentBinary = "/sidebench-agent"

@@ -78,9 +78,10 @@ type podState struct {
 	phase                      corev1.PodPhase
 	conds                      map[corev1.PodConditionType]bool
 	ready                      map[string]bool
-	exits                      map[string]bool // container IDs whose exit is recorded
-	streamed                   map[string]bool // container IDs whose log is being read
-	running                    []string        // containers running at the last update
+	exits                      map[string]bool   // container IDs whose exit is recorded
+	streamed                   map[string]bool   // container IDs whose log is being read
+	running                    []string          // containers running at the last update
+	images                     map[string]string // container → image after image-change faults
 	lineKeys                   map[agentlog.Key]bool
 
 	streams  sync.WaitGroup
