@@ -60,7 +60,7 @@ say "kube-sidecar-oom: $n_oom OOMKilled exits (kernel, real memory limits), $n_f
 [ "$n_fx" -ge 1 ] || { say "FAIL: the oom-kill fault was never applied"; fail=1; }
 so="$OUT/kube/kube-start-ordering/history.jsonl"
 n_pf=$(grep '"fault.effect"' "$so" 2>/dev/null | grep -c '"probe-failure"')
-say "kube-start-ordering: $n_pf probe-failure fault(s) applied (forced readiness failures seen by the kubelet)"
+say "kube-start-ordering: $n_pf probe-failure fault(s) applied (the kubelet marked the container unready)"
 [ "$n_pf" -ge 1 ] || { say "FAIL: the probe-failure fault was never applied"; fail=1; }
 
 t2=$(date +%s)

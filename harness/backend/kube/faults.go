@@ -162,28 +162,49 @@ func (tr *trial) nodeProcess(sp *faults.Spec, label string, k int) {
 	tr.faultEv(history.FaultEnd, sp, fid, node, "", "", target, "")
 }
 
-// oomKill OOM-kills the target container of live pods: through a Chaos
-// Mesh StressChaos when available, else through the agent.
-func (tr *trial) oomKill(ctx context.Context, sp *faults.Spec, index int, label string, firing int, rng faults.Rand) {
+// hit is one pod and container a container-level fault firing picked.
+type hit struct {
+	p  *podState
+	ci int // index into p.wl.world.Containers
+}
+
+// pickHits picks a firing's targets as sim does: among the live,
+// scheduled pods matching the target for which ok holds, the target's
+// count of pods (faults.Sample), then one matching container in each
+// (PickContainer with probe). Pods without a matching container are
+// recorded not applied; no candidate at all is recorded with why.
+func (tr *trial) pickHits(sp *faults.Spec, label string, probe api.ProbeKind, rng faults.Rand, why string, ok func(p *podState) bool) []hit {
 	tr.mu.Lock()
 	var cand []*podState
 	for _, p := range tr.order {
-		if p.created && !p.deleting && !p.removed && p.rec.Node != "" && len(p.running) > 0 && sp.Where.MatchPod(&p.wl.world) {
+		if p.created && !p.deleting && !p.removed && p.rec.Node != "" && sp.Where.MatchPod(&p.wl.world) && ok(p) {
 			cand = append(cand, p)
 		}
 	}
 	tr.mu.Unlock()
 	if len(cand) == 0 {
-		tr.notApplied(sp, label, "", "", "", "no running pod matches the target")
-		return
+		tr.notApplied(sp, label, "", "", "", why)
+		return nil
 	}
+	var out []hit
 	for _, j := range faults.Sample(len(cand), sp.Where.PickCount(len(cand)), rng) {
 		p := cand[j]
-		ci := sp.Where.PickContainer(&p.wl.world, sp.Kind, 0, rng)
+		ci := sp.Where.PickContainer(&p.wl.world, sp.Kind, probe, rng)
 		if ci < 0 {
 			tr.notApplied(sp, label, p.rec.Node, p.rec.Name, "", "no container matches the target")
 			continue
 		}
+		out = append(out, hit{p, ci})
+	}
+	return out
+}
+
+// oomKill OOM-kills the target container of live pods: through a Chaos
+// Mesh StressChaos when available, else through the agent.
+func (tr *trial) oomKill(ctx context.Context, sp *faults.Spec, index int, label string, firing int, rng faults.Rand) {
+	hits := tr.pickHits(sp, label, 0, rng, "no running pod matches the target", func(p *podState) bool { return len(p.running) > 0 })
+	for _, h := range hits {
+		p, ci := h.p, h.ci
 		c := p.wl.world.Containers[ci].Name
 		limit := memoryLimit(p.wl.tmpl, c)
 		if limit <= 0 {
@@ -344,31 +365,16 @@ func (tr *trial) probeFailure(ctx context.Context, sp *faults.Spec, label string
 	// Candidates: live pods in which a container the target names, with
 	// that probe, runs now (a probe of a container that does not run is
 	// not probed: nothing to fail, as on sim).
-	tr.mu.Lock()
-	var cand []*podState
-	for _, p := range tr.order {
-		if !p.created || p.deleting || p.removed || !sp.Where.MatchPod(&p.wl.world) {
-			continue
-		}
+	hits := tr.pickHits(sp, label, sp.Probe, rng, "no pod of the target runs a container with that probe", func(p *podState) bool {
 		for _, ci := range sp.Where.Containers(&p.wl.world, sp.Kind, sp.Probe) {
 			if slices.Contains(p.running, p.wl.world.Containers[ci].Name) {
-				cand = append(cand, p)
-				break
+				return true
 			}
 		}
-	}
-	tr.mu.Unlock()
-	if len(cand) == 0 {
-		tr.notApplied(sp, label, "", "", "", "no pod of the target runs a container with that probe")
-		return
-	}
-	for _, j := range faults.Sample(len(cand), sp.Where.PickCount(len(cand)), rng) {
-		p := cand[j]
-		ci := sp.Where.PickContainer(&p.wl.world, sp.Kind, sp.Probe, rng)
-		if ci < 0 {
-			tr.notApplied(sp, label, p.rec.Node, p.rec.Name, "", "no container with that probe matches the target")
-			continue
-		}
+		return false
+	})
+	for _, h := range hits {
+		p, ci := h.p, h.ci
 		c := p.wl.world.Containers[ci].Name
 		tr.mu.Lock()
 		running := slices.Contains(p.running, c)
@@ -461,25 +467,8 @@ func (tr *trial) probeActedOn(p *podState, c string, probe api.ProbeKind, since 
 // way. container.image-changed is written at the patch call, as sim writes
 // it when the spec changes.
 func (tr *trial) imageChange(ctx context.Context, sp *faults.Spec, label string, rng faults.Rand) {
-	tr.mu.Lock()
-	var cand []*podState
-	for _, p := range tr.order {
-		if p.created && !p.deleting && !p.removed && p.rec.Node != "" && sp.Where.MatchPod(&p.wl.world) {
-			cand = append(cand, p)
-		}
-	}
-	tr.mu.Unlock()
-	if len(cand) == 0 {
-		tr.notApplied(sp, label, "", "", "", "no live pod matches the target")
-		return
-	}
-	for _, j := range faults.Sample(len(cand), sp.Where.PickCount(len(cand)), rng) {
-		p := cand[j]
-		ci := sp.Where.PickContainer(&p.wl.world, sp.Kind, 0, rng)
-		if ci < 0 {
-			tr.notApplied(sp, label, p.rec.Node, p.rec.Name, "", "no container matches the target")
-			continue
-		}
+	for _, h := range tr.pickHits(sp, label, 0, rng, "no live pod matches the target", func(*podState) bool { return true }) {
+		p, ci := h.p, h.ci
 		c := p.wl.world.Containers[ci]
 		field := "containers"
 		if c.Role != api.RoleMain {
