@@ -54,18 +54,6 @@ func (tr *trial) event(e history.Event) {
 	tr.mu.Unlock()
 }
 
-func (tr *trial) newFID() uint32 { return tr.flog.NewID() }
-
-func (tr *trial) faultEv(k history.Kind, sp *faults.Spec, fid uint32, node, pod, c, target, msg string) {
-	tr.flog.Event(k, sp, fid, node, pod, c, target, msg)
-}
-
-func (tr *trial) notApplied(sp *faults.Spec, label, node, pod, c, why string) {
-	tr.flog.NotApplied(sp, label, node, pod, c, why)
-}
-
-func (tr *trial) applied() { tr.flog.Applied() }
-
 // scheduleFaults starts one goroutine per timed fault of the scenario.
 func (tr *trial) scheduleFaults(ctx context.Context) {
 	drive.ScheduleFaults(ctx, &tr.faultWG, tr.start, tr.t.Scenario, tr.t.Seed, "kube", &tr.flog, tr.allDone,
@@ -94,18 +82,18 @@ func (tr *trial) fire(ctx context.Context, sp *faults.Spec, index int, label str
 		tr.imageChange(ctx, sp, label, rng)
 	case faults.KubeletCrash, faults.RuntimeRestart:
 		if sp.Kind == faults.RuntimeRestart && sp.Mode == faults.KillContainers {
-			tr.notApplied(sp, label, "", "", "", "runtime-restart kill-containers: containerd's shims keep the containers; losing them is not injected on the kube backend")
+			tr.flog.NotApplied(sp, label, "", "", "", "runtime-restart kill-containers: containerd's shims keep the containers; losing them is not injected on the kube backend")
 			return
 		}
 		if sp.Kind == faults.KubeletCrash && sp.RecoveryCrash {
-			tr.notApplied(sp, label, "", "", "", "kubelet-crash recoveryCrash is not supported on the kube backend")
+			tr.flog.NotApplied(sp, label, "", "", "", "kubelet-crash recoveryCrash is not supported on the kube backend")
 			return
 		}
 		if tr.b.cl.Ops != nil {
 			// Node operations of a cluster sidebench runs: exact downtime.
 			for _, k := range sp.Where.PickNodes(len(tr.b.cl.Nodes), rng) {
 				if k >= len(tr.b.cl.Nodes) {
-					tr.notApplied(sp, label, "", "", "", fmt.Sprintf("node index %d: the cluster has %d nodes", k, len(tr.b.cl.Nodes)))
+					tr.flog.NotApplied(sp, label, "", "", "", fmt.Sprintf("node index %d: the cluster has %d nodes", k, len(tr.b.cl.Nodes)))
 					continue
 				}
 				tr.faultWG.Add(1)
@@ -117,7 +105,7 @@ func (tr *trial) fire(ctx context.Context, sp *faults.Spec, index int, label str
 			return
 		}
 		if tr.b.chaos == nil {
-			tr.notApplied(sp, label, "", "", "", "no node access (the cluster is not run by sidebench) and no Chaos Mesh on the cluster")
+			tr.flog.NotApplied(sp, label, "", "", "", "no node access (the cluster is not run by sidebench) and no Chaos Mesh on the cluster")
 			return
 		}
 		tr.processChaos(ctx, sp, index, label, firing, rng)
@@ -126,7 +114,7 @@ func (tr *trial) fire(ctx context.Context, sp *faults.Spec, index int, label str
 		if reason, bad := chaos.Unsupported(*sp); bad {
 			why = reason
 		}
-		tr.notApplied(sp, label, "", "", "", why)
+		tr.flog.NotApplied(sp, label, "", "", "", why)
 	}
 }
 
@@ -141,25 +129,25 @@ func (tr *trial) nodeProcess(sp *faults.Spec, label string, k int) {
 		kill, start, down, up, what = ops.KillRuntime, ops.StartRuntime, history.RuntimeDown, history.RuntimeUp, "runtime"
 	}
 	target := node + "/" + what
-	fid := tr.newFID()
-	tr.faultEv(history.FaultBegin, sp, fid, node, "", "", target, label)
+	fid := tr.flog.NewID()
+	tr.flog.Event(history.FaultBegin, sp, fid, node, "", "", target, label)
 	if err := kill(k); err != nil {
-		tr.faultEv(history.FaultNotApplied, sp, fid, node, "", "", target, "SIGKILL failed: "+err.Error())
-		tr.faultEv(history.FaultEnd, sp, fid, node, "", "", target, "")
+		tr.flog.Event(history.FaultNotApplied, sp, fid, node, "", "", target, "SIGKILL failed: "+err.Error())
+		tr.flog.Event(history.FaultEnd, sp, fid, node, "", "", target, "")
 		return
 	}
 	tr.event(history.Event{Kind: down, Node: node})
-	tr.applied()
-	tr.faultEv(history.FaultEffect, sp, fid, node, "", "", target, what+" process SIGKILLed")
+	tr.flog.Applied()
+	tr.flog.Event(history.FaultEffect, sp, fid, node, "", "", target, what+" process SIGKILLed")
 	time.Sleep(sp.Downtime) // served even when the trial ends: the process must come back
 	rctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	if err := start(rctx, k); err != nil {
-		tr.faultEv(history.FaultEnd, sp, fid, node, "", "", target, what+" restart failed: "+err.Error())
+		tr.flog.Event(history.FaultEnd, sp, fid, node, "", "", target, what+" restart failed: "+err.Error())
 		return
 	}
 	tr.event(history.Event{Kind: up, Node: node})
-	tr.faultEv(history.FaultEnd, sp, fid, node, "", "", target, "")
+	tr.flog.Event(history.FaultEnd, sp, fid, node, "", "", target, "")
 }
 
 // hit is one pod and container a container-level fault firing picked.
@@ -183,7 +171,7 @@ func (tr *trial) pickHits(sp *faults.Spec, label string, probe api.ProbeKind, rn
 	}
 	tr.mu.Unlock()
 	if len(cand) == 0 {
-		tr.notApplied(sp, label, "", "", "", why)
+		tr.flog.NotApplied(sp, label, "", "", "", why)
 		return nil
 	}
 	var out []hit
@@ -191,7 +179,7 @@ func (tr *trial) pickHits(sp *faults.Spec, label string, probe api.ProbeKind, rn
 		p := cand[j]
 		ci := sp.Where.PickContainer(&p.wl.world, sp.Kind, probe, rng)
 		if ci < 0 {
-			tr.notApplied(sp, label, p.rec.Node, p.rec.Name, "", "no container matches the target")
+			tr.flog.NotApplied(sp, label, p.rec.Node, p.rec.Name, "", "no container matches the target")
 			continue
 		}
 		out = append(out, hit{p, ci})
@@ -208,13 +196,13 @@ func (tr *trial) oomKill(ctx context.Context, sp *faults.Spec, index int, label 
 		c := p.wl.world.Containers[ci].Name
 		limit := memoryLimit(p.wl.tmpl, c)
 		if limit <= 0 {
-			tr.notApplied(sp, label, p.rec.Node, p.rec.Name, c, "the container has no memory limit: an OOM kill would hit the node, not the container")
+			tr.flog.NotApplied(sp, label, p.rec.Node, p.rec.Name, c, "the container has no memory limit: an OOM kill would hit the node, not the container")
 			continue
 		}
-		fid := tr.newFID()
+		fid := tr.flog.NewID()
 		target := p.rec.Name + "/" + c
 		begin := now()
-		tr.faultEv(history.FaultBegin, sp, fid, p.rec.Node, p.rec.Name, c, target, label)
+		tr.flog.Event(history.FaultBegin, sp, fid, p.rec.Node, p.rec.Name, c, target, label)
 		var err error
 		how := "agent memory growth"
 		if tr.b.chaos != nil {
@@ -230,17 +218,17 @@ func (tr *trial) oomKill(ctx context.Context, sp *faults.Spec, index int, label 
 			}
 		}
 		if err != nil {
-			tr.faultEv(history.FaultNotApplied, sp, fid, p.rec.Node, p.rec.Name, c, target, how+": "+err.Error())
-			tr.faultEv(history.FaultEnd, sp, fid, p.rec.Node, p.rec.Name, c, target, "")
+			tr.flog.Event(history.FaultNotApplied, sp, fid, p.rec.Node, p.rec.Name, c, target, how+": "+err.Error())
+			tr.flog.Event(history.FaultEnd, sp, fid, p.rec.Node, p.rec.Name, c, target, "")
 			continue
 		}
 		if t, ok := tr.waitOOM(ctx, p, c, begin); ok {
-			tr.applied()
+			tr.flog.Applied()
 			tr.event(history.Event{T: t, Kind: history.FaultEffect, Fault: sp.Kind.String(), FaultID: fid, Node: p.rec.Node, Pod: p.rec.Name, Container: c, Target: target, Msg: "exited 137 OOMKilled (" + how + ")"})
 		} else {
-			tr.faultEv(history.FaultNotApplied, sp, fid, p.rec.Node, p.rec.Name, c, target, how+": no OOMKilled exit seen within "+effectWait.String())
+			tr.flog.Event(history.FaultNotApplied, sp, fid, p.rec.Node, p.rec.Name, c, target, how+": no OOMKilled exit seen within "+effectWait.String())
 		}
-		tr.faultEv(history.FaultEnd, sp, fid, p.rec.Node, p.rec.Name, c, target, "")
+		tr.flog.Event(history.FaultEnd, sp, fid, p.rec.Node, p.rec.Name, c, target, "")
 	}
 }
 
@@ -294,32 +282,32 @@ func (tr *trial) processChaos(ctx context.Context, sp *faults.Spec, index int, l
 		}
 	}
 	if len(nodes) == 0 || len(missing) > 0 {
-		tr.notApplied(sp, label, "", "", "", fmt.Sprintf("no chaosd PhysicalMachine registered for node(s) %v (--physical-machine NODE=NAMESPACE/NAME)", missing))
+		tr.flog.NotApplied(sp, label, "", "", "", fmt.Sprintf("no chaosd PhysicalMachine registered for node(s) %v (--physical-machine NODE=NAMESPACE/NAME)", missing))
 		return
 	}
 	target := fmt.Sprintf("%v/%s", nodes, map[faults.Kind]string{faults.KubeletCrash: "kubelet", faults.RuntimeRestart: "containerd"}[sp.Kind])
-	fid := tr.newFID()
-	tr.faultEv(history.FaultBegin, sp, fid, "", "", "", target, label)
+	fid := tr.flog.NewID()
+	tr.flog.Event(history.FaultBegin, sp, fid, "", "", "", target, label)
 	objs, err := chaos.ForFault(chaos.Env{RunID: tr.b.runID, Namespace: tr.ns, PhysicalMachines: tr.b.opts.PhysicalMachines}, *sp, index, chaos.Hit{Nodes: nodes, Firing: firing})
 	if err == nil {
 		err = tr.createObjects(ctx, objs)
 	}
 	if err != nil {
-		tr.faultEv(history.FaultNotApplied, sp, fid, "", "", "", target, "Chaos Mesh: "+err.Error())
-		tr.faultEv(history.FaultEnd, sp, fid, "", "", "", target, "")
+		tr.flog.Event(history.FaultNotApplied, sp, fid, "", "", "", target, "Chaos Mesh: "+err.Error())
+		tr.flog.Event(history.FaultEnd, sp, fid, "", "", "", target, "")
 		return
 	}
 	if n, ok := tr.waitInjected(ctx, objs); ok {
-		tr.applied()
-		tr.faultEv(history.FaultEffect, sp, fid, "", "", "", target, fmt.Sprintf("Chaos Mesh reports %d target(s) injected (PhysicalMachineChaos)", n))
+		tr.flog.Applied()
+		tr.flog.Event(history.FaultEffect, sp, fid, "", "", "", target, fmt.Sprintf("Chaos Mesh reports %d target(s) injected (PhysicalMachineChaos)", n))
 	} else {
-		tr.faultEv(history.FaultNotApplied, sp, fid, "", "", "", target, "Chaos Mesh did not report the injection within "+effectWait.String())
+		tr.flog.Event(history.FaultNotApplied, sp, fid, "", "", "", target, "Chaos Mesh did not report the injection within "+effectWait.String())
 	}
 	drive.SleepUntil(ctx, time.Now().Add(sp.Downtime))
 	for _, o := range objs {
 		_ = tr.b.chaos.Delete(context.Background(), o)
 	}
-	tr.faultEv(history.FaultEnd, sp, fid, "", "", "", target, "")
+	tr.flog.Event(history.FaultEnd, sp, fid, "", "", "", target, "")
 }
 
 func (tr *trial) createObjects(ctx context.Context, objs []chaos.Object) error {
@@ -382,13 +370,13 @@ func (tr *trial) probeFailure(ctx context.Context, sp *faults.Spec, label string
 		if !running {
 			// As on sim: a probe of a container that does not run is not
 			// probed, so there is nothing to fail.
-			tr.notApplied(sp, label, p.rec.Node, p.rec.Name, c, "container "+c+" is not running")
+			tr.flog.NotApplied(sp, label, p.rec.Node, p.rec.Name, c, "container "+c+" is not running")
 			continue
 		}
-		fid := tr.newFID()
+		fid := tr.flog.NewID()
 		target := p.rec.Name + "/" + c + "/" + agentProbe[sp.Probe]
 		begin := now()
-		tr.faultEv(history.FaultBegin, sp, fid, p.rec.Node, p.rec.Name, c, target, label)
+		tr.flog.Event(history.FaultBegin, sp, fid, p.rec.Node, p.rec.Name, c, target, label)
 		tr.faultWG.Add(1)
 		go func() {
 			defer tr.faultWG.Done()
@@ -406,7 +394,7 @@ func (tr *trial) probeFailure(ctx context.Context, sp *faults.Spec, label string
 			at, ok := tr.probeActedOn(p, c, sp.Probe, begin, time.Now().Add(sp.Window+2*time.Second))
 			<-done
 			if ok {
-				tr.applied()
+				tr.flog.Applied()
 				tr.event(history.Event{T: at, Kind: history.FaultEffect, Fault: sp.Kind.String(), FaultID: fid, Node: p.rec.Node, Pod: p.rec.Name, Container: c, Target: target,
 					Msg: "the kubelet acted on the forced " + agentProbe[sp.Probe] + " probe failure"})
 			} else {
@@ -414,9 +402,9 @@ func (tr *trial) probeFailure(ctx context.Context, sp *faults.Spec, label string
 				if err != nil {
 					why = fmt.Sprintf("exec: %v %s", err, bytes.TrimSpace(errb.Bytes()))
 				}
-				tr.faultEv(history.FaultNotApplied, sp, fid, p.rec.Node, p.rec.Name, c, target, why)
+				tr.flog.Event(history.FaultNotApplied, sp, fid, p.rec.Node, p.rec.Name, c, target, why)
 			}
-			tr.faultEv(history.FaultEnd, sp, fid, p.rec.Node, p.rec.Name, c, target, "")
+			tr.flog.Event(history.FaultEnd, sp, fid, p.rec.Node, p.rec.Name, c, target, "")
 		}()
 	}
 }
@@ -489,26 +477,26 @@ func (tr *trial) imageChange(ctx context.Context, sp *faults.Spec, label string,
 		deleting := p.deleting
 		tr.mu.Unlock()
 		if deleting {
-			tr.notApplied(sp, label, p.rec.Node, p.rec.Name, c.Name, "the pod is terminating")
+			tr.flog.NotApplied(sp, label, p.rec.Node, p.rec.Name, c.Name, "the pod is terminating")
 			continue
 		}
-		fid := tr.newFID()
+		fid := tr.flog.NewID()
 		target := p.rec.Name + "/" + c.Name
-		tr.faultEv(history.FaultBegin, sp, fid, p.rec.Node, p.rec.Name, c.Name, target, label)
+		tr.flog.Event(history.FaultBegin, sp, fid, p.rec.Node, p.rec.Name, c.Name, target, label)
 		tr.mu.Lock()
 		p.observed(history.Event{T: now(), Kind: history.ContainerImageChanged, Container: c.Name, Msg: next})
 		tr.mu.Unlock()
 		patch, _ := json.Marshal(map[string]any{"spec": map[string]any{field: []map[string]string{{"name": c.Name, "image": next}}}})
 		_, err := tr.b.cs.CoreV1().Pods(tr.ns).Patch(ctx, p.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{})
 		if err != nil {
-			tr.faultEv(history.FaultNotApplied, sp, fid, p.rec.Node, p.rec.Name, c.Name, target, "patch: "+err.Error())
+			tr.flog.Event(history.FaultNotApplied, sp, fid, p.rec.Node, p.rec.Name, c.Name, target, "patch: "+err.Error())
 		} else {
 			tr.mu.Lock()
 			p.images[c.Name] = next
 			tr.mu.Unlock()
-			tr.applied()
-			tr.faultEv(history.FaultEffect, sp, fid, p.rec.Node, p.rec.Name, c.Name, target, fmt.Sprintf("spec image %s (the scenario's %q; the pod runs the agent)", next, sp.Image))
+			tr.flog.Applied()
+			tr.flog.Event(history.FaultEffect, sp, fid, p.rec.Node, p.rec.Name, c.Name, target, fmt.Sprintf("spec image %s (the scenario's %q; the pod runs the agent)", next, sp.Image))
 		}
-		tr.faultEv(history.FaultEnd, sp, fid, p.rec.Node, p.rec.Name, c.Name, target, "")
+		tr.flog.Event(history.FaultEnd, sp, fid, p.rec.Node, p.rec.Name, c.Name, target, "")
 	}
 }

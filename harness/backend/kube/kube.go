@@ -103,9 +103,6 @@ type Backend struct {
 	chaos client.Client
 	run   sync.Mutex
 	seq   int
-
-	mu  sync.Mutex
-	nss map[string]bool // namespaces created and not yet known gone
 }
 
 // New connects to the cluster and checks what it offers.
@@ -141,7 +138,7 @@ func New(ctx context.Context, o Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{opts: o, runID: o.RunID, cl: cl, rest: rc, cs: cs, nss: map[string]bool{},
+	b := &Backend{opts: o, runID: o.RunID, cl: cl, rest: rc, cs: cs,
 		env: envconf.New().WithClient(kc).WithKubeconfigFile(cl.Kubeconfig)}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -271,6 +268,3 @@ func Leftovers(ctx context.Context, cs kubernetes.Interface, runID string) ([]st
 	}
 	return out, nil
 }
-
-// podsLabel is the label every pod of the run carries.
-func (b *Backend) podLabels() map[string]string { return map[string]string{LabelRun: b.runID} }

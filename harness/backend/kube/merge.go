@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,7 +86,7 @@ func (r *podRecord) merge() []history.Event {
 		}
 	}
 	lines := slices.Clone(r.Lines)
-	slices.SortStableFunc(lines, func(a, b agentlog.Line) int { return cmpInt64(a.T, b.T) })
+	slices.SortStableFunc(lines, func(a, b agentlog.Line) int { return cmp.Compare(a.T, b.T) })
 
 	// Per attempt: its last line and whether the agent logged its exit.
 	last := map[attemptKey]int64{}
@@ -235,7 +236,7 @@ func (r *podRecord) merge() []history.Event {
 			out = append(out, e)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b history.Event) int { return cmpInt64(a.T, b.T) })
+	slices.SortStableFunc(out, func(a, b history.Event) int { return cmp.Compare(a.T, b.T) })
 	out = r.causal(out)
 	out = r.inferTermination(out, ctrs)
 	// pod.removed is a pod's last event (the history contract).
@@ -323,7 +324,7 @@ func (r *podRecord) causal(evs []history.Event) []history.Event {
 			evs[i].T = a + 1
 		}
 	}
-	slices.SortStableFunc(evs, func(a, b history.Event) int { return cmpInt64(a.T, b.T) })
+	slices.SortStableFunc(evs, func(a, b history.Event) int { return cmp.Compare(a.T, b.T) })
 	return evs
 }
 
@@ -364,14 +365,4 @@ func (r *podRecord) inferTermination(evs []history.Event, ctrs map[string]ctrInf
 		}
 	}
 	return evs
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

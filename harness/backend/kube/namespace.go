@@ -23,9 +23,6 @@ import (
 // cluster without kube-controller-manager, like the local containerd
 // tier, never creates it).
 func (b *Backend) createNamespace(ctx context.Context, ns, trial string) error {
-	b.mu.Lock()
-	b.nss[ns] = true
-	b.mu.Unlock()
 	if _, err := envfuncs.CreateNamespace(ns, envfuncs.WithLabels(map[string]string{LabelRun: b.runID, LabelTrial: trial}))(ctx, b.env); err != nil {
 		return fmt.Errorf("kube backend: %w", err)
 	}
@@ -99,9 +96,6 @@ func (b *Backend) deleteNamespace(ctx context.Context, ns string) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	b.mu.Lock()
-	delete(b.nss, ns)
-	b.mu.Unlock()
 	return nil
 }
 

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -644,7 +645,7 @@ func (tr *trial) write(sink history.Sink, partial bool) error {
 	}
 	tr.stats.LinesLost = lost
 	evs = append(evs, tr.global...)
-	slices.SortStableFunc(evs, func(a, b history.Event) int { return cmpInt64(a.T, b.T) })
+	slices.SortStableFunc(evs, func(a, b history.Event) int { return cmp.Compare(a.T, b.T) })
 	meta := history.Event{T: tr.start.UnixNano(), Kind: history.RunMeta, Meta: &history.Meta{
 		Scenario: tr.t.Scenario.Metadata.Name, ScenarioHash: tr.t.Scenario.Hash, Seed: tr.t.Seed, Trial: tr.t.Number,
 		Policy: tr.t.Policy, Backend: "kube", StartUnixNano: tr.start.UnixNano(), ToleranceNanos: int64(DefaultTolerance),

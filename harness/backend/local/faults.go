@@ -40,18 +40,6 @@ func (tr *trial) allDone() bool {
 	return true
 }
 
-func (tr *trial) newFID() uint32 { return tr.flog.NewID() }
-
-func (tr *trial) faultEv(k history.Kind, sp *faults.Spec, fid uint32, node, pod, c, target, msg string) {
-	tr.flog.Event(k, sp, fid, node, pod, c, target, msg)
-}
-
-func (tr *trial) notApplied(sp *faults.Spec, label, node, pod, c, why string) {
-	tr.flog.NotApplied(sp, label, node, pod, c, why)
-}
-
-func (tr *trial) applied() { tr.flog.Applied() }
-
 // fire applies one firing of a fault (in the background for faults with a
 // downtime).
 func (tr *trial) fire(ctx context.Context, sp *faults.Spec, label string, rng faults.Rand) {
@@ -60,7 +48,7 @@ func (tr *trial) fire(ctx context.Context, sp *faults.Spec, label string, rng fa
 	case faults.KubeletCrash, faults.RuntimeRestart, faults.NodePoweroff, faults.ContainerGC:
 		for _, k := range sp.Where.PickNodes(nodes, rng) {
 			if k >= nodes {
-				tr.notApplied(sp, label, "", "", "", fmt.Sprintf("node index %d: the cluster has %d nodes", k, nodes))
+				tr.flog.NotApplied(sp, label, "", "", "", fmt.Sprintf("node index %d: the cluster has %d nodes", k, nodes))
 				continue
 			}
 			tr.faulWG.Add(1)
@@ -81,7 +69,7 @@ func (tr *trial) fire(ctx context.Context, sp *faults.Spec, label string, rng fa
 	case faults.OOMKill:
 		tr.oomKill(sp, label, rng)
 	default:
-		tr.notApplied(sp, label, "", "", "", sp.Kind.String()+" is not supported on the local backend yet")
+		tr.flog.NotApplied(sp, label, "", "", "", sp.Kind.String()+" is not supported on the local backend yet")
 	}
 }
 
@@ -93,37 +81,37 @@ func (tr *trial) kubeletCrash(ctx context.Context, sp *faults.Spec, label string
 		ns.mu.Lock()
 		if ns.kubeletDown {
 			ns.mu.Unlock()
-			tr.notApplied(sp, label, node, "", "", "the kubelet is already down")
+			tr.flog.NotApplied(sp, label, node, "", "", "the kubelet is already down")
 			return false
 		}
 		ns.kubeletDown = true
 		ns.mu.Unlock()
-		fid := tr.newFID()
-		tr.faultEv(history.FaultBegin, sp, fid, node, "", "", target, label)
+		fid := tr.flog.NewID()
+		tr.flog.Event(history.FaultBegin, sp, fid, node, "", "", target, label)
 		err := tr.b.cl.KillKubelet(k)
 		if err != nil {
-			tr.faultEv(history.FaultNotApplied, sp, fid, node, "", "", target, "SIGKILL failed: "+err.Error())
-			tr.faultEv(history.FaultEnd, sp, fid, node, "", "", target, "")
+			tr.flog.Event(history.FaultNotApplied, sp, fid, node, "", "", target, "SIGKILL failed: "+err.Error())
+			tr.flog.Event(history.FaultEnd, sp, fid, node, "", "", target, "")
 			ns.mu.Lock()
 			ns.kubeletDown = false
 			ns.mu.Unlock()
 			return false
 		}
 		tr.emit(history.Event{Kind: history.KubeletDown, Node: node})
-		tr.applied()
-		tr.faultEv(history.FaultEffect, sp, fid, node, "", "", target, "kubelet process SIGKILLed and gone")
+		tr.flog.Applied()
+		tr.flog.Event(history.FaultEffect, sp, fid, node, "", "", target, "kubelet process SIGKILLed and gone")
 		time.Sleep(sp.Downtime) // the downtime is served even when the trial ends: the kubelet must come back
 		rctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
 		if err := tr.b.cl.StartKubelet(rctx, k); err != nil {
-			tr.faultEv(history.FaultEnd, sp, fid, node, "", "", target, "kubelet restart failed: "+err.Error())
+			tr.flog.Event(history.FaultEnd, sp, fid, node, "", "", target, "kubelet restart failed: "+err.Error())
 			return false
 		}
 		tr.emit(history.Event{Kind: history.KubeletUp, Node: node})
 		ns.mu.Lock()
 		ns.kubeletDown = false
 		ns.mu.Unlock()
-		tr.faultEv(history.FaultEnd, sp, fid, node, "", "", target, "")
+		tr.flog.Event(history.FaultEnd, sp, fid, node, "", "", target, "")
 		return true
 	}
 	if crash() && sp.RecoveryCrash {
@@ -153,7 +141,7 @@ func (tr *trial) runtimeRestart(ctx context.Context, sp *faults.Spec, label stri
 	ns.mu.Lock()
 	if ns.runtimeDown {
 		ns.mu.Unlock()
-		tr.notApplied(sp, label, n.Name, "", "", "the runtime is already down")
+		tr.flog.NotApplied(sp, label, n.Name, "", "", "the runtime is already down")
 		return
 	}
 	ns.runtimeDown = true
@@ -163,42 +151,42 @@ func (tr *trial) runtimeRestart(ctx context.Context, sp *faults.Spec, label stri
 		ns.runtimeDown = false
 		ns.mu.Unlock()
 	}()
-	fid := tr.newFID()
-	tr.faultEv(history.FaultBegin, sp, fid, n.Name, "", "", target, label)
+	fid := tr.flog.NewID()
+	tr.flog.Event(history.FaultBegin, sp, fid, n.Name, "", "", target, label)
 	n.Runtime.Stop()
 	tr.emit(history.Event{Kind: history.RuntimeDown, Node: n.Name})
 	if sp.Mode == faults.KillContainers {
 		n.Runtime.LoseAll("runtime restarted")
 	}
 	if socketRefuses(n.CRISocket) {
-		tr.applied()
-		tr.faultEv(history.FaultEffect, sp, fid, n.Name, "", "", target, "CRI socket refuses connections")
+		tr.flog.Applied()
+		tr.flog.Event(history.FaultEffect, sp, fid, n.Name, "", "", target, "CRI socket refuses connections")
 	} else {
-		tr.faultEv(history.FaultNotApplied, sp, fid, n.Name, "", "", target, "CRI socket still accepts connections")
+		tr.flog.Event(history.FaultNotApplied, sp, fid, n.Name, "", "", target, "CRI socket still accepts connections")
 	}
 	time.Sleep(sp.Downtime)
 	if err := n.Runtime.ListenAndServe(n.CRISocket); err != nil {
-		tr.faultEv(history.FaultEnd, sp, fid, n.Name, "", "", target, "runtime restart failed: "+err.Error())
+		tr.flog.Event(history.FaultEnd, sp, fid, n.Name, "", "", target, "runtime restart failed: "+err.Error())
 		return
 	}
 	for i := 0; i < 50 && socketRefuses(n.CRISocket); i++ {
 		time.Sleep(20 * time.Millisecond)
 	}
 	tr.emit(history.Event{Kind: history.RuntimeUp, Node: n.Name})
-	tr.faultEv(history.FaultEnd, sp, fid, n.Name, "", "", target, "")
+	tr.flog.Event(history.FaultEnd, sp, fid, n.Name, "", "", target, "")
 }
 
 func (tr *trial) poweroff(ctx context.Context, sp *faults.Spec, label string, k int) {
 	ns := tr.b.node[k]
 	n := tr.b.cl.Nodes[k]
 	if !sp.Return {
-		tr.notApplied(sp, label, n.Name, "", "", "a node that stays down needs a node lifecycle controller (none on the local backend); use return: true")
+		tr.flog.NotApplied(sp, label, n.Name, "", "", "a node that stays down needs a node lifecycle controller (none on the local backend); use return: true")
 		return
 	}
 	ns.mu.Lock()
 	if ns.kubeletDown || ns.runtimeDown {
 		ns.mu.Unlock()
-		tr.notApplied(sp, label, n.Name, "", "", "the node's kubelet or runtime is already down")
+		tr.flog.NotApplied(sp, label, n.Name, "", "", "the node's kubelet or runtime is already down")
 		return
 	}
 	ns.kubeletDown, ns.runtimeDown = true, true
@@ -208,8 +196,8 @@ func (tr *trial) poweroff(ctx context.Context, sp *faults.Spec, label string, k 
 		ns.kubeletDown, ns.runtimeDown = false, false
 		ns.mu.Unlock()
 	}()
-	fid := tr.newFID()
-	tr.faultEv(history.FaultBegin, sp, fid, n.Name, "", "", n.Name, label)
+	fid := tr.flog.NewID()
+	tr.flog.Event(history.FaultBegin, sp, fid, n.Name, "", "", n.Name, label)
 	kerr := tr.b.cl.KillKubelet(k)
 	tr.emit(history.Event{Kind: history.KubeletDown, Node: n.Name})
 	n.Runtime.Stop()
@@ -217,14 +205,14 @@ func (tr *trial) poweroff(ctx context.Context, sp *faults.Spec, label string, k 
 	lost := n.Runtime.LoseAll("node powered off")
 	tr.emit(history.Event{Kind: history.NodeDown, Node: n.Name})
 	if kerr != nil || !socketRefuses(n.CRISocket) {
-		tr.faultEv(history.FaultNotApplied, sp, fid, n.Name, "", "", n.Name, fmt.Sprintf("power-off incomplete: kubelet kill: %v", kerr))
+		tr.flog.Event(history.FaultNotApplied, sp, fid, n.Name, "", "", n.Name, fmt.Sprintf("power-off incomplete: kubelet kill: %v", kerr))
 	} else {
-		tr.applied()
-		tr.faultEv(history.FaultEffect, sp, fid, n.Name, "", "", n.Name, "kubelet SIGKILLed, CRI socket closed, "+strconv.Itoa(lost)+" sandboxes lost")
+		tr.flog.Applied()
+		tr.flog.Event(history.FaultEffect, sp, fid, n.Name, "", "", n.Name, "kubelet SIGKILLed, CRI socket closed, "+strconv.Itoa(lost)+" sandboxes lost")
 	}
 	time.Sleep(sp.Downtime)
 	if err := n.Runtime.ListenAndServe(n.CRISocket); err != nil {
-		tr.faultEv(history.FaultEnd, sp, fid, n.Name, "", "", n.Name, "runtime restart failed: "+err.Error())
+		tr.flog.Event(history.FaultEnd, sp, fid, n.Name, "", "", n.Name, "runtime restart failed: "+err.Error())
 		return
 	}
 	rctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -233,18 +221,18 @@ func (tr *trial) poweroff(ctx context.Context, sp *faults.Spec, label string, k 
 	tr.emit(history.Event{Kind: history.NodeUp, Node: n.Name})
 	tr.emit(history.Event{Kind: history.RuntimeUp, Node: n.Name})
 	if err != nil {
-		tr.faultEv(history.FaultEnd, sp, fid, n.Name, "", "", n.Name, "kubelet restart failed: "+err.Error())
+		tr.flog.Event(history.FaultEnd, sp, fid, n.Name, "", "", n.Name, "kubelet restart failed: "+err.Error())
 		return
 	}
 	tr.emit(history.Event{Kind: history.KubeletUp, Node: n.Name})
-	tr.faultEv(history.FaultEnd, sp, fid, n.Name, "", "", n.Name, "")
+	tr.flog.Event(history.FaultEnd, sp, fid, n.Name, "", "", n.Name, "")
 }
 
 func (tr *trial) containerGC(sp *faults.Spec, label string, k int) {
 	n := tr.b.cl.Nodes[k]
 	target := n.Name + "/runtime"
-	fid := tr.newFID()
-	tr.faultEv(history.FaultBegin, sp, fid, n.Name, "", "", target, label)
+	fid := tr.flog.NewID()
+	tr.flog.Event(history.FaultBegin, sp, fid, n.Name, "", "", target, label)
 	removed := n.Runtime.RemoveExited(func(pod, c string) bool {
 		if sp.AllExited {
 			return true
@@ -263,12 +251,12 @@ func (tr *trial) containerGC(sp *faults.Spec, label string, k int) {
 		return false
 	})
 	if removed == 0 {
-		tr.faultEv(history.FaultNotApplied, sp, fid, n.Name, "", "", target, "no exited container record to remove")
+		tr.flog.Event(history.FaultNotApplied, sp, fid, n.Name, "", "", target, "no exited container record to remove")
 	} else {
-		tr.applied()
-		tr.faultEv(history.FaultEffect, sp, fid, n.Name, "", "", target, strconv.Itoa(removed)+" exited container records removed")
+		tr.flog.Applied()
+		tr.flog.Event(history.FaultEffect, sp, fid, n.Name, "", "", target, strconv.Itoa(removed)+" exited container records removed")
 	}
-	tr.faultEv(history.FaultEnd, sp, fid, n.Name, "", "", target, "")
+	tr.flog.Event(history.FaultEnd, sp, fid, n.Name, "", "", target, "")
 }
 
 func (tr *trial) oomKill(sp *faults.Spec, label string, rng faults.Rand) {
@@ -282,32 +270,32 @@ func (tr *trial) oomKill(sp *faults.Spec, label string, rng faults.Rand) {
 	}
 	tr.mu.Unlock()
 	if len(cand) == 0 {
-		tr.notApplied(sp, label, "", "", "", "no live pod matches the target")
+		tr.flog.NotApplied(sp, label, "", "", "", "no live pod matches the target")
 		return
 	}
 	for _, j := range faults.Sample(len(cand), sp.Where.PickCount(len(cand)), rng) {
 		p := cand[j]
 		ci := sp.Where.PickContainer(&p.wl.world, sp.Kind, 0, rng)
 		if ci < 0 {
-			tr.notApplied(sp, label, p.node, p.name, "", "no container matches the target")
+			tr.flog.NotApplied(sp, label, p.node, p.name, "", "no container matches the target")
 			continue
 		}
 		c := p.wl.world.Containers[ci].Name
 		k := tr.nodeIndex(p.node)
 		if k < 0 {
-			tr.notApplied(sp, label, "", p.name, c, "pod not bound to a node")
+			tr.flog.NotApplied(sp, label, "", p.name, c, "pod not bound to a node")
 			continue
 		}
-		fid := tr.newFID()
+		fid := tr.flog.NewID()
 		target := p.name + "/" + c
-		tr.faultEv(history.FaultBegin, sp, fid, p.node, p.name, c, target, label)
+		tr.flog.Event(history.FaultBegin, sp, fid, p.node, p.name, c, target, label)
 		if _, err := tr.b.cl.Nodes[k].Runtime.OOMKill(p.name, c); err != nil {
-			tr.faultEv(history.FaultNotApplied, sp, fid, p.node, p.name, c, target, err.Error())
+			tr.flog.Event(history.FaultNotApplied, sp, fid, p.node, p.name, c, target, err.Error())
 		} else {
-			tr.applied()
-			tr.faultEv(history.FaultEffect, sp, fid, p.node, p.name, c, target, "exited 137 OOMKilled")
+			tr.flog.Applied()
+			tr.flog.Event(history.FaultEffect, sp, fid, p.node, p.name, c, target, "exited 137 OOMKilled")
 		}
-		tr.faultEv(history.FaultEnd, sp, fid, p.node, p.name, c, target, "")
+		tr.flog.Event(history.FaultEnd, sp, fid, p.node, p.name, c, target, "")
 	}
 }
 
