@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sidebench/sidebench/harness/metrics"
+	"github.com/sidebench/sidebench/harness/rundir"
 	"github.com/sidebench/sidebench/reports/compare"
 	"github.com/sidebench/sidebench/reports/render"
 )
@@ -156,7 +157,7 @@ func loadRunData(path string) (render.RunData, error) {
 	} else if !fi.IsDir() {
 		dir = filepath.Dir(path)
 	}
-	sumPath := filepath.Join(dir, fileSummary)
+	sumPath := filepath.Join(dir, render.SummaryFile)
 	fh, err := os.Open(sumPath)
 	if err != nil {
 		return render.RunData{}, usageErr("%s: not a run directory: %v", path, unwrapPathErr(err))
@@ -171,10 +172,10 @@ func loadRunData(path string) (render.RunData, error) {
 		return render.RunData{}, usageErr("%s: %v%s", sumPath, err, hint)
 	}
 	d := s.RunData()
-	podsPath := filepath.Join(dir, filePods)
+	podsPath := filepath.Join(dir, rundir.FilePods)
 	if _, err := os.Stat(podsPath); err != nil && filepath.Base(filepath.Dir(dir)) == "reports" {
 		// reports/<scenario>/ of a multi-scenario run: pods.jsonl is two up.
-		podsPath = filepath.Join(filepath.Dir(filepath.Dir(dir)), filePods)
+		podsPath = filepath.Join(filepath.Dir(filepath.Dir(dir)), rundir.FilePods)
 	}
 	agg, err := readRecords(podsPath, func(r *metrics.Record) bool { return d.Scenario == "" || r.Scenario == d.Scenario })
 	if err != nil {

@@ -8,6 +8,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/sidebench/sidebench/harness/rundir"
+	"github.com/sidebench/sidebench/reports/render"
 )
 
 // runCmp runs testdata/cmp.yaml (or a variant of it) into dir and fails on
@@ -140,7 +143,7 @@ func TestCompareGolden(t *testing.T) {
 	}
 	golden(t, "compare", out)
 	// Both arguments may name the summary.json itself.
-	out2, _, _ := run(t, "compare", filepath.Join(a, fileSummary), filepath.Join(b, fileSummary))
+	out2, _, _ := run(t, "compare", filepath.Join(a, render.SummaryFile), filepath.Join(b, render.SummaryFile))
 	if out2 != out {
 		t.Error("summary.json paths gave another table")
 	}
@@ -152,11 +155,11 @@ func TestCompareUsage(t *testing.T) {
 	os.Mkdir(empty, 0o755)
 	nopods := filepath.Join(dir, "nopods")
 	os.Mkdir(nopods, 0o755)
-	sum, _ := os.ReadFile(filepath.Join("testdata", "runs", "tiny-seed42", fileSummary))
-	os.WriteFile(filepath.Join(nopods, fileSummary), sum, 0o644)
+	sum, _ := os.ReadFile(filepath.Join("testdata", "runs", "tiny-seed42", render.SummaryFile))
+	os.WriteFile(filepath.Join(nopods, render.SummaryFile), sum, 0o644)
 	badsum := filepath.Join(dir, "badsum")
 	os.Mkdir(badsum, 0o755)
-	os.WriteFile(filepath.Join(badsum, fileSummary), []byte(`{"schemaVersion": 99}`), 0o644)
+	os.WriteFile(filepath.Join(badsum, render.SummaryFile), []byte(`{"schemaVersion": 99}`), 0o644)
 	good := filepath.Join("testdata", "runs", "tiny-seed42")
 	cases := []struct {
 		args []string
@@ -166,8 +169,8 @@ func TestCompareUsage(t *testing.T) {
 		{[]string{"compare", good}, "exactly two"},
 		{[]string{"compare", good, filepath.Join(dir, "missing")}, filepath.Join(dir, "missing")},
 		{[]string{"compare", good, empty}, empty},
-		{[]string{"compare", good, nopods}, filepath.Join(nopods, filePods)},
-		{[]string{"compare", good, badsum}, filepath.Join(badsum, fileSummary)},
+		{[]string{"compare", good, nopods}, filepath.Join(nopods, rundir.FilePods)},
+		{[]string{"compare", good, badsum}, filepath.Join(badsum, render.SummaryFile)},
 		{[]string{"compare", "--format", "xml", good, good}, "--format"},
 		{[]string{"compare", "--alpha", "2", good, good}, "--alpha"},
 		{[]string{"compare", "--policy-a", "none", good, good}, "go together"},
@@ -233,15 +236,13 @@ func TestGraduate(t *testing.T) {
 		t.Errorf("loose: exit %d %s\n%s", code, errOut, out)
 	}
 
-	// Without journal.jsonl the violating pods come from findings.jsonl:
-	// the same verdicts.
-	want, _, _ := run(t, "graduate", "--criteria", "alpha", "--policy", "kep753,none", a)
-	if err := os.Remove(filepath.Join(a, fileJournal)); err != nil {
+	// Without journal.jsonl nothing was committed: a usage error naming
+	// the directories, not a verdict on nothing.
+	if err := os.Remove(filepath.Join(a, rundir.FileJournal)); err != nil {
 		t.Fatal(err)
 	}
-	got, _, _ := run(t, "graduate", "--criteria", "alpha", "--policy", "kep753,none", a)
-	if got != want {
-		t.Errorf("findings.jsonl fallback differs:\n%s\nvs journal:\n%s", got, want)
+	if _, errOut, code := run(t, "graduate", "--criteria", "alpha", a); code != ExitUsage || !strings.Contains(errOut, "no committed trials") {
+		t.Errorf("no journal: exit %d %q", code, errOut)
 	}
 }
 
