@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
@@ -17,104 +15,21 @@ import (
 
 	"github.com/sidebench/sidebench/harness/backend"
 	"github.com/sidebench/sidebench/harness/backend/local"
-	"github.com/sidebench/sidebench/harness/history"
 	"github.com/sidebench/sidebench/harness/localcluster"
-	"github.com/sidebench/sidebench/harness/trial"
 )
 
-// localOptions are the local backend's command-line settings.
-type localOptions struct {
-	nodes   int
-	keep    bool
-	horizon time.Duration
-	log     io.Writer
-	// featureGates is --feature-gates for the apiserver and kubelets:
-	// the Kubernetes gates the run's policies name (local.FeatureGates).
-	featureGates string
-}
-
-// localBackend brings the cluster up at its first trial (so that a run
-// that fails validation never starts one) and takes it down in Close.
-type localBackend struct {
-	opts localOptions
-	mu   sync.Mutex
-	b    *local.Backend
-	err  error
-	ptr  string
-}
-
-func newLocalBackend(o localOptions) *localBackend { return &localBackend{opts: o} }
-
-// Supports reports whether the backend runs a policy (the real kubelet
-// implements kep753 only).
-func (l *localBackend) Supports(policy string) (bool, string) {
-	if local.Supports(policy) {
-		return true, ""
+// newLocalBackend is the local backend with the flags' settings; its
+// cluster's run directory is recorded in a pointer file while it is up.
+func newLocalBackend(f *backendFlags, log io.Writer) backend.Backend {
+	ptr := ""
+	l := local.NewLazy(local.Options{Nodes: f.nodes, Log: log, KeepOnExit: f.keep, Horizon: f.horizon, FeatureGates: f.featureGates,
+		OnUp: func(c *localcluster.Cluster) { ptr = writeClusterPointer(c.RunDir) }})
+	l.OnDown = func() {
+		if ptr != "" {
+			os.Remove(ptr)
+		}
 	}
-	return false, "the local backend runs real kubelets, which implement kep753 and the Kubernetes gates (no alternative designs or bug replicas)"
-}
-
-func (l *localBackend) up(ctx context.Context) (*local.Backend, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.b != nil || l.err != nil {
-		return l.b, l.err
-	}
-	log := l.opts.log
-	if log == nil {
-		log = io.Discard
-	}
-	gates := ""
-	if l.opts.featureGates != "" {
-		gates = ", --feature-gates=" + l.opts.featureGates
-	}
-	fmt.Fprintf(log, "sidebench: starting a local cluster (%d kubelets, Kubernetes %s%s) ...\n", l.opts.nodes, localcluster.DefaultVersion, gates)
-	t0 := time.Now()
-	b, err := local.New(ctx, local.Options{Nodes: l.opts.nodes, Log: log, KeepOnExit: l.opts.keep, Horizon: l.opts.horizon,
-		FeatureGates: l.opts.featureGates,
-		OnUp:         func(c *localcluster.Cluster) { l.ptr = writeClusterPointer(c.RunDir) }})
-	if err != nil {
-		l.err = fmt.Errorf("local backend: %w", err)
-		return nil, l.err
-	}
-	fmt.Fprintf(log, "sidebench: local cluster up in %s (run dir %s)\n", time.Since(t0).Round(time.Millisecond), b.Cluster().RunDir)
-	l.b = b
-	return b, nil
-}
-
-func (l *localBackend) RunTrial(ctx context.Context, t *trial.Plan, sink history.Sink) (backend.Stats, error) {
-	b, err := l.up(ctx)
-	if err != nil {
-		return backend.Stats{}, err
-	}
-	st, err := b.RunTrial(ctx, t, sink)
-	return backend.Stats{Partial: st.Partial, Elapsed: st.Elapsed}, err
-}
-
-// Close takes the cluster down unless --keep.
-func (l *localBackend) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.b == nil {
-		return nil
-	}
-	log := l.opts.log
-	if log == nil {
-		log = io.Discard
-	}
-	if l.opts.keep {
-		fmt.Fprintf(log, "sidebench: --keep: cluster left in %s (kubeconfig %s); 'sidebench cluster down %s' removes it\n",
-			l.b.Cluster().RunDir, l.b.Cluster().Kubeconfig, l.b.Cluster().RunDir)
-		return nil
-	}
-	t0 := time.Now()
-	err := l.b.Close()
-	if l.ptr != "" {
-		os.Remove(l.ptr)
-	}
-	fmt.Fprintf(log, "sidebench: local cluster down in %s\n", time.Since(t0).Round(time.Millisecond))
-	l.b = nil
-	return err
+	return l
 }
 
 // Cluster pointer files: ~/.cache/sidebench/clusters/<pid>.json name the

@@ -88,7 +88,7 @@ func newBackend(name string, f *backendFlags, log io.Writer) (backend.Backend, e
 	case "sim":
 		return simbackend.Backend{Version: version.Get().Short()}, nil
 	case "local":
-		return newLocalBackend(localOptions{nodes: f.nodes, keep: f.keep, horizon: f.horizon, log: log, featureGates: f.featureGates}), nil
+		return newLocalBackend(f, log), nil
 	case "kube":
 		o := f.kube
 		o.nodes, o.horizon, o.log = f.nodes, f.horizon, log
