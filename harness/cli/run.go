@@ -256,7 +256,7 @@ func runRun(ctx context.Context, streams IOStreams, f *runFlags, files []string)
 		}
 		backends[name] = be
 	}
-	rep, err := f.reporter(streams.Out)
+	rep, err := f.reporter(streams.ErrOut)
 	if err != nil {
 		return err
 	}

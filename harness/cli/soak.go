@@ -120,7 +120,7 @@ func runSoak(ctx context.Context, streams IOStreams, f *soakFlags, files []strin
 	if c, ok := be.(interface{ Close() error }); ok {
 		defer c.Close() // the local backend's cluster, on every way out
 	}
-	rep, err := f.reporter(streams.Out)
+	rep, err := f.reporter(streams.ErrOut)
 	if err != nil {
 		rd.close()
 		return err
