@@ -112,7 +112,7 @@ func runWithLine(t *testing.T, write func(r *Reporter, tty *os.File, line string
 		clk.advance(time.Second)
 		s.PodsDone(pods - done) // pods finish within the trial...
 		done = pods
-		s.TrialDone(10, 0) // ...then it is committed
+		s.TrialDone(10, 0)                              // ...then it is committed
 		scr.waitFor(t, fmt.Sprintf("pods %d/30", pods)) // redrawn after the line
 	}
 	r.Close()
