@@ -138,21 +138,10 @@ func forEachRecord(path string, fn func(*metrics.Record)) error {
 		return usageErr("%s: cannot read per-pod records: %v", path, unwrapPathErr(err))
 	}
 	defer f.Close()
-	rr := metrics.NewRecordReader(f)
-	for {
-		var rec metrics.Record
-		err := rr.Read(&rec)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) && errors.Is(rr.Read(&rec), io.EOF) {
-				return nil // torn last line
-			}
-			return usageErr("%s: %v", path, err)
-		}
-		fn(&rec)
+	if err := metrics.ForEachRecord(f, fn); err != nil {
+		return usageErr("%s: %v", path, err)
 	}
+	return nil
 }
 
 // unwrapPathErr drops the path of an *os.PathError (the caller names it).

@@ -373,6 +373,15 @@ func (o Options) candidatePolicy(pa string) (pb string, ok bool) {
 	return pa, true
 }
 
+// baselinePolicy maps a candidate's policy back to the baseline's (ok
+// false: the candidate policy is not compared).
+func (o Options) baselinePolicy(pb string) (pa string, ok bool) {
+	if o.PolicyA != "" && o.PolicyB != "" {
+		return o.PolicyA, pb == o.PolicyB
+	}
+	return pb, true
+}
+
 func rowPolicy(pa, pb string) string {
 	if pa == pb {
 		return pa

@@ -137,12 +137,9 @@ func compareLatencies(t *Table, runs []Run, o Options) {
 		}
 		var only []string
 		for k := range idx[j] {
-			pa := k.policy
-			if o.PolicyA != "" && o.PolicyB != "" {
-				if k.policy != o.PolicyB {
-					continue
-				}
-				pa = o.PolicyA
+			pa, ok := o.baselinePolicy(k.policy)
+			if !ok {
+				continue
 			}
 			if _, ok := idx[0][rowKey{pa, k.metric}]; !ok && want(k.metric) {
 				only = append(only, k.policy+" "+k.metric)

@@ -3,7 +3,6 @@ package compare
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -99,21 +98,10 @@ func forEachRecord(path string, fn func(*metrics.Record)) error {
 		return fmt.Errorf("%s: cannot read per-pod records: %w", path, unwrapPathErr(err))
 	}
 	defer f.Close()
-	rr := metrics.NewRecordReader(f)
-	for {
-		var rec metrics.Record
-		err := rr.Read(&rec)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) && errors.Is(rr.Read(&rec), io.EOF) {
-				return nil // torn last line
-			}
-			return fmt.Errorf("%s: %w", path, err)
-		}
-		fn(&rec)
+	if err := metrics.ForEachRecord(f, fn); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
 	}
+	return nil
 }
 
 // unwrapPathErr drops the path of an *os.PathError (the caller names it).

@@ -45,32 +45,20 @@ func fmtPct(x float64) string {
 }
 
 // fmtChange renders a relative change (a fraction) as "+7.44%".
-func fmtChange(x float64) string {
+func fmtChange(x float64) string { return signedPct(x, 2) }
+
+// fmtCI renders an interval of a relative change as "[+5.1%, +9.0%]".
+func fmtCI(lo, hi float64) string { return "[" + signedPct(lo, 1) + ", " + signedPct(hi, 1) + "]" }
+
+// signedPct renders a fraction as a signed percentage with prec decimals.
+func signedPct(x float64, prec int) string {
 	switch {
 	case math.IsNaN(x):
 		return "?"
-	case math.IsInf(x, 1):
-		return "+Inf%"
-	case math.IsInf(x, -1):
-		return "-Inf%"
+	case math.IsInf(x, 0):
+		return fmt.Sprintf("%+.0f%%", x) // +Inf%, -Inf%
 	}
-	return fmt.Sprintf("%+.2f%%", 100*x)
-}
-
-// fmtCI renders an interval of a relative change as "[+5.1%, +9.0%]".
-func fmtCI(lo, hi float64) string {
-	f := func(x float64) string {
-		switch {
-		case math.IsNaN(x):
-			return "?"
-		case math.IsInf(x, 1):
-			return "+Inf"
-		case math.IsInf(x, -1):
-			return "-Inf"
-		}
-		return fmt.Sprintf("%+.1f%%", 100*x)
-	}
-	return "[" + f(lo) + ", " + f(hi) + "]"
+	return fmt.Sprintf("%+.*f%%", prec, 100*x)
 }
 
 // pCmp renders a p-value after "p": "<0.001" or "=0.012".

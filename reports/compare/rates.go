@@ -71,12 +71,9 @@ func compareRates(t *Table, runs []Run, o Options) {
 		}
 		only := 0
 		for k := range rows[j] {
-			pa := k.policy
-			if o.PolicyA != "" && o.PolicyB != "" {
-				if k.policy != o.PolicyB {
-					continue
-				}
-				pa = o.PolicyA
+			pa, ok := o.baselinePolicy(k.policy)
+			if !ok {
+				continue
 			}
 			if _, ok := rows[0][inv{pa, k.id}]; !ok {
 				only++

@@ -162,6 +162,14 @@ func bootstrapBounds(vals []float64, confidence float64) (lo, hi float64) {
 // stream differs from BootstrapDiff's, so the two agree in distribution,
 // not draw by draw.
 func BootstrapQuantileDiff(a, b []float64, q, confidence float64, resamples int, seed uint64) Summary {
+	return quantileBootstrap(a, b, q, confidence, resamples, seed, func(qa, qb float64) float64 { return qb - qa })
+}
+
+// quantileBootstrap is combine(Q_q(a), Q_q(b)) on the data with its
+// percentile-bootstrap interval, a and b resampled independently through
+// their order statistics; bad input gives an unbounded summary and a
+// warning.
+func quantileBootstrap(a, b []float64, q, confidence float64, resamples int, seed uint64, combine func(qa, qb float64) float64) Summary {
 	s := Summary{Center: math.NaN(), Lo: math.Inf(-1), Hi: math.Inf(1), Confidence: confidence, Quantile: q, N: len(a) + len(b)}
 	for _, x := range [][]float64{a, b} {
 		if w := bootstrapChecks(confidence, x); w != "" {
@@ -177,13 +185,6 @@ func BootstrapQuantileDiff(a, b []float64, q, confidence float64, resamples int,
 		resamples = DefaultResamples
 	}
 	s.Warnings = append(s.Warnings, bootstrapWarnings(resamples, min(len(a), len(b)))...)
-	return quantileBootstrap(s, a, b, q, resamples, seed, func(qa, qb float64) float64 { return qb - qa })
-}
-
-// quantileBootstrap fills s.Center and s.Lo/Hi with combine(Q_q(a), Q_q(b))
-// on the data and its percentile-bootstrap interval, a and b resampled
-// independently through their order statistics.
-func quantileBootstrap(s Summary, a, b []float64, q float64, resamples int, seed uint64, combine func(qa, qb float64) float64) Summary {
 	sa, sb := sortedCopy(a), sortedCopy(b)
 	s.Center = combine(PercentileSorted(sa, 100*q), PercentileSorted(sb, 100*q))
 	src := rand.NewPCG(seed, bootstrapStream)
@@ -218,22 +219,7 @@ func RelativeChange(qa, qb float64) float64 {
 // after sorting). Use it for unpaired samples; Center is the change on the
 // data. Deterministic in seed.
 func BootstrapQuantileChange(a, b []float64, q, confidence float64, resamples int, seed uint64) Summary {
-	s := Summary{Center: math.NaN(), Lo: math.Inf(-1), Hi: math.Inf(1), Confidence: confidence, Quantile: q, N: len(a) + len(b)}
-	for _, x := range [][]float64{a, b} {
-		if w := bootstrapChecks(confidence, x); w != "" {
-			s.Warnings = append(s.Warnings, w)
-			return s
-		}
-	}
-	if !(q > 0 && q < 1) {
-		s.Warnings = append(s.Warnings, fmt.Sprintf("quantile %v outside (0, 1)", q))
-		return s
-	}
-	if resamples <= 0 {
-		resamples = DefaultResamples
-	}
-	s.Warnings = append(s.Warnings, bootstrapWarnings(resamples, min(len(a), len(b)))...)
-	return quantileBootstrap(s, a, b, q, resamples, seed, RelativeChange)
+	return quantileBootstrap(a, b, q, confidence, resamples, seed, RelativeChange)
 }
 
 // BootstrapPairedQuantileChange is BootstrapQuantileChange for paired
