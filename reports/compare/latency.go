@@ -176,7 +176,7 @@ func compareLatencies(t *Table, runs []Run, o Options) {
 	need := stats.MinSamplesForCI(Quantiles[len(Quantiles)-1], o.Confidence)
 	for i := range t.Latencies {
 		if r := &t.Latencies[i]; r.N < need {
-			t.Warnings = append(t.Warnings, fmt.Sprintf("p%g rows with fewer than %d samples (here from n=%d) have bootstrap intervals that undercover: read them as indicative",
+			t.Warnings = append(t.Warnings, fmt.Sprintf("p%g intervals of rows with fewer than %d samples (the smallest here: n=%d) undercover: read them as indicative",
 				100*Quantiles[len(Quantiles)-1], need, minN(t)))
 			break
 		}
