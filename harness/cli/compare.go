@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/sidebench/sidebench/harness/metrics"
 	"github.com/sidebench/sidebench/reports/compare"
 )
 
@@ -125,21 +124,6 @@ func runCompare(streams IOStreams, f *compareFlags, dirs []string) error {
 	}
 	if t.RegressionFound {
 		return silent(ExitFailed)
-	}
-	return nil
-}
-
-// forEachRecord calls fn with every record of a pods.jsonl. A torn last
-// line (a run killed mid-write) is ignored; any other error is a usage
-// error naming the path.
-func forEachRecord(path string, fn func(*metrics.Record)) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return usageErr("%s: cannot read per-pod records: %v", path, unwrapPathErr(err))
-	}
-	defer f.Close()
-	if err := metrics.ForEachRecord(f, fn); err != nil {
-		return usageErr("%s: %v", path, err)
 	}
 	return nil
 }

@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sidebench/sidebench/harness/rundir"
+	"github.com/sidebench/sidebench/reports/render"
 )
 
 // runCmp runs testdata/cmp.yaml (or a variant of it) into dir and fails on
@@ -216,7 +219,7 @@ func TestCompareGolden(t *testing.T) {
 	}
 	golden(t, "compare", out)
 	// Both arguments may name the summary.json itself.
-	out2, _, _ := run(t, "compare", filepath.Join(a, fileSummary), filepath.Join(b, fileSummary))
+	out2, _, _ := run(t, "compare", filepath.Join(a, render.SummaryFile), filepath.Join(b, render.SummaryFile))
 	if out2 != out {
 		t.Error("summary.json paths gave another table")
 	}
@@ -228,18 +231,18 @@ func TestCompareUsage(t *testing.T) {
 	os.Mkdir(empty, 0o755)
 	nopods := filepath.Join(dir, "nopods")
 	os.Mkdir(nopods, 0o755)
-	sum, _ := os.ReadFile(filepath.Join("testdata", "runs", "tiny-seed42", fileSummary))
-	os.WriteFile(filepath.Join(nopods, fileSummary), sum, 0o644)
+	sum, _ := os.ReadFile(filepath.Join("testdata", "runs", "tiny-seed42", render.SummaryFile))
+	os.WriteFile(filepath.Join(nopods, render.SummaryFile), sum, 0o644)
 	badsum := filepath.Join(dir, "badsum")
 	os.Mkdir(badsum, 0o755)
-	os.WriteFile(filepath.Join(badsum, fileSummary), []byte(`{"schemaVersion": 99}`), 0o644)
+	os.WriteFile(filepath.Join(badsum, render.SummaryFile), []byte(`{"schemaVersion": 99}`), 0o644)
 	good := filepath.Join("testdata", "runs", "tiny-seed42")
 	// The same run under another scenario name.
 	otherScenario := filepath.Join(dir, "other")
 	os.Mkdir(otherScenario, 0o755)
-	os.WriteFile(filepath.Join(otherScenario, fileSummary), []byte(strings.Replace(string(sum), `"scenario": "tiny"`, `"scenario": "other"`, 1)), 0o644)
-	pods, _ := os.ReadFile(filepath.Join(good, filePods))
-	os.WriteFile(filepath.Join(otherScenario, filePods), []byte(strings.ReplaceAll(string(pods), `"scenario":"tiny"`, `"scenario":"other"`)), 0o644)
+	os.WriteFile(filepath.Join(otherScenario, render.SummaryFile), []byte(strings.Replace(string(sum), `"scenario": "tiny"`, `"scenario": "other"`, 1)), 0o644)
+	pods, _ := os.ReadFile(filepath.Join(good, rundir.FilePods))
+	os.WriteFile(filepath.Join(otherScenario, rundir.FilePods), []byte(strings.ReplaceAll(string(pods), `"scenario":"tiny"`, `"scenario":"other"`)), 0o644)
 	if _, errOut, code := run(t, "compare", "--force", good, otherScenario); code != ExitOK || errOut != "" {
 		t.Errorf("--force: exit %d %q", code, errOut)
 	}
@@ -252,8 +255,8 @@ func TestCompareUsage(t *testing.T) {
 		{[]string{"compare", good, otherScenario}, "--force"},
 		{[]string{"compare", good, filepath.Join(dir, "missing")}, filepath.Join(dir, "missing")},
 		{[]string{"compare", good, empty}, empty},
-		{[]string{"compare", good, nopods}, filepath.Join(nopods, filePods)},
-		{[]string{"compare", good, badsum}, filepath.Join(badsum, fileSummary)},
+		{[]string{"compare", good, nopods}, filepath.Join(nopods, rundir.FilePods)},
+		{[]string{"compare", good, badsum}, filepath.Join(badsum, render.SummaryFile)},
 		{[]string{"compare", "--format", "xml", good, good}, "--format"},
 		{[]string{"compare", "--alpha", "2", good, good}, "--alpha"},
 		{[]string{"compare", "--policy-a", "none", good, good}, "go together"},
@@ -319,15 +322,13 @@ func TestGraduate(t *testing.T) {
 		t.Errorf("loose: exit %d %s\n%s", code, errOut, out)
 	}
 
-	// Without journal.jsonl the violating pods come from findings.jsonl:
-	// the same verdicts.
-	want, _, _ := run(t, "graduate", "--criteria", "alpha", "--policy", "kep753,none", a)
-	if err := os.Remove(filepath.Join(a, fileJournal)); err != nil {
+	// Without journal.jsonl nothing was committed: a usage error naming
+	// the directories, not a verdict on nothing.
+	if err := os.Remove(filepath.Join(a, rundir.FileJournal)); err != nil {
 		t.Fatal(err)
 	}
-	got, _, _ := run(t, "graduate", "--criteria", "alpha", "--policy", "kep753,none", a)
-	if got != want {
-		t.Errorf("findings.jsonl fallback differs:\n%s\nvs journal:\n%s", got, want)
+	if _, errOut, code := run(t, "graduate", "--criteria", "alpha", a); code != ExitUsage || !strings.Contains(errOut, "no committed trials") {
+		t.Errorf("no journal: exit %d %q", code, errOut)
 	}
 }
 

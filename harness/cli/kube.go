@@ -10,9 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sidebench/sidebench/harness/backend"
 	"github.com/sidebench/sidebench/harness/backend/kube"
 	"github.com/sidebench/sidebench/harness/history"
-	"github.com/sidebench/sidebench/harness/scenario"
+	"github.com/sidebench/sidebench/harness/trial"
 )
 
 // kubeOptions are the kube backend's command-line settings.
@@ -28,8 +29,6 @@ type kubeOptions struct {
 	horizon      time.Duration
 	log          io.Writer
 }
-
-var kubeOpts kubeOptions
 
 func (o *kubeOptions) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
@@ -57,7 +56,12 @@ func newKubeBackend(o kubeOptions) *kubeBackend { return &kubeBackend{opts: o} }
 
 // Supports reports whether the backend runs a policy (a real cluster runs
 // kep753 only).
-func (k *kubeBackend) Supports(policy string) bool { return kube.Supports(policy) }
+func (k *kubeBackend) Supports(policy string) (bool, string) {
+	if kube.Supports(policy) {
+		return true, ""
+	}
+	return false, "the kube backend runs real kubelets, which implement kep753 (no alternative designs, bug replicas or gates)"
+}
 
 func (k *kubeBackend) up(ctx context.Context) (*kube.Backend, error) {
 	k.mu.Lock()
@@ -104,10 +108,10 @@ func (k *kubeBackend) up(ctx context.Context) (*kube.Backend, error) {
 	return b, nil
 }
 
-func (k *kubeBackend) RunTrial(ctx context.Context, t scenario.Trial, sink history.Sink) (TrialStats, error) {
+func (k *kubeBackend) RunTrial(ctx context.Context, t *trial.Plan, sink history.Sink) (backend.Stats, error) {
 	b, err := k.up(ctx)
 	if err != nil {
-		return TrialStats{}, err
+		return backend.Stats{}, err
 	}
 	done := make(chan struct{})
 	defer close(done)
@@ -131,7 +135,7 @@ func (k *kubeBackend) RunTrial(ctx context.Context, t scenario.Trial, sink histo
 				t, st.LateStatus, st.StatusLagMax.Round(time.Millisecond))
 		}
 	}
-	return TrialStats{Partial: st.Partial}, err
+	return backend.Stats{Partial: st.Partial, Elapsed: st.Elapsed}, err
 }
 
 // Close deletes everything the run created (also after Ctrl-C: the run's

@@ -15,14 +15,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sidebench/sidebench/harness/backend"
 	"github.com/sidebench/sidebench/harness/backend/local"
 	"github.com/sidebench/sidebench/harness/history"
 	"github.com/sidebench/sidebench/harness/localcluster"
-	"github.com/sidebench/sidebench/harness/scenario"
+	"github.com/sidebench/sidebench/harness/trial"
 )
 
-// localOptions are the local backend's command-line settings (set by
-// `run` before newBackend is called).
+// localOptions are the local backend's command-line settings.
 type localOptions struct {
 	nodes   int
 	keep    bool
@@ -32,8 +32,6 @@ type localOptions struct {
 	// the Kubernetes gates the run's policies name (local.FeatureGates).
 	featureGates string
 }
-
-var localOpts = localOptions{nodes: 3}
 
 // localBackend brings the cluster up at its first trial (so that a run
 // that fails validation never starts one) and takes it down in Close.
@@ -49,7 +47,12 @@ func newLocalBackend(o localOptions) *localBackend { return &localBackend{opts: 
 
 // Supports reports whether the backend runs a policy (the real kubelet
 // implements kep753 only).
-func (l *localBackend) Supports(policy string) bool { return local.Supports(policy) }
+func (l *localBackend) Supports(policy string) (bool, string) {
+	if local.Supports(policy) {
+		return true, ""
+	}
+	return false, "the local backend runs real kubelets, which implement kep753 and the Kubernetes gates (no alternative designs or bug replicas)"
+}
 
 func (l *localBackend) up(ctx context.Context) (*local.Backend, error) {
 	l.mu.Lock()
@@ -79,13 +82,13 @@ func (l *localBackend) up(ctx context.Context) (*local.Backend, error) {
 	return b, nil
 }
 
-func (l *localBackend) RunTrial(ctx context.Context, t scenario.Trial, sink history.Sink) (TrialStats, error) {
+func (l *localBackend) RunTrial(ctx context.Context, t *trial.Plan, sink history.Sink) (backend.Stats, error) {
 	b, err := l.up(ctx)
 	if err != nil {
-		return TrialStats{}, err
+		return backend.Stats{}, err
 	}
 	st, err := b.RunTrial(ctx, t, sink)
-	return TrialStats{Partial: st.Partial}, err
+	return backend.Stats{Partial: st.Partial, Elapsed: st.Elapsed}, err
 }
 
 // Close takes the cluster down unless --keep.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sidebench/sidebench/harness/arrival"
 	"github.com/sidebench/sidebench/harness/behavior"
 	"github.com/sidebench/sidebench/harness/faults"
 	"github.com/sidebench/sidebench/reference-impl/api"
@@ -94,50 +95,22 @@ type ContainerBehavior struct {
 	Behavior  behavior.Container
 }
 
-// ArrivalKind names an arrival process.
-type ArrivalKind uint8
+// Arrival is a pod arrival process (harness/arrival: one implementation
+// for every backend).
+type Arrival = arrival.Spec
 
+// ArrivalKind names an arrival process.
+type ArrivalKind = arrival.Kind
+
+// Arrival kinds.
 const (
-	// ArrivalBurst creates BurstSize pods every BurstInterval from Start
-	// (BurstSize 0: all Count pods at Start). The zero Arrival creates
-	// every pod at time 0.
-	ArrivalBurst ArrivalKind = iota
-	// ArrivalConstant creates one pod every 1/Rate seconds from Start.
-	ArrivalConstant
-	// ArrivalPoisson creates pods as a Poisson process of Rate per second
-	// from Start.
-	ArrivalPoisson
+	ArrivalBurst    = arrival.Burst
+	ArrivalConstant = arrival.Constant
+	ArrivalPoisson  = arrival.Poisson
 )
 
-var arrivalNames = [...]string{"burst", "constant", "poisson"}
-
-func (k ArrivalKind) String() string {
-	if int(k) < len(arrivalNames) {
-		return arrivalNames[k]
-	}
-	return fmt.Sprintf("ArrivalKind(%d)", uint8(k))
-}
-
 // ParseArrivalKind is the inverse of ArrivalKind.String.
-func ParseArrivalKind(s string) (ArrivalKind, bool) {
-	for i, n := range arrivalNames {
-		if n == s {
-			return ArrivalKind(i), true
-		}
-	}
-	return 0, false
-}
-
-// Arrival is a pod arrival process.
-type Arrival struct {
-	Kind  ArrivalKind
-	Start time.Duration
-	// Rate is pods per second (ArrivalConstant, ArrivalPoisson).
-	Rate float64
-	// BurstSize and BurstInterval shape ArrivalBurst.
-	BurstSize     int
-	BurstInterval time.Duration
-}
+func ParseArrivalKind(s string) (ArrivalKind, bool) { return arrival.ParseKind(s) }
 
 // Stop says when a trial ends.
 type Stop struct {

@@ -1,10 +1,9 @@
 package sim
 
 import (
-	"github.com/sidebench/sidebench/reference-impl/kubelet"
-	"math"
-	"strconv"
 	"time"
+
+	"github.com/sidebench/sidebench/reference-impl/kubelet"
 
 	"github.com/sidebench/sidebench/harness/history"
 	"github.com/sidebench/sidebench/reference-impl/api"
@@ -14,33 +13,16 @@ import (
 
 func (e *engine) onArrive(w int) {
 	ws := &e.wls[w]
-	a := &ws.cfg.Arrival
-	count := ws.cfg.Count
-	n := 1
-	if a.Kind == ArrivalBurst {
-		n = a.BurstSize
-		if n <= 0 {
-			n = count
-		}
-	}
-	for i := 0; i < n && ws.created < count && e.err == nil; i++ {
-		e.createPod(w)
-	}
-	if ws.created >= count {
+	_, n, ok := ws.arrivals.Next()
+	if !ok {
 		return
 	}
-	var next int64
-	switch a.Kind {
-	case ArrivalBurst:
-		next = e.now + int64(a.BurstInterval)
-	case ArrivalConstant:
-		// From the grid, so that rounding does not drift.
-		next = int64(a.Start) + int64(math.Round(float64(ws.created)*float64(time.Second)/a.Rate))
-	case ArrivalPoisson:
-		u := ws.rng.Float64()
-		next = e.now + int64(-math.Log1p(-u)/a.Rate*float64(time.Second))
+	for i := 0; i < n && e.err == nil; i++ {
+		e.createPod(w)
 	}
-	e.push(event{t: next, kind: evArrive, slot: int32(w)})
+	if next, ok := ws.arrivals.Peek(); ok {
+		e.push(event{t: int64(next), kind: evArrive, slot: int32(w)})
+	}
 }
 
 // createPod creates the next pod of workload w and tries to schedule it.
@@ -62,7 +44,7 @@ func (e *engine) createPod(w int) {
 	p.slot = slot
 	p.wl = int32(w)
 	p.node = -1
-	e.nameBuf = strconv.AppendInt(append(e.nameBuf[:0], ws.prefix...), int64(ws.created), 10)
+	e.nameBuf = history.AppendPodName(e.nameBuf[:0], ws.prefix, ws.created)
 	p.name = string(e.nameBuf)
 	ws.created++
 	e.arrivalsLeft--

@@ -94,7 +94,7 @@ func (e *engine) onFault(fi int, ev *event) {
 	e.res.FaultsFired++
 	s := f.spec
 	if s.Kind.NodeLevel() {
-		for _, k := range s.Where.PickNodes(len(e.nodes), f.rng) {
+		for _, k := range s.Where.PickNodes(len(e.nodes), f.pick) {
 			e.applyNode(fi, k)
 		}
 	} else {
@@ -106,7 +106,7 @@ func (e *engine) onFault(fi int, ev *event) {
 			e.applyPod(fi, &e.pods[slot])
 		}
 	}
-	if t, ok := s.When.Next(time.Duration(e.now), f.fired, f.rng); ok {
+	if t, ok := s.When.Next(time.Duration(e.now), f.fired, f.sched); ok {
 		e.push(event{t: int64(t), kind: evFault, slot: int32(fi)})
 	}
 }
@@ -115,7 +115,7 @@ func (e *engine) onFault(fi int, ev *event) {
 func (e *engine) onPhase(p *pod, ph faults.PodPhase) {
 	for _, fi := range e.wls[p.wl].onPhase[ph] {
 		f := &e.faults[fi]
-		if f.spec.When.Triggers(ph, time.Duration(e.now), f.fired, f.rng) {
+		if f.spec.When.Triggers(ph, time.Duration(e.now), f.fired, f.sched) {
 			f.fired++
 			e.push(event{t: e.now + int64(f.spec.When.Delay), kind: evFaultPod, slot: p.slot, id: p.id, aux: uint16(fi)})
 		}
@@ -141,7 +141,7 @@ func (e *engine) applyPod(fi int, p *pod) {
 	f := &e.faults[fi]
 	s := f.spec
 	id := e.newFaultID()
-	c := s.Where.PickContainer(&e.wls[p.wl].world, s.Kind, s.Probe, f.rng)
+	c := s.Where.PickContainer(&e.wls[p.wl].world, s.Kind, s.Probe, f.pick)
 	if c < 0 {
 		e.notApplied(fi, id, -1, p, -1, "no container of the pod matches the target")
 		return
@@ -761,7 +761,7 @@ func (e *engine) pickPods(fi int) {
 	if t.PodFraction == 0 && len(e.pods) > 0 {
 		want := max(t.PodCount, 1)
 		for tries := 0; tries < 32*want && len(e.candidate) < want; tries++ {
-			slot := int32(f.rng.IntN(len(e.pods)))
+			slot := int32(f.pick.IntN(len(e.pods)))
 			if !e.eligible(fi, &e.pods[slot]) || slices.Contains(e.candidate, slot) {
 				continue
 			}
@@ -779,7 +779,7 @@ func (e *engine) pickPods(fi int) {
 			all = append(all, int32(i))
 		}
 	}
-	picked := faults.Sample(len(all), t.PickCount(len(all)), f.rng)
+	picked := faults.Sample(len(all), t.PickCount(len(all)), f.pick)
 	for i, j := range picked {
 		all[i] = all[j]
 	}

@@ -2,14 +2,17 @@ package sim
 
 import (
 	"context"
-	"github.com/sidebench/sidebench/reference-impl/kubelet"
-	"time"
-
 	"math/rand/v2"
 	"strconv"
+	"time"
 
+	"github.com/sidebench/sidebench/reference-impl/kubelet"
+
+	"github.com/sidebench/sidebench/harness/arrival"
+	"github.com/sidebench/sidebench/harness/behavior"
 	"github.com/sidebench/sidebench/harness/faults"
 	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/harness/history/hspec"
 	"github.com/sidebench/sidebench/reference-impl/api"
 )
 
@@ -170,7 +173,7 @@ type wlState struct {
 	beh      []int // per container index: index into cfg.Behavior, -1 = default
 	prefix   string
 	created  int
-	rng      *rand.Rand
+	arrivals arrival.Process
 	lifetime bool
 	grace    int64
 	// on-phase faults per lifecycle stage
@@ -182,7 +185,10 @@ type faultState struct {
 	spec  *faults.Spec
 	label string
 	fired int
-	rng   *rand.Rand
+	// sched draws the firing times, pick the targets: two streams, so
+	// that the schedule is the same on every backend whatever each
+	// backend's pods and nodes let it pick (harness/trial's contract).
+	sched, pick *rand.Rand
 }
 
 type engine struct {
@@ -249,12 +255,8 @@ func newEngine(ctx context.Context, cfg *Config, seed uint64, sink history.Sink,
 		ws.cfg = w
 		ws.spec = &w.Spec
 		ws.world = faults.WorldOf(w.Name, w.Labels, &w.Spec)
-		ws.hspec = historySpec(w)
-		ns := w.Namespace
-		if ns == "" {
-			ns = "default"
-		}
-		ws.prefix = ns + "/" + w.Name + "-"
+		ws.hspec = hspec.Of(w.Name, w.Labels, &w.Spec)
+		ws.prefix = history.PodNamePrefix(w.Namespace, w.Name)
 		ws.beh = make([]int, w.Spec.Len())
 		for c := range ws.beh {
 			ws.beh[c] = -1
@@ -265,7 +267,7 @@ func newEngine(ctx context.Context, cfg *Config, seed uint64, sink history.Sink,
 				}
 			}
 		}
-		ws.rng = arrivalStream(seed, w.Name)
+		ws.arrivals = arrival.New(w.Arrival, w.Count, behavior.ArrivalKey(seed, w.Name).Rand())
 		ws.lifetime = !distIsZero(&w.Lifetime)
 		ws.grace = int64(w.DeleteGrace)
 		if ws.grace == 0 {
@@ -277,7 +279,8 @@ func newEngine(ctx context.Context, cfg *Config, seed uint64, sink history.Sink,
 	e.faults = make([]faultState, len(cfg.Faults))
 	for i := range cfg.Faults {
 		f := &cfg.Faults[i]
-		e.faults[i] = faultState{spec: f, label: f.Label(i), rng: faultStream(seed, f.Label(i), i)}
+		e.faults[i] = faultState{spec: f, label: f.Label(i), sched: behavior.FaultKey(seed, f.Label(i), i).Rand(),
+			pick: behavior.FaultTargetKey(seed, f.Label(i), i).Rand()}
 		e.faults[i].match = make([]bool, len(e.wls))
 		for w := range e.wls {
 			ws := &e.wls[w]
@@ -314,45 +317,19 @@ func (e *engine) start() {
 		if w.Count == 0 {
 			continue
 		}
-		e.push(event{t: int64(w.Arrival.Start), kind: evArrive, slot: int32(i)})
+		if at, ok := e.wls[i].arrivals.Peek(); ok {
+			e.push(event{t: int64(at), kind: evArrive, slot: int32(i)})
+		}
 	}
 	for i := range e.faults {
 		f := &e.faults[i]
 		if !f.spec.When.Timed() {
 			continue
 		}
-		if t, ok := f.spec.When.First(f.rng); ok {
+		if t, ok := f.spec.When.First(f.sched); ok {
 			e.push(event{t: int64(t), kind: evFault, slot: int32(i)})
 		}
 	}
 }
 
 // historySpec converts a workload's template to the history's form, once.
-func historySpec(w *Workload) *history.PodSpec {
-	hs := &history.PodSpec{
-		RestartPolicy: w.Spec.RestartPolicy.String(),
-		Grace:         int64(w.Spec.TerminationGracePeriod),
-		Critical:      w.Spec.Critical,
-		Labels:        w.Labels,
-		Workload:      w.Name,
-	}
-	conv := func(c *api.Container) history.ContainerSpec {
-		hc := history.ContainerSpec{Name: c.Name, Role: c.Role.String(), Image: c.Image,
-			Startup: c.StartupProbe != nil, Readiness: c.ReadinessProbe != nil, Liveness: c.LivenessProbe != nil,
-			PostStart: c.PostStart, PreStop: c.PreStop}
-		if c.RestartPolicy != nil {
-			hc.RestartPolicy = c.RestartPolicy.String()
-		}
-		for _, r := range c.RestartRules {
-			hc.Rules = append(hc.Rules, history.RestartRule{Action: r.Action.String(), Operator: r.Operator.String(), Values: append([]int32(nil), r.Values...)})
-		}
-		return hc
-	}
-	for i := range w.Spec.Init {
-		hs.Init = append(hs.Init, conv(&w.Spec.Init[i]))
-	}
-	for i := range w.Spec.Main {
-		hs.Main = append(hs.Main, conv(&w.Spec.Main[i]))
-	}
-	return hs
-}

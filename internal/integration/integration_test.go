@@ -14,11 +14,12 @@ import (
 	"strings"
 	"testing"
 
+	simbackend "github.com/sidebench/sidebench/harness/backend/sim"
 	"github.com/sidebench/sidebench/harness/check"
 	"github.com/sidebench/sidebench/harness/history"
 	"github.com/sidebench/sidebench/harness/scenario"
-	"github.com/sidebench/sidebench/harness/scenario/simconfig"
 	"github.com/sidebench/sidebench/harness/sim"
+	"github.com/sidebench/sidebench/harness/trial"
 )
 
 // outcome is one trial's check report plus which pods each fault touched.
@@ -88,11 +89,11 @@ func compileTrial(tb testing.TB, text, pol string, n int) (*sim.Config, scenario
 	}
 	for _, tr := range scenario.Expand(s) {
 		if (pol == "" || tr.Policy == pol) && tr.Number == n {
-			cfg, err := simconfig.Compile(tr, "test")
+			p, err := trial.Compile(tr)
 			if err != nil {
 				tb.Fatalf("compile: %v", err)
 			}
-			return cfg, tr
+			return simbackend.Config(p, "test"), tr
 		}
 	}
 	tb.Fatalf("no trial %d for policy %q", n, pol)

@@ -10,11 +10,9 @@ import (
 	"github.com/sidebench/sidebench/reports/render"
 )
 
-// Files of a run directory that a comparison reads.
-const (
-	fileSummary = "summary.json"
-	filePods    = "pods.jsonl"
-)
+// filePods is rundir.FilePods (not imported: the run directory's store is
+// not a report's dependency).
+const filePods = "pods.jsonl"
 
 // RunDirs loads every path (a run directory or its summary.json) and
 // compares the others with the first. Every error names the path it is
@@ -46,7 +44,7 @@ func Load(path string) (Run, error) {
 	} else if !fi.IsDir() {
 		dir = filepath.Dir(path)
 	}
-	sumPath := filepath.Join(dir, fileSummary)
+	sumPath := filepath.Join(dir, render.SummaryFile)
 	fh, err := os.Open(sumPath)
 	if err != nil {
 		return Run{}, fmt.Errorf("%s: not a run directory: %w", path, unwrapPathErr(err))

@@ -24,7 +24,7 @@ import (
 
 // scheduleFaults starts one goroutine per timed fault of the scenario.
 func (tr *trial) scheduleFaults(ctx context.Context) {
-	drive.ScheduleFaults(ctx, &tr.faulWG, tr.start, tr.t.Scenario, tr.t.Seed, "local", &tr.flog, tr.allDone,
+	drive.ScheduleFaults(ctx, tr.b.clock(), &tr.faulWG, tr.start, tr.p, "local", &tr.flog, tr.allDone,
 		func(f drive.Firing) { tr.fire(ctx, f.Spec, f.Label, f.Rand) })
 }
 
