@@ -177,8 +177,6 @@ func (p progressFeed) AddScenario(label string, trials, pods int) runner.Scenari
 
 type scenarioFeed struct{ *progress.Scenario }
 
-func (scenarioFeed) PodsDone(int) {}
-
 const runLong = `Run every scenario × policy × trial on a backend and write, per scenario, a
 run directory with:
 
@@ -316,7 +314,7 @@ func runRun(cmd *cobra.Command, streams IOStreams, d deps, f *runFlags, files []
 	if f.quiet {
 		log = nil
 	}
-	rep, err := f.reporter(streams.Out)
+	rep, err := f.reporter(streams.ErrOut)
 	if err != nil {
 		return err
 	}

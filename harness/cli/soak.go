@@ -142,7 +142,7 @@ func runSoak(cmd *cobra.Command, streams IOStreams, d deps, f *soakFlags, files 
 		return err
 	}
 	defer closeBackend(streams, name, be)
-	rep, err := f.reporter(streams.Out)
+	rep, err := f.reporter(streams.ErrOut)
 	if err != nil {
 		return err
 	}

@@ -291,7 +291,8 @@ type matrixRow struct {
 	cells      map[string]MatrixCell
 }
 
-// faultColumns lists the faults of the matrix: "none" first, then sorted.
+// faultColumns lists the faults of the matrix: "unattributed" first, then
+// sorted.
 func faultColumns(m []MatrixCell) []string {
 	var cols []string
 	for _, c := range m {

@@ -224,7 +224,8 @@ type InvariantRow struct {
 }
 
 // MatrixCell counts one invariant's findings attributed to one fault
-// ("none" if no fault preceded them) for one policy (check.Cell).
+// ("unattributed" if no fault can have caused them) for one policy
+// (check.Cell).
 type MatrixCell struct {
 	Policy         string
 	ID             string
@@ -245,8 +246,8 @@ type Finding struct {
 	T      int64 // ns on the run's clock
 	Msg    string
 	Excuse string
-	// Fault is the nearest preceding fault ("" if none), FaultID its
-	// instance and FaultT its time (ns).
+	// Fault is the fault that can have caused it ("" if unattributed),
+	// FaultID its instance and FaultT its time (ns).
 	Fault   string
 	FaultID uint32
 	FaultT  int64
@@ -395,19 +396,23 @@ func classRank(c string) int {
 	return 3
 }
 
-// compareFault orders "none" first, then by name.
+// compareFault orders the column of findings no fault explains first
+// ("unattributed", check.Unattributed; "none" in runs written before it was
+// named so), then the faults by name.
 func compareFault(a, b string) int {
 	if a == b {
 		return 0
 	}
-	if a == "none" {
-		return -1
-	}
-	if b == "none" {
+	if noFault(a) != noFault(b) {
+		if noFault(a) {
+			return -1
+		}
 		return 1
 	}
 	return naturalCompare(a, b)
 }
+
+func noFault(f string) bool { return f == "unattributed" || f == "none" }
 
 // naturalCompare orders strings with embedded numbers numerically: S2 < S10.
 func naturalCompare(a, b string) int {
