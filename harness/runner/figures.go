@@ -48,7 +48,7 @@ type trialFigures struct {
 type scenarioFigures struct {
 	windows   bottomK[render.FaultWindow]
 	points    bottomK[render.FindingPoint]
-	dropped   render.TimelineDropped // dropped by the trials' caps
+	dropped   render.TimelineDropped       // dropped by the trials' caps
 	timelines map[string][]render.Timeline // by policy
 }
 

@@ -2,8 +2,8 @@ package render
 
 import (
 	"fmt"
-	"strconv"
 	"image/color"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot/plotter"

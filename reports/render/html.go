@@ -97,24 +97,24 @@ type htmlFigure struct {
 }
 
 type htmlPage struct {
-	Scenario      string
-	Banner        banner
-	Header        [][2]string
-	Figures       []htmlFigure
-	Latencies     []htmlLatencyTable
-	NoLatency     string
-	LatencyWarns  []string
-	Invariants    []htmlInvTable
-	Matrix        htmlMatrix
-	Overall       string
-	OverallCls    string
-	Verdicts      []htmlVerdict
-	VerdictWarns  []string
-	Findings      []htmlFinding
-	MoreFinding   int
-	Warnings      []string
-	Rules         []ruleNote
-	HowToRead     []string
+	Scenario     string
+	Banner       banner
+	Header       [][2]string
+	Figures      []htmlFigure
+	Latencies    []htmlLatencyTable
+	NoLatency    string
+	LatencyWarns []string
+	Invariants   []htmlInvTable
+	Matrix       htmlMatrix
+	Overall      string
+	OverallCls   string
+	Verdicts     []htmlVerdict
+	VerdictWarns []string
+	Findings     []htmlFinding
+	MoreFinding  int
+	Warnings     []string
+	Rules        []ruleNote
+	HowToRead    []string
 }
 
 func statusClass(s string) string {

@@ -159,7 +159,7 @@ func BuildGantt(events []history.Event) Gantt {
 		g.Rows = append(g.Rows, GanttRow{Container: name, Role: role})
 		return len(g.Rows) - 1
 	}
-	open := map[int]int{} // row → index of its open bar
+	open := map[int]int{}       // row → index of its open bar
 	openWin := map[uint32]int{} // fault ID → index of its open window
 	closeAll := func(t int64, why string) {
 		for _, r := range sortedIntKeys(open) {
@@ -282,4 +282,3 @@ var lineStyles = map[string]struct {
 	LineDeleted: {color.RGBA{0, 0, 0, 0xff}, []vg.Length{vg.Points(2), vg.Points(2)}},
 	LineNode:    {color.RGBA{0x80, 0x80, 0x80, 0xff}, []vg.Length{vg.Points(1), vg.Points(2)}},
 }
-

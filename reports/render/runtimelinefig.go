@@ -70,7 +70,6 @@ func faultKinds(d RunData) []string {
 	return ks
 }
 
-
 // runTimelineFigure draws the run timeline; ok is false when the run had
 // no fault and no finding.
 func runTimelineFigure(d RunData) (fig figure, ok bool, err error) {

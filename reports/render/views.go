@@ -35,9 +35,9 @@ type bannerRow struct {
 // bannerLevel groups a policy's criteria: the scenario's own criteria, a
 // graduation stage (criteria named "beta/..."), or the bug-replica check.
 type bannerLevel struct {
-	Name           string
-	Status, Class  string
-	Criteria       []bannerCriterion
+	Name          string
+	Status, Class string
+	Criteria      []bannerCriterion
 }
 
 type bannerCriterion struct {
