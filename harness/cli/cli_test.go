@@ -214,7 +214,7 @@ func TestRunPlainProgress(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}
 	}
-	if !strings.Contains(out, "SCENARIO") || strings.Contains(out, "progress:") {
+	if !strings.Contains(out, "POLICY") || strings.Contains(out, "progress:") {
 		t.Errorf("stdout is not the result table alone:\n%s", out)
 	}
 	if ansi.MatchString(out + errOut) {

@@ -328,3 +328,32 @@ func TestTablesCollapse(t *testing.T) {
 		}
 	}
 }
+
+// TestResultTableFits120 guards the 200-column result table: with the
+// 91-character policy of the restart-rules scenarios and long scenario
+// names, no line is wider than TableWidth, and a shortened name is listed
+// in full under the table.
+func TestResultTableFits120(t *testing.T) {
+	long := "kep753+ContainerRestartRules+RestartAllContainersOnContainerExits+bug:reset-trigger-first"
+	rows := []StateRow{
+		{Scenario: "rules-restart-all-main", Policy: "kep753+ContainerRestartRules+RestartAllContainersOnContainerExits", Role: RoleJudged, Trials: 3, Pods: 180, Status: StatusPass,
+			PodStartupMs: StartupRow{N: 10, FaultedExcluded: 170, P50: 2300, P99: 2300}},
+		{Scenario: "rules-restart-all-main", Policy: long, Role: RoleBugReplica, Trials: 3, PartialTrials: 1, Pods: 180, Violations: 2156, Status: StatusPass,
+			PodStartupMs: StartupRow{N: 15, FaultedExcluded: 165, P50: 2300, P99: 2300}},
+		{Scenario: "local/fault-runtime-restart-keep", Policy: "kep753", Role: RoleJudged, Trials: 3, Pods: 208200, Degradations: 22, Status: StatusInsufficient,
+			PodStartupMs: StartupRow{N: 197112, FaultedExcluded: 11015, P50: 1659, P99: 17738},
+			Criteria: []StateCriterion{{Name: "beta/violation-rate", Status: StatusInsufficient, MoreTrialsNeeded: 3480,
+				Message: "0 violations in 208 lifecycles: rate 0, Clopper–Pearson 0.95 two-sided upper bound 0.0176 >= 0.001; more lifecycles needed assuming violations continue at the observed rate"}}},
+	}
+	var b bytes.Buffer
+	WriteResultTable(&b, rows)
+	for _, line := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
+		if n := len([]rune(line)); n > TableWidth {
+			t.Errorf("line of %d columns: %s", n, line)
+		}
+	}
+	golden(t, "table.golden", b.Bytes())
+	if !strings.Contains(b.String(), "[2] "+long) {
+		t.Errorf("the shortened policy is not listed in full:\n%s", b.String())
+	}
+}
