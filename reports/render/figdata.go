@@ -114,7 +114,13 @@ func groupLabel(g string) string {
 func normalizeFigures(d *RunData, pidx func(string) int) {
 	d.Groups = slices.Clone(d.Groups)
 	slices.SortStableFunc(d.Groups, func(a, b GroupRate) int {
-		return cmp.Or(naturalCompare(a.Group, b.Group), cmp.Compare(pidx(a.Policy), pidx(b.Policy)))
+		allFirst := func(g string) int {
+			if g == GroupAll {
+				return 0
+			}
+			return 1
+		}
+		return cmp.Or(cmp.Compare(allFirst(a.Group), allFirst(b.Group)), naturalCompare(a.Group, b.Group), cmp.Compare(pidx(a.Policy), pidx(b.Policy)))
 	})
 	d.FaultWindows = slices.Clone(d.FaultWindows)
 	slices.SortStableFunc(d.FaultWindows, func(a, b FaultWindow) int {

@@ -181,14 +181,16 @@ func latencyFigure(d RunData, metric string) (fig figure, ok bool, err error) {
 			upper = append(upper, plotter.XY{X: x(s.sorted[i]), Y: lg(min(1, ya+eps))}, plotter.XY{X: x(next), Y: lg(min(1, ya+eps))})
 			lower = append(lower, plotter.XY{X: x(s.sorted[i]), Y: lg(max(ymin, ya-eps))}, plotter.XY{X: x(next), Y: lg(max(ymin, ya-eps))})
 		}
-		band := append(slices.Clone(upper), reversed(lower)...)
-		poly, err := plotter.NewPolygon(band)
-		if err != nil {
-			return fig, false, err
+		if s.identical == "" { // an identical sample's band is already drawn
+			band := append(slices.Clone(upper), reversed(lower)...)
+			poly, err := plotter.NewPolygon(band)
+			if err != nil {
+				return fig, false, err
+			}
+			poly.Color = withAlpha(st.color, 0x16)
+			poly.LineStyle.Width = 0
+			p.Add(poly)
 		}
-		poly.Color = withAlpha(st.color, 0x16)
-		poly.LineStyle.Width = 0
-		p.Add(poly)
 		line, err := plotter.NewLine(curve)
 		if err != nil {
 			return fig, false, err

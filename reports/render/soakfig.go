@@ -167,6 +167,6 @@ func rssFigure(d RunData) (fig figure, ok bool, err error) {
 		return fig, false, err
 	}
 	first, last := d.State.RSS[0], d.State.RSS[len(d.State.RSS)-1]
-	return figure{ID: "soak-rss", SVG: svg, Caption: fmt.Sprintf("VmRSS sampled at each checkpoint: %.0f MiB at the start, %.0f MiB at the end, peak %.0f MiB (%d samples). A soak's memory must stay flat: the runner keeps a bounded aggregate, never the history.",
+	return figure{ID: "soak-rss", SVG: svg, Caption: fmt.Sprintf("VmRSS sampled at each checkpoint: %.0f MiB at the start, %.0f MiB at the end, peak %.0f MiB (%d samples). The runner holds the latency samples (8 bytes per pod and metric) and a bounded sample of the figures' data, never the history: growth beyond that is a leak.",
 		float64(first.Bytes)/(1<<20), float64(last.Bytes)/(1<<20), peak/(1<<20), len(d.State.RSS))}, true, nil
 }
