@@ -127,7 +127,7 @@ func checkP1(p *Pod, hits []Hit) []Hit {
 		}
 		ran := p.mainRanIn(sb, i)
 		switch ph := p.Ev[i].Phase; {
-		case ph == "Running" && !ran && !p.initDone(sb, i) && p.termAt(i) == nil:
+		case ph == "Running" && !ran && !p.initDone(sb, i) && p.termAt(i) == nil && !p.mainsRanBefore(sb, i):
 			// (During a kill the phase follows the exiting containers.)
 			hits = append(hits, p.at(i, none, "phase Running while initialization was incomplete"))
 		case ph == "Pending" && ran && (p.Sandboxes[sb].End == none || p.Sandboxes[sb].End > i):
@@ -135,6 +135,34 @@ func checkP1(p *Pod, hits []Hit) []Hit {
 		}
 	}
 	return hits
+}
+
+// mainsRanBefore reports whether every main container ran in a sandbox
+// before sb (by the time of event i). During re-initialization after a
+// lost sandbox the kubelet's getPhase sees those mains as stopped (their
+// terminated statuses carry over, kubelet_pods.go
+// convertToAPIContainerStatuses), so it publishes Running whenever no
+// regular init runs and no sidecar runs unstarted: Running there is the
+// kubelet's (issue 16 A7), not a break of INV-P1. A main that never ran is
+// "waiting" and keeps the pod Pending.
+func (p *Pod) mainsRanBefore(sb, i int32) bool {
+	if sb == 0 {
+		return false
+	}
+	for _, m := range p.Mains {
+		ran := false
+		for k := range p.Ctrs[m].Att {
+			a := &p.Ctrs[m].Att[k]
+			if a.Sandbox < sb && a.Running != none && a.Running < i {
+				ran = true
+				break
+			}
+		}
+		if !ran {
+			return false
+		}
+	}
+	return true
 }
 
 // initDone reports whether, by the time of event i, every init container

@@ -85,6 +85,18 @@ func phaseCases() []invCase {
 		{name: "INV-P1/Running once re-initialized in a new sandbox", id: "INV-P1", clean: true,
 			ev: evs(steady("p", specOf("Always", 30, "init:setup", "sidecar:proxy", "main:app")).at(5000).sandboxLost().at(6000).sandbox().phase("Pending").
 				at(6100).done("setup").up("proxy").phase("Running").at(6200).up("app"))},
+		// Issue 16 A7: getPhase keeps the lost sandbox's terminated
+		// statuses, so during re-initialization the kubelet publishes
+		// Running whenever no regular init runs and no sidecar runs
+		// unstarted.
+		{name: "INV-P1/Running during re-initialization after the mains ran in the lost sandbox", id: "INV-P1", clean: true,
+			ev: evs(steady("p", specOf("Always", 30, "init:setup", "sidecar:proxy+startup", "main:app")).at(5000).sandboxLost().at(6000).sandbox().
+				at(6100).done("setup").phase("Running").at(6200).req("proxy").running("proxy").phase("Pending").
+				at(6300).exited("proxy", 137).phase("Running").at(7000).startupUp("proxy").at(7100).up("app"))},
+		{name: "INV-P1/Running during re-initialization while a main never ran", id: "INV-P1", want: Violation,
+			ev: evs(newPod("p", specOf("Always", 30, "init:setup", "sidecar:proxy+startup", "main:app")).at(0).created().at(10).sandbox().
+				at(20).done("setup").at(30).req("proxy").running("proxy").phase("Pending").at(40).sandboxLost().at(1000).sandbox().
+				at(1100).done("setup").phase("Running"))},
 		{name: "INV-P1/back to Pending after a main container ran", id: "INV-P1", want: Violation,
 			ev: evs(steady("p", realisticSpec()).at(1600).phase("Pending"))},
 		{name: "INV-P2/holds in a correct history", id: "INV-P2", ev: r, clean: true},

@@ -690,9 +690,6 @@ func (e *engine) applyImage(fi int, id uint32, p *pod, c int) {
 	case p.m == nil:
 		e.notApplied(fi, id, -1, p, c, "kubelet down or pod finished on its node")
 		return
-	case p.terminating:
-		e.notApplied(fi, id, -1, p, c, "pod terminating: spec changes do not take effect (INV-U1)")
-		return
 	case p.spec.At(c).Image == s.Image:
 		e.notApplied(fi, id, -1, p, c, "image unchanged")
 		return
@@ -702,10 +699,18 @@ func (e *engine) applyImage(fi int, id uint32, p *pod, c int) {
 	e.emitC(history.ContainerImageChanged, p, c)
 	e.ev.Msg = s.Image
 	e.write()
-	if p.cs[c].rec.State == api.StateRunning {
+	switch {
+	case p.m.Terminating() && p.termReason != api.KillSandboxLost:
+		// The API server takes spec updates of a terminating pod and the
+		// kubelet sees them, but it only kills a terminating pod
+		// (SyncTerminatingPod): nothing restarts for the change (INV-U1,
+		// T10; issue 16 A10).
+		e.faultEffect(fi, id, p, c, "spec image changed during pod termination; the kubelet restarts nothing")
+		e.faultEnd(fi, id, p, c)
+	case p.cs[c].rec.State == api.StateRunning:
 		cs := e.podFaults(p, c)
 		cs.imageFault, cs.imageFaultIdx = id+1, uint16(fi)
-	} else {
+	default:
 		e.faultEffect(fi, id, p, c, "spec image changed; container not running, nothing to restart")
 		e.faultEnd(fi, id, p, c)
 	}

@@ -162,6 +162,7 @@ func (e *engine) trace(p *pod, t *api.TraceEvent, st *api.PodStatus) {
 		e.ev.Attempt = p.cs[t.Container].rec.Attempt
 		e.ev.Value = t.Value
 	case api.TraceTerminating:
+		p.termReason = t.Reason
 		e.ev.Kind = history.PodTerminating
 		e.ev.Reason = t.Reason.String()
 		e.ev.Grace = int64(t.Grace)

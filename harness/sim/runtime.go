@@ -51,8 +51,10 @@ func (e *engine) act(p *pod, a *api.Action) {
 		latency := e.drawAttempt(p, c, a.Attempt, &cs.plan)
 		cs.starting, cs.stopping, cs.preStopOn, cs.postStartOn, cs.startupOK = true, false, false, false, false
 		cs.probe = [3]probeState{}
-		p.cs[c].rec = api.ContainerRecord{State: api.StateCreated, Attempt: a.Attempt,
-			SandboxAttempt: p.sandbox.Attempt, Image: p.spec.At(c).Image, CreatedAt: api.Time(e.now)}
+		// A new record; the runtime keeps the exited one before it (the
+		// container GC keeps the newest dead container of each name).
+		p.cs[c].rec = p.cs[c].rec.Succeed(api.ContainerRecord{State: api.StateCreated, Attempt: a.Attempt,
+			SandboxAttempt: p.sandbox.Attempt, Image: p.spec.At(c).Image, CreatedAt: api.Time(e.now)})
 		e.emitC(history.ContainerStartRequested, p, c)
 		e.write()
 		e.push(event{t: e.now + int64(latency), kind: evRunning, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
@@ -237,12 +239,16 @@ func (e *engine) exitContainer(p *pod, c int, code int32, reason api.Reason) {
 	e.ev.Code = code
 	e.ev.Reason = reason.String()
 	e.write()
-	e.step(p, &api.Input{Kind: api.InContainer, Container: c, Record: *rec})
-	if preStop && p.m != nil && p.id != 0 {
-		// The preStop exec fails once its container is gone.
+	if preStop {
+		// The preStop exec fails once its container is gone: the hook
+		// ends with the exit. Written before the kubelet hears of the
+		// exit, which may finish the pod and release its machine (issue
+		// 16 A2: the last container's hook end was lost).
 		e.emitC(history.ContainerPreStopEnd, p, c)
 		e.ev.Msg = "container exited"
 		e.write()
-		e.step(p, &api.Input{Kind: api.InPreStopDone, Container: c})
 	}
+	// The exit resets the attempt in the machine, hook included, so no
+	// InPreStopDone follows.
+	e.step(p, &api.Input{Kind: api.InContainer, Container: c, Record: *rec})
 }

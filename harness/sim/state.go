@@ -150,10 +150,11 @@ type pod struct {
 	terminal    bool // a terminal phase was published
 	kdone       bool // the kubelet finished the pod on this node
 	removing    bool
-	inited      bool  // first sandbox created (on-phase "initializing")
-	ran         bool  // phase Running seen
-	terminating bool  // pod.terminating seen
-	nidx        int32 // index in node.pods
+	inited      bool           // first sandbox created (on-phase "initializing")
+	ran         bool           // phase Running seen
+	terminating bool           // pod.terminating seen
+	termReason  api.KillReason // reason of the latest pod.terminating
+	nidx        int32          // index in node.pods
 	deleteGrace int64
 	shutdown    int64 // node-shutdown grace given (0 = none)
 	createdAt   int64

@@ -195,8 +195,13 @@ func (e *scriptEnv) run(cmd string, args []string) string {
 		}
 		st := map[string]api.ContainerState{"running": api.StateRunning, "created": api.StateCreated, "unknown": api.StateUnknown}[fields[0]]
 		r := &e.records[i]
-		if fields[0] != "unknown" {
-			*r = api.ContainerRecord{Attempt: e.nextAttempt[i], SandboxAttempt: e.sandbox.Attempt, Image: e.m.Spec().At(i).Image, CreatedAt: e.now, StartedAt: e.now}
+		sameAttempt := r.State == api.StateCreated && r.Attempt == e.nextAttempt[i] && r.SandboxAttempt == e.sandbox.Attempt
+		if fields[0] != "unknown" && !(fields[0] == "running" && sameAttempt) {
+			// A new attempt; the runtime keeps the exited one before it.
+			*r = r.Succeed(api.ContainerRecord{Attempt: e.nextAttempt[i], SandboxAttempt: e.sandbox.Attempt, Image: e.m.Spec().At(i).Image, CreatedAt: e.now})
+		}
+		if fields[0] == "running" {
+			r.StartedAt = e.now
 		}
 		r.State = st
 		in = api.Input{Kind: api.InContainer, Container: i, Record: *r}
@@ -278,6 +283,13 @@ func (e *scriptEnv) run(cmd string, args []string) string {
 		in = api.Input{Kind: api.InRelist, Sandbox: e.sandbox, Records: append([]api.ContainerRecord(nil), e.records...), Status: last, Deleted: e.deleted, Grace: e.deleteGrace}
 	case "status":
 		return e.formatStatus(e.m.Status())
+	case "images":
+		// The machine's spec images, in spec order.
+		var out []string
+		for i := 0; i < e.m.Spec().Len(); i++ {
+			out = append(out, e.name(i)+"="+e.m.Spec().At(i).Image)
+		}
+		return strings.Join(out, " ")
 	default:
 		return "error: unknown command " + fields[0]
 	}
