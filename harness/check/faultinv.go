@@ -270,12 +270,36 @@ func checkU1(p *Pod, hits []Hit) []Hit {
 		dl := p.T(i) + 10e9 + p.Tol
 		end := p.n()
 		completedInit := p.Ctrs[c].Role == RoleInit && p.doneIn(c, sb) != none && p.doneIn(c, sb) < i
-		if b := p.nextStartAfter(c, i, sb); b != nil && !completedInit {
+		runningInit := false
+		if a := p.attAt(c, i); a != nil && p.Ctrs[c].Role == RoleInit && !completedInit {
+			runningInit = true
+			// computeInitContainerActions does not compare a running
+			// regular init container with its spec: it is left to finish
+			// (not restarted), and once it exited 0 it is done, so the
+			// new image is never run.
+			stop := p.n()
+			if a.Exited != none {
+				stop = a.Exited
+			}
+			if j := p.specKill(c, i, stop); j != none {
+				hits = append(hits, p.at(j, i, "image change of running init %q stopped it", name))
+			} else if a.Exited != none && a.Code == 0 {
+				if b := p.nextStartAfter(c, a.Exited, sb); b != nil {
+					hits = append(hits, p.at(b.Start(), i, "image change of running init %q re-ran it after it completed", name))
+				}
+			}
+			end = stop
+		}
+		b := p.nextStartAfter(c, i, sb)
+		switch a := p.attAt(c, i); {
+		case runningInit, completedInit:
+			// Judged above and below: nothing restarts for the change.
+		case b != nil:
 			end = b.Start()
 			if b.Running != none {
 				end = b.Running
 			}
-		} else if a := p.attAt(c, i); a != nil && !completedInit {
+		case a != nil:
 			if (p.termAfter(i) == nil || p.termAfter(i).T > dl) && p.Horizon > dl {
 				hits = append(hits, p.late(i, a.Stop, dl, "image change of running %s %q not applied within %s", what(p.Ctrs[c].Role), name, ms(dl-p.T(i))))
 			}

@@ -218,12 +218,22 @@ func checkP3(p *Pod, hits []Hit) []Hit {
 	return hits
 }
 
-// readyAt reports whether container c was ready at event i: its last
-// ready event up to i's instant says true and it has not exited since.
+// readyAt reports whether container c was ready when status event i was
+// published: its last ready event in the history up to the end of i's
+// publication says true and it has not exited since.
+//
+// A publication is one status update: a backend writes it as several
+// status events with one timestamp, in any order, so the container flags
+// of i's publication count even if they follow i in the file. What
+// follows the publication at the same instant (the container exiting, the
+// next status update) happened after it: a container that becomes ready
+// and dies within the same nanosecond is a flap, not a false
+// ContainersReady (issue 16 B).
 func (p *Pod) readyAt(c int, i int32) (int32, bool) {
+	_, end := p.publication(i)
 	last, ready := none, false
 	for _, j := range p.Ctrs[c].Ev {
-		if p.T(j) > p.T(i) {
+		if j > end {
 			break
 		}
 		switch p.Ev[j].Kind {
@@ -234,4 +244,29 @@ func (p *Pod) readyAt(c int, i int32) (int32, bool) {
 		}
 	}
 	return last, ready
+}
+
+// publication returns the index range [lo, hi] of the status update that
+// status event i belongs to: the run of status events (phase, conditions,
+// container Started/Ready) around i with i's timestamp.
+func (p *Pod) publication(i int32) (lo, hi int32) {
+	t := p.T(i)
+	lo, hi = i, i
+	for lo > 0 && p.T(lo-1) == t && isStatus(p.Ev[lo-1].Kind) {
+		lo--
+	}
+	for hi+1 < p.n() && p.T(hi+1) == t && isStatus(p.Ev[hi+1].Kind) {
+		hi++
+	}
+	return lo, hi
+}
+
+// isStatus reports whether events of kind k are part of a published pod
+// status.
+func isStatus(k history.Kind) bool {
+	switch k {
+	case history.PodPhase, history.PodCondition, history.ContainerStarted, history.ContainerReady:
+		return true
+	}
+	return false
 }

@@ -167,8 +167,19 @@ func checkR4(p *Pod, hits []Hit) []Hit {
 			if firstMainExit == none || a.Exited < firstMainExit {
 				firstMainExit = a.Exited
 			}
-			if a.KillReason == "UnknownState" {
+			switch a.KillReason {
+			case "UnknownState":
 				continue // INV-F8: recreated whatever the policy
+			case "SpecChanged":
+				// computePodActions: "Restart regardless of the restart
+				// policy because the container spec changed".
+				continue
+			case "LivenessProbe", "StartupProbe":
+				// A probe kill restarts when shouldRestartOnFailure
+				// (Always, OnFailure), whatever the exit code.
+				if rp != "Never" {
+					continue
+				}
 			}
 			if sp := p.Ctrs[m].Spec; p.hasGate("ContainerRestartRules") && sp != nil && sp.RestartPolicy != "" {
 				continue // a container-level policy decides: INV-RR1

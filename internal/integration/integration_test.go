@@ -433,3 +433,47 @@ trials: 1
 	}
 	t.Logf("reference: %d pods, 0 violations; bug replica: %d INV-RA7 findings", good.pods, len(found))
 }
+
+// TestDegenerateCrashRates: kep753 with a probe-less sidecar that crashes
+// within a microsecond of every start has no violation. At this rate a
+// sidecar sometimes becomes ready and exits within the same nanosecond:
+// two status publications at one instant, which INV-P3 once read as one
+// (issue 16 B; this seed hit it twice).
+func TestDegenerateCrashRates(t *testing.T) {
+	text := `apiVersion: sidebench.dev/v1alpha1
+kind: Scenario
+metadata: {name: crash-1us}
+seed: 7
+policies: [kep753]
+cluster: {nodes: 10, podsPerNode: 50}
+workloads:
+- name: web
+  count: 2000
+  arrival: {type: poisson, rate: 50}
+  lifetime: uniform(min=200s, max=400s)
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      terminationGracePeriodSeconds: 30
+      initContainers:
+      - name: mesh
+        image: mesh:1
+        restartPolicy: Always
+      containers:
+      - name: app
+        image: app:1
+  behaviors:
+    default: {startLatency: 100ms, termHandling: 100ms}
+    mesh: {crashMTBF: 1us}
+faults: []
+trials: 1
+`
+	o := runTrial(t, text, "kep753", 0)
+	if o.pods != 2000 {
+		t.Fatalf("%d lifecycles checked, want 2000", o.pods)
+	}
+	if v := o.byID(check.Violation); len(v) > 0 {
+		t.Fatalf("kep753 at a 1µs sidecar MTBF: violations [%s]\n%s", ids(v), firstFinding(o))
+	}
+}
