@@ -14,6 +14,10 @@ var faultInvs = []*inv{
 		rule: "during initialization a completed regular init is never re-run in the same sandbox (kubelet restart, GC)"},
 	{id: "INV-F3", level: Hard, ex: ExKubelet, fn: checkF3,
 		rule: "a new sandbox re-runs every init container before any main starts; under Never with containers created no new sandbox is made"},
+	// A node shutdown is what INV-F4 is about: it excuses nothing here;
+	// the node going down or the kubelet dying does.
+	{id: "INV-F4", level: BestEffort, ex: ExNode | ExKubelet, fn: checkF4,
+		rule: "a graceful node shutdown kills each pod promptly through the normal pod kill, within its group's budget (regular pods, then critical), and leaves it Failed/Terminated"},
 	{id: "INV-F5", level: Hard, ex: 0, fn: checkF5,
 		rule: "while the node is down nothing is started, hooked or signalled, and no container restarts in a sandbox that did not survive it"},
 	{id: "INV-F6", level: BestEffort, ex: ExNode, fn: checkF6,
@@ -24,6 +28,8 @@ var faultInvs = []*inv{
 		rule: "a container killed for Unknown state is recreated (sidecar: always; regular init under Never: the pod is killed instead)"},
 	{id: "INV-U1", level: Hard, ex: exDefault, fn: checkU1,
 		rule: "an image change restarts only that container (a completed init: nothing), and takes no effect during termination"},
+	{id: "INV-U2", level: Hard, ex: exDefault, fn: checkU2,
+		rule: "an in-place resize applies in place, or restarts only that container when its resizePolicy says RestartContainer; sidecars like mains; nothing during termination"},
 }
 
 // rerunInits reports completed regular inits started again in the same

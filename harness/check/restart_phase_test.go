@@ -54,9 +54,14 @@ func restartCases() []invCase {
 		{name: "INV-R5/sidecar restarted during termination", id: "INV-R5", want: Violation,
 			ev: evs(steady("t", specOf("Always", 30, "sidecar:proxy", "main:app")).at(5000).deleted(30).terminating("PodDeleted", 30).
 				stop("app", 30, "PodDeleted").at(5100).exited("proxy", 1).at(5200).up("proxy"))},
-		{name: "INV-R5/sidecar liveness probe runs during termination", id: "INV-R5", want: Violation,
+		// StopLivenessAndStartup stops the mains' probes only: a sidecar's
+		// liveness keeps running during termination, inert.
+		{name: "INV-R5/sidecar liveness probe runs during termination, killing nothing", id: "INV-R5", clean: true,
 			ev: evs(steady("t", specOf("Always", 30, "sidecar:proxy+live", "main:app")).at(5000).deleted(30).terminating("PodDeleted", 30).
 				stop("app", 30, "PodDeleted").at(9000).probe("proxy", "liveness", "failure"))},
+		{name: "INV-R5/sidecar killed for its liveness probe during termination", id: "INV-R5", want: Violation,
+			ev: evs(steady("t", specOf("Always", 30, "sidecar:proxy+live", "main:app")).at(5000).deleted(30).terminating("PodDeleted", 30).
+				stop("app", 30, "PodDeleted").at(9000).probe("proxy", "liveness", "failure").stop("proxy", 30, "LivenessProbe"))},
 		{name: "INV-R5/gate SidecarsRestartableDuringPodTermination lifts the rule", id: "INV-R5", clean: true,
 			meta: &history.Meta{Policy: "kep753+SidecarsRestartableDuringPodTermination"},
 			ev: evs(steady("t", specOf("Always", 30, "sidecar:proxy", "main:app")).at(5000).terminating("PodDeleted", 30).

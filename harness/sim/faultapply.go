@@ -384,7 +384,7 @@ func (e *engine) applyNodeShutdown(fi int, id uint32, k int) {
 	e.faultBegin(fi, id, k, nil, -1)
 	n.shuttingDown = true
 	n.nFault, n.nFaultIdx = id, uint16(fi)
-	e.ev = history.Event{T: e.now, Kind: history.NodeShutdown, Node: n.name, Grace: int64(s.ShutdownGracePeriod)}
+	e.ev = history.Event{T: e.now, Kind: history.NodeShutdown, Node: n.name, Grace: int64(s.ShutdownGracePeriod), CritGrace: int64(s.ShutdownGracePeriodCriticalPods)}
 	e.write()
 	e.shutdownPods(k, false)
 	e.push(event{t: e.now + int64(s.ShutdownGracePeriod-s.ShutdownGracePeriodCriticalPods), kind: evShutdownCritical, slot: int32(k), gen: n.ngen})
@@ -645,8 +645,8 @@ func (e *engine) applyProbeFailure(fi int, id uint32, p *pod, c int) {
 			why = "startup probe already succeeded"
 		case !p.cs[c].startupOK:
 			why = k.String() + " probe waits for the startup probe"
-		case k == api.ProbeLiveness:
-			why = "liveness probes stopped: pod terminating"
+		case e.probeStopped(p, c, k):
+			why = k.String() + " probes of main containers stopped: pod terminating"
 		}
 		e.notApplied(fi, id, -1, p, c, why)
 		return

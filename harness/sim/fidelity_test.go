@@ -1,9 +1,11 @@
 package sim
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/sidebench/sidebench/harness/check"
 	"github.com/sidebench/sidebench/harness/behavior"
 	"github.com/sidebench/sidebench/harness/faults"
 	"github.com/sidebench/sidebench/harness/history"
@@ -67,5 +69,102 @@ func TestFaultImageChangeDuringTermination(t *testing.T) {
 	}
 	if n := len(l.kind(history.ContainerStartRequested).c("proxy")); n != 1 {
 		t.Errorf("proxy started %d times, want 1", n)
+	}
+}
+
+// resPod: a Burstable pod, sidecar proxy (cpu NotRequired on resize),
+// main app (RestartContainer for cpu).
+func resPod() api.PodSpec {
+	return api.PodSpec{
+		Init: []api.Container{{Name: "proxy", Image: "envoy", Role: api.RoleSidecar,
+			Resources: api.Resources{CPURequest: 100, MemRequest: 64 << 20}}},
+		Main: []api.Container{{Name: "app", Image: "app", Role: api.RoleMain,
+			Resources:    api.Resources{CPURequest: 500, CPULimit: 1000, MemRequest: 1 << 30, MemLimit: 1 << 30},
+			ResizePolicy: api.ResizePolicy{CPURestart: true}}},
+		RestartPolicy:          api.RestartAlways,
+		TerminationGracePeriod: 30 * time.Second,
+	}
+}
+
+// runUntil runs e's loop up to virtual time t.
+func runUntil(e *engine, t time.Duration) {
+	e.cfg.Stop.MaxDuration = t
+	e.loop()
+}
+
+// INV-U2 in the sim: a resize request reaches the kubelet, which resizes a
+// sidecar in place and restarts a main whose resizePolicy says so; the
+// checker finds the history consistent.
+func TestResize(t *testing.T) {
+	cfg := &Config{Scenario: "resize", Cluster: Cluster{Nodes: 1},
+		Workloads: []Workload{{Name: "web", Spec: resPod(), Count: 1, Lifetime: behavior.Fixed(time.Minute)}}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	s := &memSink{}
+	e := newEngine(context.Background(), cfg, 1, s, nil)
+	e.emitMeta(0)
+	e.start()
+	runUntil(e, 10*time.Second)
+	p := &e.pods[0]
+	e.resizeContainer(p, 0, api.Resources{CPURequest: 200, MemRequest: 64 << 20})
+	runUntil(e, 20*time.Second)
+	e.resizeContainer(p, 1, api.Resources{CPURequest: 700, CPULimit: 1000, MemRequest: 1 << 30, MemLimit: 1 << 30})
+	runUntil(e, 0)
+	if e.err != nil {
+		t.Fatal(e.err)
+	}
+	l := evs(s.evs)
+	if r := l.kind(history.ContainerResized).c("proxy").first(); r == nil || r.CPU != 200 || r.T != 10*sec {
+		t.Errorf("sidecar not resized in place at 10s: %v", r)
+	}
+	if n := len(l.kind(history.ContainerStartRequested).c("proxy")); n != 1 {
+		t.Errorf("sidecar started %d times, want once (resized in place)", n)
+	}
+	stop := l.kind(history.ContainerStopRequested).c("app").first()
+	if stop == nil || stop.Reason != "ResizeRestart" || stop.T != 20*sec {
+		t.Fatalf("main not restarted for its resize at 20s: %v\n%s", stop, dump(l))
+	}
+	if n := len(l.kind(history.ContainerStartRequested).c("app")); n != 2 {
+		t.Errorf("main started %d times, want twice", n)
+	}
+	if r := l.kind(history.ContainerResized).c("app"); len(r) != 0 {
+		t.Errorf("main resized in place although its policy restarts it: %v", r)
+	}
+	rep := check.CheckEvents(s.evs)
+	if rep.Violations() != 0 || len(rep.Findings) != 0 {
+		t.Errorf("checker findings on the resize history: %v", rep.Findings)
+	}
+}
+
+// INV-Q1..Q3 in the sim: the history carries the QoS class, the effective
+// requests the scheduler counts, and each container's oom_score_adj; pods
+// wait for a node with room for their effective requests.
+func TestResourcesInHistory(t *testing.T) {
+	cfg := &Config{Scenario: "resources", Cluster: Cluster{Nodes: 1, NodeCPU: 1000, NodeMemory: 2 << 30},
+		Workloads: []Workload{{Name: "web", Spec: resPod(), Count: 1, Lifetime: behavior.Fixed(10 * time.Second)},
+			{Name: "job", Spec: resPod(), Count: 1, Lifetime: behavior.Fixed(30 * time.Second)}}}
+	s, _ := runMem(t, cfg, 1)
+	l := evs(s.evs)
+	if c := l.kind(history.PodCreated).first(); c == nil || c.Spec.QOSClass != "Burstable" {
+		t.Fatalf("pod.created: %v", c)
+	}
+	sched := l.kind(history.PodScheduled)
+	if len(sched) != 2 || sched[0].CPU != 600 || sched[0].Mem != 64<<20+1<<30 {
+		t.Fatalf("pod.scheduled: %v", sched)
+	}
+	// 600m each on a 1000m node: the second pod waits for the first.
+	if rm := l.kind(history.PodRemoved).first(); rm == nil || sched[1].T < rm.T {
+		t.Errorf("second pod bound at %d before the first left (%v)", sched[1].T, rm)
+	}
+	proxy, app := l.kind(history.ContainerStartRequested).c("proxy").first(), l.kind(history.ContainerStartRequested).c("app").first()
+	// 1000 - 1000*1Gi/2Gi = 500 for the main; the sidecar's own 969 is
+	// capped at the main's.
+	if proxy == nil || app == nil || app.OOMScoreAdj != 500 || proxy.OOMScoreAdj != 500 {
+		t.Errorf("oom_score_adj proxy %v app %v, want 500 both", proxy, app)
+	}
+	rep := check.CheckEvents(s.evs)
+	if len(rep.Findings) != 0 {
+		t.Errorf("checker findings: %v", rep.Findings)
 	}
 }

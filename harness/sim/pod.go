@@ -77,6 +77,10 @@ func (e *engine) onPodEvent(p *pod, ev *event) {
 		if ev.gen == p.cs[c].gen && p.cs[c].rec.State == api.StateNone {
 			e.step(p, &api.Input{Kind: api.InContainer, Container: c})
 		}
+	case evResized:
+		if ev.gen == p.cs[c].gen && p.cs[c].rec.State == api.StateRunning {
+			e.step(p, &api.Input{Kind: api.InContainer, Container: c, Record: p.cs[c].rec})
+		}
 	case evProbeFaultEnd:
 		e.onProbeFaultEnd(p, c, ev)
 	}

@@ -45,6 +45,7 @@ const (
 	evFaultPod
 	evProbeFaultEnd
 	evRemoved
+	evResized
 )
 
 // node is one simulated node: a kubelet (the machines of its pods), a
@@ -68,6 +69,8 @@ type node struct {
 	shuttingDown           bool
 	shutdownBudget         [2]int64 // regular, critical grace budgets
 	shutdownReturn         bool
+	// effective requests of the pods bound here (INV-Q1)
+	usedCPU, usedMem int64
 }
 
 type probeState struct {
@@ -163,9 +166,11 @@ type pod struct {
 }
 
 type wlState struct {
-	cfg      *Workload
-	spec     *api.PodSpec // shared template (nil slices never mutated)
-	private  bool         // image-change target: each pod gets its own spec copy
+	cfg  *Workload
+	spec *api.PodSpec // shared template (nil slices never mutated)
+	// effective requests of its pods (INV-Q1)
+	cpu, mem int64
+	private  bool // image-change target: each pod gets its own spec copy
 	hspec    *history.PodSpec
 	world    faults.Workload
 	beh      []int // per container index: index into cfg.Behavior, -1 = default
@@ -251,6 +256,7 @@ func newEngine(ctx context.Context, cfg *Config, seed uint64, sink history.Sink,
 		ws.spec = &w.Spec
 		ws.world = faults.WorldOf(w.Name, w.Labels, &w.Spec)
 		ws.hspec = historySpec(w)
+		ws.cpu, ws.mem = kubelet.EffectiveRequests(&w.Spec)
 		ns := w.Namespace
 		if ns == "" {
 			ns = "default"
@@ -334,13 +340,27 @@ func historySpec(w *Workload) *history.PodSpec {
 		RestartPolicy: w.Spec.RestartPolicy.String(),
 		Grace:         int64(w.Spec.TerminationGracePeriod),
 		Critical:      w.Spec.Critical,
+		QOSClass:      kubelet.PodQOS(&w.Spec).String(),
+		OverheadCPU:   w.Spec.OverheadCPU,
+		OverheadMem:   w.Spec.OverheadMem,
 		Labels:        w.Labels,
 		Workload:      w.Name,
 	}
+	probe := func(p *api.Probe) *history.ProbeSpec {
+		if p == nil {
+			return nil
+		}
+		return &history.ProbeSpec{InitialDelay: int64(p.InitialDelay), Period: int64(p.Period),
+			Success: p.SuccessThreshold, Failure: p.FailureThreshold, Grace: int64(p.TerminationGracePeriod)}
+	}
 	conv := func(c *api.Container) history.ContainerSpec {
+		r := &c.Resources
 		hc := history.ContainerSpec{Name: c.Name, Role: c.Role.String(), Image: c.Image,
 			Startup: c.StartupProbe != nil, Readiness: c.ReadinessProbe != nil, Liveness: c.LivenessProbe != nil,
-			PostStart: c.PostStart, PreStop: c.PreStop}
+			PostStart: c.PostStart, PreStop: c.PreStop,
+			CPURequest: r.CPURequest, CPULimit: r.CPULimit, MemRequest: r.MemRequest, MemLimit: r.MemLimit,
+			CPUResizeRestart: c.ResizePolicy.CPURestart, MemResizeRestart: c.ResizePolicy.MemRestart,
+			StartupSpec: probe(c.StartupProbe), ReadinessSpec: probe(c.ReadinessProbe), LivenessSpec: probe(c.LivenessProbe)}
 		if c.RestartPolicy != nil {
 			hc.RestartPolicy = c.RestartPolicy.String()
 		}

@@ -134,6 +134,11 @@ type ContainerRecord struct {
 	LastExitCode   int32
 	LastStartedAt  Time
 	LastFinishedAt Time
+
+	// Resources are the resources the runtime applied to the container:
+	// the spec's at creation, updated by an in-place resize (the kubelet's
+	// actuated resources, INV-U2).
+	Resources Resources
 }
 
 // Succeed returns the record of a new attempt that replaces r, carrying
@@ -253,6 +258,10 @@ type ContainerObs struct {
 	// attempt; it seeds a restarted kubelet from the API server's copy so
 	// that Started/Ready do not flap (INV-F1).
 	StartedSeen bool
+	// ResizePending is set while an in-place resize (CRI
+	// UpdateContainerResources) is in flight.
+	ResizePending bool
+
 	// ReadySeen is the same for Ready: a restarted kubelet keeps the
 	// published Ready of a container that ran before it started until
 	// the container's first readiness result (ChangeContainerStatusOn-

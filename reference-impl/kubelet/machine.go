@@ -143,6 +143,7 @@ func resetAttempt(c *api.ContainerObs) {
 	c.StartedSeen = false
 	c.ReadySeen = false
 	c.RestartedInTerm = false
+	c.ResizePending = false
 }
 
 func (m *Machine) apply(now api.Time, in *api.Input) error {
@@ -191,6 +192,7 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 		}
 		old := c.Record
 		c.Record = in.Record
+		c.ResizePending = false // the runtime answered
 		if in.Record.State != api.StateNone && in.Record.Attempt+1 > c.NextAttempt {
 			c.NextAttempt = in.Record.Attempt + 1
 		}
@@ -303,8 +305,27 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 		// kept for what follows a sandbox-loss kill (re-initialization).
 		m.ownSpec()
 		m.spec.At(in.Container).Image = in.Image
+	case api.InResize:
+		if _, err := m.container(in.Container); err != nil {
+			return err
+		}
+		if o.Pod.Done {
+			return nil
+		}
+		// Like an image change: the spec changes at once; whether a
+		// running container is resized in place or restarted is the
+		// planner's (computePodResizeAction); a terminating pod applies
+		// nothing.
+		m.ownSpec()
+		m.spec.At(in.Container).Resources = in.Resources
 	case api.InActionFailed:
 		switch in.Action {
+		case api.ActResizeContainer:
+			c, err := m.container(in.Container)
+			if err != nil {
+				return err
+			}
+			c.ResizePending = false
 		case api.ActCreateSandbox:
 			o.Pod.SandboxRequested = false
 		case api.ActStartContainer:
@@ -477,6 +498,8 @@ func (m *Machine) issue(now api.Time, a api.Action) {
 		}
 	case api.ActRemoveContainer:
 		o.Containers[a.Container].RemovePending = true
+	case api.ActResizeContainer:
+		o.Containers[a.Container].ResizePending = true
 	case api.ActStopContainer:
 		c := &o.Containers[a.Container]
 		c.StopRequested, c.StopRequestedAt = true, now

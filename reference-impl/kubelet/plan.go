@@ -459,8 +459,15 @@ func (p *planner) planInit() bool {
 				toStart = toStart.With(i)
 			}
 		case api.StateRunning:
+			if k == kindInit && !c.Killing {
+				// A regular init container: wait for it to finish; it is
+				// resized in place (InPlacePodVerticalScalingInitContainers,
+				// GA in 1.37), never restarted for it.
+				p.resize(i)
+				break
+			}
 			if k != kindSidecar || c.Killing {
-				break // a regular init container: wait for it to finish
+				break
 			}
 			if spec.Init[i].StartupProbe != nil && !c.StartedSeen {
 				res := c.Probe[api.ProbeStartup]
@@ -486,7 +493,9 @@ func (p *planner) planInit() bool {
 			if img := spec.Init[i].Image; img != "" && r.Image != "" && img != r.Image {
 				// Restart running sidecars whose definition changed (INV-U1).
 				p.beginKill(i, api.KillSpecChanged, p.podGrace(), true)
+				break
 			}
+			p.resize(i)
 		case api.StateExited:
 			if k == kindSidecar {
 				if p.g.Bug == api.BugNoSidecarRestart && p.spec.RestartPolicy == api.RestartNever {
@@ -780,6 +789,12 @@ func (p *planner) planMain(i int, keep, toStart *int) {
 		reason, grace = api.KillLivenessProbe, p.probeGrace(i, api.ProbeLiveness)
 	case c.Probe[api.ProbeStartup] == api.ProbeFailure:
 		reason, grace = api.KillStartupProbe, p.probeGrace(i, api.ProbeStartup)
+	case !p.resize(i):
+		// A resize restart: the container is started again whatever the
+		// restart policy (computePodResizeAction puts it in
+		// ContainersToStart).
+		*toStart++
+		return
 	default:
 		*keep++
 		return
@@ -788,6 +803,29 @@ func (p *planner) planMain(i int, keep, toStart *int) {
 		*toStart++
 	}
 	p.beginKill(i, reason, grace, restart)
+}
+
+// resize is computePodResizeAction for running container i: when its
+// spec resources differ from what the runtime applied, it is resized in
+// place (CRI UpdateContainerResources), or, if a changed resource's
+// resizePolicy is RestartContainer, killed and restarted (INV-U2; a
+// regular init container cannot have that policy). It reports whether the
+// container is kept.
+func (p *planner) resize(i int) bool {
+	c := &p.obs.Containers[i]
+	r := p.rec(i)
+	want := p.spec.At(i).Resources
+	if r == nil || r.State != api.StateRunning || c.Killing || c.StopRequested || r.Resources == want {
+		return true
+	}
+	if p.spec.At(i).ResizePolicy.RestartFor(r.Resources, want) && p.kinds[i] != kindInit {
+		p.beginKill(i, api.KillResize, p.podGrace(), true)
+		return false
+	}
+	if !c.ResizePending {
+		p.act(api.Action{Kind: api.ActResizeContainer, Container: i, Resources: want})
+	}
+	return true
 }
 
 // anyMainStarted reports whether a main container has a record in the

@@ -198,7 +198,8 @@ func (e *scriptEnv) run(cmd string, args []string) string {
 		sameAttempt := r.State == api.StateCreated && r.Attempt == e.nextAttempt[i] && r.SandboxAttempt == e.sandbox.Attempt
 		if fields[0] != "unknown" && !(fields[0] == "running" && sameAttempt) {
 			// A new attempt; the runtime keeps the exited one before it.
-			*r = r.Succeed(api.ContainerRecord{Attempt: e.nextAttempt[i], SandboxAttempt: e.sandbox.Attempt, Image: e.m.Spec().At(i).Image, CreatedAt: e.now})
+			*r = r.Succeed(api.ContainerRecord{Attempt: e.nextAttempt[i], SandboxAttempt: e.sandbox.Attempt, Image: e.m.Spec().At(i).Image, CreatedAt: e.now,
+				Resources: e.m.Spec().At(i).Resources})
 		}
 		if fields[0] == "running" {
 			r.StartedAt = e.now
@@ -265,6 +266,30 @@ func (e *scriptEnv) run(cmd string, args []string) string {
 			return "error: " + err.Error()
 		}
 		in = api.Input{Kind: api.InImage, Container: i, Image: fields[2]}
+	case "resize":
+		// resize NAME [cpu=MILLI] [mem=MIB]: the spec requests change.
+		i, err := e.idx(fields[1])
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		res := e.m.Spec().At(i).Resources
+		if v, ok := opts["cpu"]; ok {
+			n, _ := strconv.Atoi(v)
+			res.CPURequest = int64(n)
+		}
+		if v, ok := opts["mem"]; ok {
+			n, _ := strconv.Atoi(v)
+			res.MemRequest = int64(n) << 20
+		}
+		in = api.Input{Kind: api.InResize, Container: i, Resources: res}
+	case "resized":
+		// The runtime applied the resize the machine asked for.
+		i, err := e.idx(fields[1])
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		e.records[i].Resources = e.m.Spec().At(i).Resources
+		in = api.Input{Kind: api.InContainer, Container: i, Record: e.records[i]}
 	case "start-failed":
 		i, err := e.idx(fields[1])
 		if err != nil {
@@ -350,6 +375,15 @@ func (e *scriptEnv) createPod(opts map[string]string, lines []string) string {
 				c.LivenessProbe = probe
 			case "poststart":
 				c.PostStart = true
+			case "cpu":
+				n, _ := strconv.Atoi(v)
+				c.Resources.CPURequest = int64(n)
+			case "mem":
+				n, _ := strconv.Atoi(v)
+				c.Resources.MemRequest = int64(n) << 20
+			case "restart-on":
+				c.ResizePolicy.CPURestart = v == "cpu"
+				c.ResizePolicy.MemRestart = v == "memory"
 			case "prestop":
 				c.PreStop = true
 			}
@@ -424,6 +458,8 @@ func (e *scriptEnv) formatAction(a api.Action) string {
 		return "> stop-sandbox"
 	case api.ActRemoveContainer:
 		return fmt.Sprintf("> remove %s reason=%s", e.name(a.Container), a.Reason)
+	case api.ActResizeContainer:
+		return fmt.Sprintf("> resize %s cpu=%dm mem=%dMi", e.name(a.Container), a.Resources.CPURequest, a.Resources.MemRequest>>20)
 	}
 	return "> ?"
 }

@@ -1,0 +1,129 @@
+package kubelet
+
+import "github.com/sidebench/sidebench/reference-impl/api"
+
+// Resource semantics of a pod with sidecars (SEMANTICS.md §2.7). The
+// scheduler, the kubelet's admission and its cgroups all count the same
+// effective requests; the API server computes the QoS class once; the
+// kubelet gives each container an oom_score_adj.
+
+// EffectiveRequests returns the pod's effective CPU (milli) and memory
+// (bytes) requests, INV-Q1: max(max_i InitContainerUse(i), Σ sidecars +
+// Σ mains) + overhead, where InitContainerUse(i) is the sidecars started
+// before init container i plus i's own request (a sidecar counts once).
+// k8s.io/component-helpers/resource PodRequests (AggregateContainerRequests
+// with restartable init containers).
+func EffectiveRequests(spec *api.PodSpec) (cpu, mem int64) {
+	var sideCPU, sideMem, initCPU, initMem int64
+	for i := range spec.Init {
+		r := &spec.Init[i].Resources
+		useCPU, useMem := r.CPURequest+sideCPU, r.MemRequest+sideMem
+		if spec.Init[i].Role == api.RoleSidecar {
+			sideCPU, sideMem = useCPU, useMem
+		}
+		initCPU, initMem = max(initCPU, useCPU), max(initMem, useMem)
+	}
+	cpu, mem = sideCPU, sideMem
+	for i := range spec.Main {
+		cpu += spec.Main[i].Resources.CPURequest
+		mem += spec.Main[i].Resources.MemRequest
+	}
+	return max(cpu, initCPU) + spec.OverheadCPU, max(mem, initMem) + spec.OverheadMem
+}
+
+// QOSClass names a pod QoS class.
+type QOSClass uint8
+
+const (
+	QOSBestEffort QOSClass = iota
+	QOSBurstable
+	QOSGuaranteed
+)
+
+var qosNames = [...]string{"BestEffort", "Burstable", "Guaranteed"}
+
+func (q QOSClass) String() string { return qosNames[q] }
+
+// PodQOS is the pod's QoS class, INV-Q2: computed over init containers
+// (sidecars included) and main containers alike (pkg/apis/core/v1/helper/
+// qos ComputePodQOS): Guaranteed if every container has CPU and memory
+// requests equal to non-zero limits, BestEffort if none has any request
+// or limit, Burstable otherwise.
+func PodQOS(spec *api.PodSpec) QOSClass {
+	first := true
+	var pod QOSClass
+	for i := 0; i < spec.Len(); i++ {
+		q := containerQOS(&spec.At(i).Resources)
+		switch {
+		case q == QOSBurstable:
+			return QOSBurstable
+		case first:
+			pod, first = q, false
+		case q != pod:
+			return QOSBurstable
+		}
+	}
+	return pod
+}
+
+// containerQOS is requirementsQOS for CPU and memory.
+func containerQOS(r *api.Resources) QOSClass {
+	cpu := resourceQOS(r.CPURequest, r.CPULimit)
+	mem := resourceQOS(r.MemRequest, r.MemLimit)
+	if cpu != mem {
+		return QOSBurstable
+	}
+	return cpu
+}
+
+func resourceQOS(req, lim int64) QOSClass {
+	switch {
+	case req != lim:
+		return QOSBurstable
+	case req == 0:
+		return QOSBestEffort
+	}
+	return QOSGuaranteed
+}
+
+// oom_score_adj values of kubelet/qos/policy.go.
+const (
+	guaranteedOOMScoreAdj = -997
+	besteffortOOMScoreAdj = 1000
+)
+
+// OOMScoreAdj is the oom_score_adj the kubelet gives container i on a node
+// with memCapacity bytes, INV-Q3 (kubelet/qos/policy.go
+// GetContainerOOMScoreAdjust): -997 for node-critical and Guaranteed pods,
+// 1000 for BestEffort; for Burstable 1000 - 1000*request/capacity, within
+// [3, 999], where a sidecar uses no more than the main container with the
+// smallest memory request gets (isSidecarContainer, PR #128029).
+func OOMScoreAdj(spec *api.PodSpec, i int, memCapacity int64) int32 {
+	if spec.NodeCritical {
+		return guaranteedOOMScoreAdj // IsNodeCriticalPod
+	}
+	switch PodQOS(spec) {
+	case QOSGuaranteed:
+		return guaranteedOOMScoreAdj
+	case QOSBestEffort:
+		return besteffortOOMScoreAdj
+	}
+	if memCapacity <= 0 {
+		memCapacity = 1
+	}
+	adj := 1000 - 1000*spec.At(i).Resources.MemRequest/memCapacity
+	if spec.At(i).Role == api.RoleSidecar && len(spec.Main) > 0 {
+		minReq := spec.Main[0].Resources.MemRequest
+		for j := range spec.Main {
+			minReq = min(minReq, spec.Main[j].Resources.MemRequest)
+		}
+		adj = min(adj, 1000-1000*minReq/memCapacity)
+	}
+	switch {
+	case adj < 1000+guaranteedOOMScoreAdj:
+		return 1000 + guaranteedOOMScoreAdj
+	case adj == besteffortOOMScoreAdj:
+		return besteffortOOMScoreAdj - 1
+	}
+	return int32(adj)
+}
