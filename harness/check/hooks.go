@@ -26,7 +26,7 @@ func checkH1(p *Pod, hits []Hit) []Hit {
 			a := &ct.Att[k]
 			// startContainer runs the postStart hook before it returns, so
 			// a main is Started only after it (INV-S3 judges sidecars).
-			if ct.Role == RoleMain && ct.Spec.PostStart && a.Started != none && (a.PostStart == none || a.PostStart > a.Started) {
+			if ct.Role == RoleMain && ct.Spec.PostStart && a.Started != none && (a.PostStart == none || a.PostStart > a.Started) && !p.hookCut(a, a.Started) {
 				hits = append(hits, p.at(a.Started, a.PostStart, "main %q published Started=true before its postStart hook returned", ct.Name))
 			}
 			// killContainer runs preStop for a liveness or startup kill as
@@ -97,6 +97,20 @@ func (w *Term) idxOr(d int32) int32 {
 		return d
 	}
 	return w.Idx
+}
+
+// hookCut reports whether the kubelet went down between attempt a's
+// process start and event until, before its postStart hook returned: the
+// hook died with that kubelet, and the next one, which never ran it, sees
+// a running container it counts as started.
+func (p *Pod) hookCut(a *Attempt, until int32) bool {
+	from := a.Start()
+	for _, o := range p.Outages {
+		if o.What != history.RuntimeDown && o.Down > from && o.Down < until && (a.PostStart == none || a.PostStart > o.Down) {
+			return true
+		}
+	}
+	return false
 }
 
 // sameAttempt reports whether events i < j of container c belong to the

@@ -60,7 +60,7 @@ func (e *engine) act(p *pod, a *api.Action) {
 		e.emitC(history.ContainerStartRequested, p, c)
 		// CreateContainer carries the oom_score_adj in
 		// LinuxContainerResources (INV-Q3).
-		e.ev.OOMScoreAdj = kubelet.OOMScoreAdj(p.spec, c, e.memCapacity())
+		e.ev.OOMScoreAdj = kubelet.OOMScoreAdj(p.spec, c, e.memCapacity(), e.cfg.Gates)
 		e.write()
 		e.push(event{t: e.now + int64(latency), kind: evRunning, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
 

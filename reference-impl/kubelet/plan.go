@@ -287,7 +287,7 @@ func (p *planner) beginKill(i int, reason api.KillReason, grace time.Duration, r
 func (p *planner) podGrace() time.Duration { return p.spec.TerminationGracePeriod }
 
 func (p *planner) probeGrace(i int, k api.ProbeKind) time.Duration {
-	if pr := p.spec.At(i).Probe(k); pr != nil && pr.TerminationGracePeriod > 0 {
+	if pr := p.spec.At(i).Probe(k); pr != nil && pr.TerminationGracePeriod > 0 && p.g.Bug != api.BugProbeGraceIgnored {
 		return pr.TerminationGracePeriod
 	}
 	return p.podGrace()

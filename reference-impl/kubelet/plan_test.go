@@ -474,6 +474,14 @@ func TestComputePlan(t *testing.T) {
 			mutateObs: func(o *api.Observed) { o.Containers[iWorker].Probe[api.ProbeLiveness] = api.ProbeFailure },
 			want:      []string{"stop worker 5s LivenessProbe"},
 		},
+		"bug probe-grace-ignored/a liveness kill gets the pod's grace": {
+			gates: api.Gates{Bug: api.BugProbeGraceIgnored},
+			mutateSpec: func(s *api.PodSpec) {
+				s.Main[1].LivenessProbe = &api.Probe{Period: time.Second, SuccessThreshold: 1, FailureThreshold: 3, TerminationGracePeriod: 5 * time.Second}
+			},
+			mutateObs: func(o *api.Observed) { o.Containers[iWorker].Probe[api.ProbeLiveness] = api.ProbeFailure },
+			want:      []string{"stop worker 30s LivenessProbe"},
+		},
 		"INV-T1/preStop hooks of mains and sidecars start together": {
 			mutateObs: func(o *api.Observed) { terminating(o, sec(100), 30*time.Second) },
 			now:       sec(100),

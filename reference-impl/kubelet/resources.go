@@ -98,7 +98,9 @@ const (
 // 1000 for BestEffort; for Burstable 1000 - 1000*request/capacity, within
 // [3, 999], where a sidecar uses no more than the main container with the
 // smallest memory request gets (isSidecarContainer, PR #128029).
-func OOMScoreAdj(spec *api.PodSpec, i int, memCapacity int64) int32 {
+//
+// Under bug replica BugOwnOOMScore the sidecar's own request decides.
+func OOMScoreAdj(spec *api.PodSpec, i int, memCapacity int64, g api.Gates) int32 {
 	if spec.NodeCritical {
 		return guaranteedOOMScoreAdj // IsNodeCriticalPod
 	}
@@ -112,7 +114,7 @@ func OOMScoreAdj(spec *api.PodSpec, i int, memCapacity int64) int32 {
 		memCapacity = 1
 	}
 	adj := 1000 - 1000*spec.At(i).Resources.MemRequest/memCapacity
-	if spec.At(i).Role == api.RoleSidecar && len(spec.Main) > 0 {
+	if spec.At(i).Role == api.RoleSidecar && len(spec.Main) > 0 && g.Bug != api.BugOwnOOMScore {
 		minReq := spec.Main[0].Resources.MemRequest
 		for j := range spec.Main {
 			minReq = min(minReq, spec.Main[j].Resources.MemRequest)

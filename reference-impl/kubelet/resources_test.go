@@ -35,20 +35,28 @@ func TestOOMScoreAdj(t *testing.T) {
 				Main: []api.Container{memCtr("main-1", api.RoleMain, req, lim)},
 			}
 			for i := 0; i < spec.Len(); i++ {
-				if got := OOMScoreAdj(spec, i, capacity); got != tc.want[spec.At(i).Name] {
+				if got := OOMScoreAdj(spec, i, capacity, api.Gates{}); got != tc.want[spec.At(i).Name] {
 					t.Errorf("%s: oom_score_adj %d, want %d", spec.At(i).Name, got, tc.want[spec.At(i).Name])
 				}
 			}
 		})
 	}
+	// Bug replica own-oom-score: the small sidecar keeps its own 950.
+	small := &api.PodSpec{
+		Init: []api.Container{memCtr("sidecar", api.RoleSidecar, capacity/20, lim)},
+		Main: []api.Container{memCtr("main-1", api.RoleMain, req, lim)},
+	}
+	if got := OOMScoreAdj(small, 0, capacity, api.Gates{Bug: api.BugOwnOOMScore}); got != 950 {
+		t.Errorf("bug own-oom-score: sidecar %d, want 950", got)
+	}
 	g := &api.PodSpec{Main: []api.Container{{Name: "m", Role: api.RoleMain, Resources: api.Resources{CPURequest: 100, CPULimit: 100, MemRequest: 1 << 20, MemLimit: 1 << 20}}}}
-	if got := OOMScoreAdj(g, 0, capacity); got != -997 {
+	if got := OOMScoreAdj(g, 0, capacity, api.Gates{}); got != -997 {
 		t.Errorf("Guaranteed: %d, want -997", got)
 	}
-	if got := OOMScoreAdj(&api.PodSpec{Main: []api.Container{{Name: "m", Role: api.RoleMain}}}, 0, capacity); got != 1000 {
+	if got := OOMScoreAdj(&api.PodSpec{Main: []api.Container{{Name: "m", Role: api.RoleMain}}}, 0, capacity, api.Gates{}); got != 1000 {
 		t.Errorf("BestEffort: %d, want 1000", got)
 	}
-	if got := OOMScoreAdj(&api.PodSpec{NodeCritical: true, Main: []api.Container{{Name: "m", Role: api.RoleMain}}}, 0, capacity); got != -997 {
+	if got := OOMScoreAdj(&api.PodSpec{NodeCritical: true, Main: []api.Container{{Name: "m", Role: api.RoleMain}}}, 0, capacity, api.Gates{}); got != -997 {
 		t.Errorf("node-critical: %d, want -997", got)
 	}
 }
