@@ -14,12 +14,6 @@ import "github.com/sidebench/sidebench/harness/history"
 // resize goes first on a full node (no precedence for sidecars) is across
 // pods: not decided here.
 func checkU2(p *Pod, hits []Hit) []Hit {
-	type want struct{ cpu, mem, cpuLim, memLim int64 }
-	desired := make([]want, len(p.Ctrs))
-	for c := range p.Ctrs {
-		s := p.Ctrs[c].Spec
-		desired[c] = want{s.CPURequest, s.MemRequest, s.CPULimit, s.MemLimit}
-	}
 	for idx := range p.Ev {
 		i := int32(idx)
 		e := &p.Ev[i]
@@ -31,8 +25,7 @@ func checkU2(p *Pod, hits []Hit) []Hit {
 			continue
 		}
 		ct := &p.Ctrs[c]
-		old, now := desired[c], want{e.CPU, e.Mem, e.CPULimit, e.MemLimit}
-		desired[c] = now
+		old, now := p.desiredBefore(c, i), resources{e.CPU, e.Mem, e.CPULimit, e.MemLimit}
 		// The window: until c's next resize, a pod kill, the sandbox's end.
 		end := p.n()
 		for _, j := range ct.Ev {
@@ -100,6 +93,23 @@ func checkU2(p *Pod, hits []Hit) []Hit {
 		}
 	}
 	return hits
+}
+
+// resources are a container's CPU and memory requests and limits.
+type resources struct{ cpu, mem, cpuLim, memLim int64 }
+
+// desiredBefore is container c's desired resources before event i: its
+// last container.resize, else its spec.
+func (p *Pod) desiredBefore(c int, i int32) resources {
+	ev := p.Ctrs[c].Ev
+	for k := len(ev) - 1; k >= 0; k-- {
+		if j := ev[k]; j < i && p.Ev[j].Kind == history.ContainerResize {
+			e := &p.Ev[j]
+			return resources{e.CPU, e.Mem, e.CPULimit, e.MemLimit}
+		}
+	}
+	s := p.Ctrs[c].Spec
+	return resources{s.CPURequest, s.MemRequest, s.CPULimit, s.MemLimit}
 }
 
 // resizeAction returns c's first ResizeRestart stop or in-place resize in

@@ -14,6 +14,8 @@ var resourceInvs = []*inv{
 		rule: "oom_score_adj follows the QoS class, and a Burstable sidecar's is at most that of the main with the smallest memory request"},
 	{id: "INV-Q4", level: BestEffort, ex: exDefault, fn: checkQ4,
 		rule: "an OOM kill is an ordinary exit: a sidecar or (Always/OnFailure) a main is restarted, and no other container is stopped for it"},
+	{id: "INV-Q5", level: Hard, ex: 0, fn: checkQ5,
+		rule: "exclusive CPUs are shared only with a finished regular init container: a sidecar's are never given to the containers after it"},
 }
 
 // effectiveRequests is INV-Q1's formula (KEP-753 §"Resources calculation
@@ -189,4 +191,105 @@ func checkQ4(p *Pod, hits []Hit) []Hit {
 		}
 	}
 	return hits
+}
+
+// parseCPUs parses a Linux cpuset list ("0-1,4") of CPUs 0..63.
+func parseCPUs(s string) (uint64, bool) {
+	var set uint64
+	for len(s) > 0 {
+		part := s
+		if i := indexByte(s, ','); i >= 0 {
+			part, s = s[:i], s[i+1:]
+		} else {
+			s = ""
+		}
+		lo, hi := part, part
+		if i := indexByte(part, '-'); i >= 0 {
+			lo, hi = part[:i], part[i+1:]
+		}
+		a, ok1 := atoi(lo)
+		b, ok2 := atoi(hi)
+		if !ok1 || !ok2 || a > b || b > 63 {
+			return 0, false
+		}
+		for c := a; c <= b; c++ {
+			set |= 1 << uint(c)
+		}
+	}
+	return set, true
+}
+
+func indexByte(s string, c byte) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+func atoi(s string) (int, bool) {
+	if s == "" || len(s) > 2 {
+		return 0, false
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+		n = n*10 + int(s[i]-'0')
+	}
+	return n, true
+}
+
+// checkQ5 decides INV-Q5 from the exclusive cpusets recorded at container
+// creation: the static CPU manager lets containers after a regular init
+// container reuse its CPUs (it has finished by then), and nothing else:
+// a sidecar keeps running next to the containers after it, and mains run
+// together (cm/cpumanager policy_static.go updateCPUsToReuse). So two
+// containers of the pod with overlapping exclusive CPUs are a regular
+// init container and a container after it in spec order, or a violation.
+// Which CPUs other pods hold is across pods: not decided here.
+func checkQ5(p *Pod, hits []Hit) []Hit {
+	for c := range p.Ctrs {
+		for k := range p.Ctrs[c].Att {
+			a := &p.Ctrs[c].Att[k]
+			if a.Req == none || p.Ev[a.Req].CPUs == "" {
+				continue
+			}
+			mine, ok := parseCPUs(p.Ev[a.Req].CPUs)
+			if !ok {
+				continue
+			}
+			// Against every container before it in spec order, as last
+			// recorded before this start.
+			for d := 0; d < c; d++ {
+				if p.Ctrs[d].Role == RoleInit {
+					continue // a finished regular init's CPUs are reusable
+				}
+				j := p.lastCPUs(d, a.Req)
+				if j == none {
+					continue
+				}
+				theirs, _ := parseCPUs(p.Ev[j].CPUs)
+				if mine&theirs != 0 {
+					hits = append(hits, p.at(a.Req, j, "%s %q got exclusive CPUs %s overlapping %s %q's %s", what(p.Ctrs[c].Role), p.Ctrs[c].Name, p.Ev[a.Req].CPUs, what(p.Ctrs[d].Role), p.Ctrs[d].Name, p.Ev[j].CPUs))
+					break
+				}
+			}
+		}
+	}
+	return hits
+}
+
+// lastCPUs returns container c's last start request with recorded
+// exclusive CPUs before event i, or none.
+func (p *Pod) lastCPUs(c int, i int32) int32 {
+	j := none
+	for k := range p.Ctrs[c].Att {
+		if r := p.Ctrs[c].Att[k].Req; r != none && r < i && p.Ev[r].CPUs != "" {
+			j = r
+		}
+	}
+	return j
 }

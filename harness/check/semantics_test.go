@@ -148,6 +148,17 @@ func semanticsCases() []invCase {
 			ev: evs(newPod("q", resSpec()).at(0).created().at(10).sandbox().reqOOM("setup", 998).at(20).reqOOM("proxy", 999).at(30).reqOOM("app", 992))},
 		{name: "INV-Q3/a BestEffort pod's container not at 1000", id: "INV-Q3", want: Violation,
 			ev: evs(newPod("q", specOf("Always", 30, "main:app")).at(0).created().at(10).sandbox().reqOOM("app", 500))},
+		// INV-Q5
+		{name: "INV-Q5/a regular init's CPUs reused, the sidecar's not", id: "INV-Q5", clean: true,
+			ev: evs(newPod("c", specOf("Always", 30, "init:setup", "sidecar:proxy", "main:app")).at(0).created().at(10).sandbox().
+				add(history.Event{Kind: history.ContainerStartRequested, Container: "setup", CPUs: "0-1"}).
+				at(20).add(history.Event{Kind: history.ContainerStartRequested, Container: "proxy", CPUs: "0"}).
+				at(30).add(history.Event{Kind: history.ContainerStartRequested, Container: "app", CPUs: "1-2"}))},
+		{name: "INV-Q5/a main gets the sidecar's CPU", id: "INV-Q5", want: Violation,
+			ev: evs(newPod("c", specOf("Always", 30, "init:setup", "sidecar:proxy", "main:app")).at(0).created().at(10).sandbox().
+				add(history.Event{Kind: history.ContainerStartRequested, Container: "setup", CPUs: "0-1"}).
+				at(20).add(history.Event{Kind: history.ContainerStartRequested, Container: "proxy", CPUs: "0"}).
+				at(30).add(history.Event{Kind: history.ContainerStartRequested, Container: "app", CPUs: "0-1"}))},
 		// INV-Q4
 		{name: "INV-Q4/OOM-killed sidecar restarted", id: "INV-Q4", clean: true,
 			ev: evs(steady("o", specOf("Always", 30, "sidecar:proxy", "main:app")).at(5000).add(history.Event{Kind: history.ContainerExited, Container: "proxy", Code: 137, Reason: "OOMKilled"}).

@@ -152,6 +152,7 @@ const (
 	fCPULimit
 	fMemLimit
 	fOOM
+	fCPUs
 	fPhase
 	fCond
 	fV
@@ -167,7 +168,7 @@ const (
 )
 
 var fieldNames = [fieldCount]string{"t", "k", "pod", "node", "c", "attempt", "code", "reason", "grace",
-	"critGrace", "cpu", "mem", "cpuLimit", "memLimit", "oomScoreAdj", "phase", "cond", "v", "probe", "result", "fault", "fid", "target", "msg", "spec", "meta"}
+	"critGrace", "cpu", "mem", "cpuLimit", "memLimit", "oomScoreAdj", "cpus", "phase", "cond", "v", "probe", "result", "fault", "fid", "target", "msg", "spec", "meta"}
 
 func lookupField(key []byte) (field, bool) {
 	switch string(key) { // no allocation: the compiler special-cases this
@@ -201,6 +202,8 @@ func lookupField(key []byte) (field, bool) {
 		return fMemLimit, true
 	case "oomScoreAdj":
 		return fOOM, true
+	case "cpus":
+		return fCPUs, true
 	case "phase":
 		return fPhase, true
 	case "cond":
@@ -390,6 +393,8 @@ func (d *decoder) value(b []byte, i int, f field, e *Event) (int, error) {
 		e.Fault = v
 	case fTarget:
 		e.Target = v
+	case fCPUs:
+		e.CPUs = v
 	case fMsg:
 		e.Msg = v
 	}

@@ -55,6 +55,9 @@ func Describe(e *Event) string {
 	if e.OOMScoreAdj != 0 {
 		fmt.Fprintf(&b, " oomScoreAdj=%d", e.OOMScoreAdj)
 	}
+	if e.CPUs != "" {
+		fmt.Fprintf(&b, " cpus=%s", e.CPUs)
+	}
 	if e.Msg != "" && e.Kind != RunEnd {
 		fmt.Fprintf(&b, " msg=%q", e.Msg)
 	}

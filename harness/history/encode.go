@@ -71,7 +71,7 @@ func (w *Writer) Flush() error {
 // AppendEvent appends the JSONL encoding of e, including the trailing
 // newline, to dst. Keys are in the fixed order t, k, pod, node, c, attempt,
 // code, reason, grace, critGrace, cpu, mem, cpuLimit, memLimit,
-// oomScoreAdj, phase, cond, v, probe, result, fault, fid, target, msg,
+// oomScoreAdj, cpus, phase, cond, v, probe, result, fault, fid, target, msg,
 // spec, meta; empty fields are omitted except "v" for kinds where
 // Kind.HasValue.
 func AppendEvent(dst []byte, e *Event) ([]byte, error) {
@@ -102,6 +102,7 @@ func AppendEvent(dst []byte, e *Event) ([]byte, error) {
 	dst = appendIntField(dst, `,"cpuLimit":`, e.CPULimit)
 	dst = appendIntField(dst, `,"memLimit":`, e.MemLimit)
 	dst = appendIntField(dst, `,"oomScoreAdj":`, int64(e.OOMScoreAdj))
+	dst = appendStrField(dst, `,"cpus":`, e.CPUs)
 	dst = appendStrField(dst, `,"phase":`, e.Phase)
 	dst = appendStrField(dst, `,"cond":`, e.Cond)
 	// A true Value on a kind that does not carry one is still written, so

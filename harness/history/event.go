@@ -200,6 +200,11 @@ type Event struct {
 	// The kubelet's values are -997..1000 and never 0, so 0 means not
 	// recorded.
 	OOMScoreAdj int32
+	// CPUs is the exclusive cpuset the static CPU manager gave the
+	// container (container.start-requested; CRI
+	// LinuxContainerResources.CpusetCpus, e.g. "2-3"), empty for the shared
+	// pool or when not recorded (INV-Q5).
+	CPUs  string
 	Phase string // Pending, Running, Succeeded, Failed
 	Cond  string // Initialized, ContainersReady, Ready
 	Value bool

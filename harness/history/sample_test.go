@@ -78,7 +78,7 @@ func sampleRun() []Event {
 		{T: 110 * ms, Kind: ContainerRunning, Pod: p1, Node: n1, Container: "setup"},
 		{T: 110 * ms, Kind: ContainerStarted, Pod: p1, Node: n1, Container: "setup", Value: true},
 		{T: 300 * ms, Kind: ContainerExited, Pod: p1, Node: n1, Container: "setup", Code: 0, Reason: "Completed"},
-		{T: 302 * ms, Kind: ContainerStartRequested, Pod: p1, Node: n1, Container: "proxy", OOMScoreAdj: 995},
+		{T: 302 * ms, Kind: ContainerStartRequested, Pod: p1, Node: n1, Container: "proxy", OOMScoreAdj: 995, CPUs: "2-3,6"},
 		{T: 400 * ms, Kind: ContainerRunning, Pod: p1, Node: n1, Container: "proxy"},
 		{T: 450 * ms, Kind: ContainerPostStartDone, Pod: p1, Node: n1, Container: "proxy", Value: false, Msg: "hook exited 1"},
 		{T: 460 * ms, Kind: ProbeResult, Pod: p1, Node: n1, Container: "proxy", Probe: "startup", Result: "failure"},

@@ -59,6 +59,11 @@ type Cluster struct {
 	// computes oom_score_adj from (INV-Q3; DefaultNodeMemory when 0).
 	NodeCPU    int64
 	NodeMemory int64
+	// CPUManagerStatic runs every kubelet with the static CPU manager:
+	// containers of Guaranteed pods with integral CPU requests get
+	// exclusive CPUs of their node (INV-Q5). Needs NodeCPU, at most 64
+	// whole CPUs.
+	CPUManagerStatic bool
 }
 
 // DefaultRetryDelay is the default Cluster.RetryDelay.
@@ -201,6 +206,9 @@ func (cfg *Config) Validate() error {
 	if cfg.Cluster.PodsPerNode < 0 || cfg.Cluster.APIDelay < 0 || cfg.Cluster.SandboxLatency < 0 || cfg.Cluster.RetryDelay < 0 ||
 		cfg.Cluster.NodeCPU < 0 || cfg.Cluster.NodeMemory < 0 {
 		return errors.New("sim: cluster: podsPerNode, apiDelay, sandboxLatency, retryDelay, nodeCPU and nodeMemory must be >= 0")
+	}
+	if cfg.Cluster.CPUManagerStatic && (cfg.Cluster.NodeCPU < 1000 || cfg.Cluster.NodeCPU > 64000) {
+		return errors.New("sim: cluster.cpuManagerStatic needs nodeCPU between 1 and 64 CPUs (1000..64000)")
 	}
 	if cfg.Stop.MaxDuration < 0 {
 		return errors.New("sim: stop.maxDuration must be >= 0")

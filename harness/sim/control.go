@@ -153,9 +153,41 @@ func (e *engine) bind(p *pod, k int) {
 	n.usedCPU += ws.cpu
 	n.usedMem += ws.mem
 	e.res.PodsScheduled++
+	if e.cfg.Cluster.CPUManagerStatic {
+		e.allocateCPUs(p, n)
+	}
 	e.ev = history.Event{T: e.now, Kind: history.PodScheduled, Pod: p.name, Node: n.name, CPU: ws.cpu, Mem: ws.mem}
 	e.write()
 	e.push(event{t: e.now + int64(e.cfg.Cluster.APIDelay), kind: evBind, slot: p.slot, id: p.id})
+}
+
+// allocateCPUs gives p's containers their exclusive CPUs of node n at
+// admission (kubelet.AllocateCPUs). A pod whose exclusive CPUs do not fit
+// runs in the shared pool (the kubelet would reject it; the sim's
+// scheduler already counted its effective requests).
+func (e *engine) allocateCPUs(p *pod, n *node) {
+	sets := make([]kubelet.CPUSet, p.spec.Len())
+	taken, ok := kubelet.AllocateCPUs(p.spec, n.freeCPUs, e.cfg.Gates, sets)
+	if !ok || taken == 0 && !anySet(sets) {
+		return
+	}
+	n.freeCPUs &^= taken
+	p.cpus, p.cpuSets = taken, sets
+	p.cpuNames = make([]string, len(sets))
+	for i, s := range sets {
+		if s != 0 {
+			p.cpuNames[i] = s.String()
+		}
+	}
+}
+
+func anySet(s []kubelet.CPUSet) bool {
+	for _, x := range s {
+		if x != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // drainPending binds waiting pods to node k while it has room.
@@ -295,6 +327,7 @@ func (e *engine) removePod(p *pod, lost bool) {
 		n := &e.nodes[k]
 		n.usedCPU -= e.wls[p.wl].cpu
 		n.usedMem -= e.wls[p.wl].mem
+		n.freeCPUs |= p.cpus // released when the pod is gone
 		i := p.nidx
 		last := int32(len(n.pods) - 1)
 		if i != last {

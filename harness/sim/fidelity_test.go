@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sidebench/sidebench/harness/check"
 	"github.com/sidebench/sidebench/harness/behavior"
+	"github.com/sidebench/sidebench/harness/check"
 	"github.com/sidebench/sidebench/harness/faults"
 	"github.com/sidebench/sidebench/harness/history"
 	"github.com/sidebench/sidebench/reference-impl/api"
@@ -166,5 +166,40 @@ func TestResourcesInHistory(t *testing.T) {
 	rep := check.CheckEvents(s.evs)
 	if len(rep.Findings) != 0 {
 		t.Errorf("checker findings: %v", rep.Findings)
+	}
+}
+
+// INV-Q5 in the sim: with the static CPU manager a Guaranteed pod's
+// containers get exclusive CPUs; a sidecar's are not reused by the main
+// after it — unless the bug replica sidecar-cpus-reused says so, which
+// the checker catches.
+func TestExclusiveCPUs(t *testing.T) {
+	g := func(name string, role api.Role, cpus int64) api.Container {
+		return api.Container{Name: name, Image: name, Role: role, Resources: api.Resources{CPURequest: cpus * 1000, CPULimit: cpus * 1000, MemRequest: 64 << 20, MemLimit: 64 << 20}}
+	}
+	spec := api.PodSpec{
+		Init:                   []api.Container{g("setup", api.RoleInit, 2), g("proxy", api.RoleSidecar, 1)},
+		Main:                   []api.Container{g("app", api.RoleMain, 2)},
+		RestartPolicy:          api.RestartAlways,
+		TerminationGracePeriod: 30 * time.Second,
+	}
+	setup := behavior.Default()
+	setup.RunTime = behavior.Fixed(100 * time.Millisecond)
+	for _, tc := range []struct {
+		gates api.Gates
+		want  int // INV-Q5 violations
+	}{{api.Gates{}, 0}, {api.Gates{Bug: api.BugSidecarCPUsReused}, 3}} {
+		cfg := &Config{Scenario: "cpus", Gates: tc.gates, Cluster: Cluster{Nodes: 1, NodeCPU: 16000, CPUManagerStatic: true},
+			Workloads: []Workload{{Name: "web", Spec: spec, Count: 3, Lifetime: behavior.Fixed(10 * time.Second), Behavior: []ContainerBehavior{{"setup", setup}}}}}
+		s, _ := runMem(t, cfg, 1)
+		l := evs(s.evs)
+		reqs := l.kind(history.ContainerStartRequested)
+		if len(reqs) != 9 || reqs[0].CPUs == "" {
+			t.Fatalf("%v: start requests %v", tc.gates, reqs)
+		}
+		rep := check.CheckEvents(s.evs)
+		if got := rep.Row("INV-Q5").Violations; got != tc.want {
+			t.Errorf("%v: %d INV-Q5 violations, want %d: %v", tc.gates, got, tc.want, rep.Findings)
+		}
 	}
 }

@@ -61,6 +61,9 @@ func (e *engine) act(p *pod, a *api.Action) {
 		// CreateContainer carries the oom_score_adj in
 		// LinuxContainerResources (INV-Q3).
 		e.ev.OOMScoreAdj = kubelet.OOMScoreAdj(p.spec, c, e.memCapacity(), e.cfg.Gates)
+		if p.cpuNames != nil {
+			e.ev.CPUs = p.cpuNames[c]
+		}
 		e.write()
 		e.push(event{t: e.now + int64(latency), kind: evRunning, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
 

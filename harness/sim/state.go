@@ -71,6 +71,8 @@ type node struct {
 	shutdownReturn         bool
 	// effective requests of the pods bound here (INV-Q1)
 	usedCPU, usedMem int64
+	// exclusive CPUs not given to a pod (static CPU manager, INV-Q5)
+	freeCPUs kubelet.CPUSet
 }
 
 type probeState struct {
@@ -163,6 +165,11 @@ type pod struct {
 	createdAt   int64
 	status      api.PodStatus // last published status (the API server's copy)
 	fx          []ctrFault    // nil unless a fault touched the pod
+	// exclusive CPUs of the static CPU manager: taken from the node, and
+	// each container's (rendered once); nil without exclusive CPUs
+	cpus     kubelet.CPUSet
+	cpuSets  []kubelet.CPUSet
+	cpuNames []string
 }
 
 type wlState struct {
@@ -246,6 +253,9 @@ func newEngine(ctx context.Context, cfg *Config, seed uint64, sink history.Sink,
 		n := &e.nodes[i]
 		n.name = "node-" + strconv.Itoa(i)
 		n.up, n.kubeletUp, n.runtimeUp = true, true, true
+		if cfg.Cluster.CPUManagerStatic {
+			n.freeCPUs = kubelet.CPUSet(1)<<uint(cfg.Cluster.NodeCPU/1000) - 1
+		}
 	}
 	e.wls = make([]wlState, len(cfg.Workloads))
 	total := 0

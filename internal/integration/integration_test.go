@@ -566,7 +566,9 @@ trials: 1
 			return withSpec(ev, func(s *history.PodSpec) { s.Init[0].Startup = true })
 		}},
 		{"INV-P5", func(ev []history.Event) []history.Event { // a liveness kill with the pod's grace
-			i := idx(ev, func(e *history.Event) bool { return e.Kind == history.ContainerStopRequested && e.Reason == "LivenessProbe" })
+			i := idx(ev, func(e *history.Event) bool {
+				return e.Kind == history.ContainerStopRequested && e.Reason == "LivenessProbe"
+			})
 			if i < 0 {
 				return nil
 			}
@@ -591,7 +593,9 @@ trials: 1
 			return slices.Delete(ev, i, i+1)
 		}},
 		{"INV-H2", func(ev []history.Event) []history.Event { // proxy's preStop twice in one kill
-			i := idx(ev, func(e *history.Event) bool { return e.Kind == history.ContainerPreStopBegin && e.Container == "proxy" && e.Reason == "PodDeleted" })
+			i := idx(ev, func(e *history.Event) bool {
+				return e.Kind == history.ContainerPreStopBegin && e.Container == "proxy" && e.Reason == "PodDeleted"
+			})
 			if i < 0 {
 				return nil
 			}
@@ -617,7 +621,9 @@ trials: 1
 			return ev
 		}},
 		{"INV-Q4", func(ev []history.Event) []history.Event { // an OOM kill stops the main
-			i := idx(ev, func(e *history.Event) bool { return e.Kind == history.ContainerExited && e.Reason == "OOMKilled" && e.Container == "logs" })
+			i := idx(ev, func(e *history.Event) bool {
+				return e.Kind == history.ContainerExited && e.Reason == "OOMKilled" && e.Container == "logs"
+			})
 			if i < 0 || idx(ev, is(history.PodTerminating, "")) < i {
 				return nil
 			}

@@ -129,3 +129,104 @@ func OOMScoreAdj(spec *api.PodSpec, i int, memCapacity int64, g api.Gates) int32
 	}
 	return int32(adj)
 }
+
+// CPUSet is a set of CPU ids 0..63.
+type CPUSet uint64
+
+// String renders s as a Linux cpuset list ("0-1,4"), the form of CRI
+// LinuxContainerResources.CpusetCpus.
+func (s CPUSet) String() string {
+	var b []byte
+	for i := 0; i < 64; {
+		if s&(1<<uint(i)) == 0 {
+			i++
+			continue
+		}
+		j := i
+		for j+1 < 64 && s&(1<<uint(j+1)) != 0 {
+			j++
+		}
+		if len(b) > 0 {
+			b = append(b, ',')
+		}
+		b = appendInt(b, i)
+		if j > i {
+			b = appendInt(append(b, '-'), j)
+		}
+		i = j + 1
+	}
+	return string(b)
+}
+
+func appendInt(b []byte, n int) []byte {
+	if n >= 10 {
+		b = appendInt(b, n/10)
+	}
+	return append(b, byte('0'+n%10))
+}
+
+// take returns the n lowest CPUs of s.
+func (s CPUSet) take(n int) (CPUSet, bool) {
+	var out CPUSet
+	for i := 0; i < 64 && n > 0; i++ {
+		if s&(1<<uint(i)) != 0 {
+			out |= 1 << uint(i)
+			n--
+		}
+	}
+	return out, n == 0
+}
+
+// AllocateCPUs is the static CPU manager's allocation for a pod admitted
+// on a node whose free exclusive CPUs are free (cm/cpumanager
+// policy_static.go Allocate, updateCPUsToReuse), INV-Q5. Containers of a
+// Guaranteed pod with an integral CPU request get that many exclusive
+// CPUs, in spec order (init containers first). The CPUs of a regular init
+// container are reusable by the containers after it; a sidecar's are not,
+// since it keeps running next to them (KEP-753 §"Topology and CPU
+// managers"); a main's are taken out of the reusable set. out[i] receives
+// container i's set (0: the shared pool). It returns the CPUs taken from
+// free, or ok=false if they do not fit. Bug replica BugSidecarCPUsReused
+// reuses a sidecar's CPUs like a regular init container's (the 1.28 alpha
+// known issue).
+func AllocateCPUs(spec *api.PodSpec, free CPUSet, g api.Gates, out []CPUSet) (taken CPUSet, ok bool) {
+	clear(out)
+	if PodQOS(spec) != QOSGuaranteed {
+		return 0, true
+	}
+	var reuse CPUSet
+	for i := 0; i < spec.Len(); i++ {
+		c := spec.At(i)
+		if c.Resources.CPURequest <= 0 || c.Resources.CPURequest%1000 != 0 {
+			continue // not integral: the shared pool
+		}
+		n := int(c.Resources.CPURequest / 1000)
+		set, enough := reuse.take(n)
+		if !enough {
+			more, fits := (free &^ taken).take(n - popcount(set))
+			if !fits {
+				return 0, false
+			}
+			set |= more
+			taken |= more
+		}
+		out[i] = set
+		switch {
+		case c.Role == api.RoleInit, c.Role == api.RoleSidecar && g.Bug == api.BugSidecarCPUsReused:
+			reuse |= set
+		case c.Role == api.RoleSidecar:
+			reuse &^= set // it keeps running next to what follows
+		default:
+			reuse &^= set
+		}
+	}
+	return taken, true
+}
+
+func popcount(s CPUSet) int {
+	n := 0
+	for ; s != 0; s &= s - 1 {
+		n++
+	}
+	return n
+}

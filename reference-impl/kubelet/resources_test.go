@@ -110,3 +110,33 @@ func TestEffectiveRequests(t *testing.T) {
 		})
 	}
 }
+
+// INV-Q5: a regular init container's CPUs are reused, a sidecar's are not
+// (policy_static.go updateCPUsToReuse).
+func TestAllocateCPUs(t *testing.T) {
+	g := func(name string, role api.Role, cpus int64) api.Container {
+		return api.Container{Name: name, Role: role, Resources: api.Resources{CPURequest: cpus * 1000, CPULimit: cpus * 1000, MemRequest: 1 << 20, MemLimit: 1 << 20}}
+	}
+	spec := &api.PodSpec{
+		Init: []api.Container{g("init", api.RoleInit, 2), g("sidecar", api.RoleSidecar, 1)},
+		Main: []api.Container{g("main", api.RoleMain, 2)},
+	}
+	out := make([]CPUSet, 3)
+	taken, ok := AllocateCPUs(spec, 0xff, api.Gates{}, out)
+	if !ok || out[0].String() != "0-1" || out[1].String() != "0" || out[2].String() != "1-2" || taken.String() != "0-2" {
+		t.Fatalf("allocation %v %v %v taken %v ok %v, want 0-1, 0, 1-2 taken 0-2", out[0], out[1], out[2], taken, ok)
+	}
+	if out[1]&out[2] != 0 {
+		t.Errorf("sidecar and main share CPUs")
+	}
+	// Bug replica sidecar-cpus-reused: the main gets the sidecar's CPU.
+	if _, ok := AllocateCPUs(spec, 0xff, api.Gates{Bug: api.BugSidecarCPUsReused}, out); !ok || out[1]&out[2] == 0 {
+		t.Errorf("bug replica: sidecar %v main %v, want them to share", out[1], out[2])
+	}
+	if _, ok := AllocateCPUs(spec, 0x3, api.Gates{}, out); ok {
+		t.Errorf("3 CPUs fit in 2")
+	}
+	if s := CPUSet(0b1011_0111).String(); s != "0-2,4-5,7" {
+		t.Errorf("cpuset %q", s)
+	}
+}
