@@ -359,6 +359,9 @@ func (e *engine) afterDrive(p *pod) {
 		if p.deleted {
 			e.scheduleRemoval(p)
 		}
+		if p.node >= 0 && !p.spec.Critical {
+			e.maybeShutdownCritical(int(p.node))
+		}
 	}
 }
 

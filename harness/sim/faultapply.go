@@ -382,11 +382,12 @@ func (e *engine) applyNodeShutdown(fi int, id uint32, k int) {
 		return
 	}
 	e.faultBegin(fi, id, k, nil, -1)
-	n.shuttingDown = true
+	n.shuttingDown, n.critStarted = true, false
 	n.nFault, n.nFaultIdx = id, uint16(fi)
 	e.ev = history.Event{T: e.now, Kind: history.NodeShutdown, Node: n.name, Grace: int64(s.ShutdownGracePeriod), CritGrace: int64(s.ShutdownGracePeriodCriticalPods)}
 	e.write()
 	e.shutdownPods(k, false)
+	e.maybeShutdownCritical(k)
 	e.push(event{t: e.now + int64(s.ShutdownGracePeriod-s.ShutdownGracePeriodCriticalPods), kind: evShutdownCritical, slot: int32(k), gen: n.ngen})
 	e.push(event{t: e.now + int64(s.ShutdownGracePeriod), kind: evShutdownEnd, slot: int32(k), gen: n.ngen})
 }
@@ -395,6 +396,12 @@ func (e *engine) applyNodeShutdown(fi int, id uint32, k int) {
 // pods of node k within their node-shutdown budget (INV-F4).
 func (e *engine) shutdownPods(k int, critical bool) {
 	n := &e.nodes[k]
+	if critical {
+		if n.critStarted {
+			return
+		}
+		n.critStarted = true
+	}
 	s := e.faults[n.nFaultIdx].spec
 	for i := 0; i < len(n.pods) && e.err == nil; i++ {
 		p := &e.pods[n.pods[i]]
@@ -407,6 +414,23 @@ func (e *engine) shutdownPods(k int, critical bool) {
 		}
 		e.step(p, &api.Input{Kind: api.InNodeShutdown, Grace: time.Duration(p.shutdown)})
 	}
+}
+
+// maybeShutdownCritical starts the critical group of node k's shutdown
+// as soon as no regular pod is left to terminate: the shutdown manager
+// waits for a group's pods, or its budget, before the next group, and
+// skips an empty one (nodeshutdown_manager.go killPods).
+func (e *engine) maybeShutdownCritical(k int) {
+	n := &e.nodes[k]
+	if !n.shuttingDown || n.critStarted || !n.kubeletUp {
+		return
+	}
+	for _, slot := range n.pods {
+		if p := &e.pods[slot]; !p.spec.Critical && !p.kdone {
+			return
+		}
+	}
+	e.shutdownPods(k, true)
 }
 
 func (e *engine) onShutdownCritical(k int, ev *event) {
