@@ -80,7 +80,11 @@ func checkH2(p *Pod, hits []Hit) []Hit {
 			if w == nil && wholePodReason(e.Reason) {
 				// The 2019 design's "preStop hooks sent to sidecars before
 				// containers are terminated".
-				hits = append(hits, p.at(i, p.termAfter(i).idxOr(none), "sidecar %q preStop (%s) ran before the pod kill began", ct.Name, e.Reason))
+				next := none
+				if nw := p.termAfter(i); nw != nil {
+					next = nw.Idx
+				}
+				hits = append(hits, p.at(i, next, "sidecar %q preStop (%s) ran before the pod kill began", ct.Name, e.Reason))
 				continue
 			}
 			if w != nil && prev != none && prev > w.Idx && p.sameAttempt(s, prev, i) && !p.outageBetween(prev, i) {
@@ -90,13 +94,6 @@ func checkH2(p *Pod, hits []Hit) []Hit {
 		}
 	}
 	return hits
-}
-
-func (w *Term) idxOr(d int32) int32 {
-	if w == nil {
-		return d
-	}
-	return w.Idx
 }
 
 // hookCut reports whether the kubelet went down between attempt a's

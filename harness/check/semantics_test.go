@@ -68,6 +68,17 @@ func liveApp() *history.PodSpec {
 
 func semanticsCases() []invCase {
 	return []invCase{
+		// Serial starts (issue 16 A1): the second main waits for the first
+		// to run, not for the sidecar's readiness.
+		{name: "INV-S4/the second main starts after the first one ran", id: "INV-S4", clean: true,
+			ev: evs(newPod("s", specOf("Always", 30, "sidecar:proxy", "main:app", "main:worker")).at(0).created().at(10).sandbox().
+				at(20).up("proxy").req("app").at(1500).running("app").started("app", true).req("worker").at(1600).running("worker"))},
+		{name: "INV-S4/the second main waits long after the first one ran", id: "INV-S4", want: Bound,
+			ev: evs(newPod("s", specOf("Always", 30, "sidecar:proxy", "main:app", "main:worker")).at(0).created().at(10).sandbox().
+				at(20).up("proxy").req("app").at(1500).running("app").started("app", true).at(4000).req("worker").running("worker"))},
+		{name: "INV-S4/a main that ran in a lost sandbox restarts through backoff", id: "INV-S4", clean: true,
+			ev: evs(steady("s", specOf("Always", 30, "sidecar:proxy", "main:app")).at(5000).sandboxLost().exited("app", 137).exited("proxy", 137).
+				at(6000).sandbox().up("proxy").at(15000).up("app"))},
 		// INV-P4
 		{name: "INV-P4/holds in a correct history", id: "INV-P4", ev: r, clean: true},
 		{name: "INV-P4/a regular init container with a probe", id: "INV-P4", want: Violation,
