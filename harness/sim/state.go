@@ -67,7 +67,7 @@ type node struct {
 	nFaultIdx              uint16
 	recrashLeft            bool
 	shuttingDown           bool
-	critStarted            bool // the shutdown reached its critical pods
+	critStarted            bool     // the shutdown reached its critical pods
 	shutdownBudget         [2]int64 // regular, critical grace budgets
 	shutdownReturn         bool
 	// effective requests of the pods bound here (INV-Q1)
