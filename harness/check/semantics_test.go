@@ -190,6 +190,9 @@ func semanticsCases() []invCase {
 		{name: "INV-F4/Succeeded after a node-shutdown kill", id: "INV-F4", want: Violation,
 			ev: evs(steady("s", specOf("Always", 30, "sidecar:proxy", "main:app")).at(5000).shutdown(20, 5).terminating("NodeShutdown", 15).stopExit("app", 15, "NodeShutdown").
 				stopExit("proxy", 15, "NodeShutdown").phase("Succeeded"))},
+		{name: "INV-F4/a pod already being deleted is not killed again", id: "INV-F4", clean: true,
+			ev: evs(steady("s", specOf("Always", 30, "sidecar:proxy", "main:app")).at(4000).deleted(30).terminating("PodDeleted", 30).stop("app", 30, "PodDeleted").
+				at(5000).shutdown(20, 5).at(12000).exited("app", 0).stopExit("proxy", 18, "PodDeleted").phase("Succeeded"))},
 		{name: "INV-F4/pod not terminated by the shutdown", id: "INV-F4", want: Violation,
 			ev: evs(steady("s", specOf("Always", 30, "sidecar:proxy", "main:app")).at(5000).shutdown(20, 5).at(12000).probe("app", "readiness", "success"))},
 		// INV-U2

@@ -32,7 +32,9 @@ func checkF4(p *Pod, hits []Hit) []Hit {
 		if p.Spec.Grace < budget {
 			budget = p.Spec.Grace
 		}
-		if !p.liveAt(sd) {
+		if !p.liveAt(sd) || p.termAt(sd) != nil {
+			// Finished, or already being killed (deleted): the shutdown can
+			// only shorten that kill, which T5 bounds.
 			continue
 		}
 		w := p.termAfter(sd)
