@@ -17,13 +17,7 @@ var probeInvs = []*inv{
 // that has them was accepted wrongly, and a kubelet that probes or hooks
 // one acts on a spec it cannot have.
 func checkP4(p *Pod, hits []Hit) []Hit {
-	created := none
-	for i := range p.Ev {
-		if p.Ev[i].Kind == history.PodCreated {
-			created = int32(i)
-			break
-		}
-	}
+	created := p.Created
 	for _, c := range p.Inits {
 		s := p.Ctrs[c].Spec
 		if created != none && (s.Startup || s.Readiness || s.Liveness || s.PostStart || s.PreStop) {

@@ -14,12 +14,8 @@ import "github.com/sidebench/sidebench/harness/history"
 // resize goes first on a full node (no precedence for sidecars) is across
 // pods: not decided here.
 func checkU2(p *Pod, hits []Hit) []Hit {
-	for idx := range p.Ev {
-		i := int32(idx)
+	for _, i := range p.Resizes {
 		e := &p.Ev[i]
-		if e.Kind != history.ContainerResize {
-			continue
-		}
 		c := p.ctr(e.Container)
 		if c < 0 {
 			continue

@@ -39,14 +39,17 @@ func effectiveRequests(s *history.PodSpec) (cpu, mem int64) {
 }
 
 func checkQ1(p *Pod, hits []Hit) []Hit {
+	if len(p.Scheduled) == 0 {
+		return hits
+	}
 	cpu, mem := effectiveRequests(p.Spec)
-	for i := range p.Ev {
+	for _, i := range p.Scheduled {
 		e := &p.Ev[i]
-		if e.Kind != history.PodScheduled || e.CPU == 0 && e.Mem == 0 {
+		if e.CPU == 0 && e.Mem == 0 {
 			continue // not reported
 		}
 		if e.CPU != cpu || e.Mem != mem {
-			hits = append(hits, p.at(int32(i), none, "pod scheduled with effective requests %dm/%d, the spec gives %dm/%d", e.CPU, e.Mem, cpu, mem))
+			hits = append(hits, p.at(i, none, "pod scheduled with effective requests %dm/%d, the spec gives %dm/%d", e.CPU, e.Mem, cpu, mem))
 		}
 	}
 	return hits
@@ -94,11 +97,7 @@ func checkQ2(p *Pod, hits []Hit) []Hit {
 		return hits
 	}
 	if want := qosClass(p.Spec); p.Spec.QOSClass != want {
-		for i := range p.Ev {
-			if p.Ev[i].Kind == history.PodCreated {
-				return append(hits, p.at(int32(i), none, "QoS class %s, its containers (init and sidecars included) make it %s", p.Spec.QOSClass, want))
-			}
-		}
+		hits = append(hits, p.at(p.Created, none, "QoS class %s, its containers (init and sidecars included) make it %s", p.Spec.QOSClass, want))
 	}
 	return hits
 }

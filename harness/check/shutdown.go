@@ -18,12 +18,11 @@ import "github.com/sidebench/sidebench/harness/history"
 // property across pods: with the regular group's budget as the latest
 // start it is bounded, not ordered, here.
 func checkF4(p *Pod, hits []Hit) []Hit {
-	for i := range p.Ev {
-		e := &p.Ev[i]
-		if e.Kind != history.NodeShutdown || e.Grace == 0 {
+	for _, sd := range p.Shutdowns {
+		e := &p.Ev[sd]
+		if e.Grace == 0 {
 			continue
 		}
-		sd := int32(i)
 		start := e.T
 		budget, latest := e.Grace-e.CritGrace, start
 		if p.Spec.Critical {

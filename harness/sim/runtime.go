@@ -60,7 +60,13 @@ func (e *engine) act(p *pod, a *api.Action) {
 		e.emitC(history.ContainerStartRequested, p, c)
 		// CreateContainer carries the oom_score_adj in
 		// LinuxContainerResources (INV-Q3).
-		e.ev.OOMScoreAdj = kubelet.OOMScoreAdj(p.spec, c, e.memCapacity(), e.cfg.Gates)
+		if ws := &e.wls[p.wl]; p.spec == ws.spec {
+			e.ev.OOMScoreAdj = ws.oom[c]
+		} else {
+			// The pod's own spec (resized, image changed): from its own
+			// resources.
+			e.ev.OOMScoreAdj = kubelet.OOMScoreAdj(p.spec, c, e.memCapacity(), e.cfg.Gates)
+		}
 		if p.cpuNames != nil {
 			e.ev.CPUs = p.cpuNames[c]
 		}

@@ -176,8 +176,10 @@ type pod struct {
 type wlState struct {
 	cfg  *Workload
 	spec *api.PodSpec // shared template (nil slices never mutated)
-	// effective requests of its pods (INV-Q1)
+	// effective requests of its pods (INV-Q1) and each container's
+	// oom_score_adj (INV-Q3), computed once for the template
 	cpu, mem int64
+	oom      []int32
 	private  bool // image-change target: each pod gets its own spec copy
 	hspec    *history.PodSpec
 	world    faults.Workload
@@ -268,6 +270,10 @@ func newEngine(ctx context.Context, cfg *Config, seed uint64, sink history.Sink,
 		ws.world = faults.WorldOf(w.Name, w.Labels, &w.Spec)
 		ws.hspec = historySpec(w)
 		ws.cpu, ws.mem = kubelet.EffectiveRequests(&w.Spec)
+		ws.oom = make([]int32, w.Spec.Len())
+		for c := range ws.oom {
+			ws.oom[c] = kubelet.OOMScoreAdj(&w.Spec, c, e.memCapacity(), cfg.Gates)
+		}
 		ns := w.Namespace
 		if ns == "" {
 			ns = "default"
