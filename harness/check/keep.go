@@ -49,9 +49,37 @@ type keeper struct {
 
 func (k *keeper) enabled() bool { return k.wantV+k.wantO > 0 }
 
-// full reports whether no later pod can be kept: the workers then stop
-// copying events.
+// full reports whether no later pod can be kept.
 func (k *keeper) full() bool { return k.gotV >= k.wantV && k.gotO >= k.wantO }
+
+// keepView is what the workers know of the keeper: an immutable snapshot
+// published after each fold that changed it. The keeper only grows (more
+// invariants kept, quotas filling), and a pod is folded after every pod
+// folded before its worker read the view, so a pod the view says cannot
+// be kept would not be kept by the fold either: the worker skips copying
+// its events.
+type keepView struct {
+	vFull, oFull bool
+	ids          []string
+}
+
+func (k *keeper) view() *keepView {
+	return &keepView{vFull: k.gotV >= k.wantV, oFull: k.gotO >= k.wantO, ids: slices.Clone(k.ids)}
+}
+
+// mayKeep reports whether a pod with these findings can still be kept.
+func (v *keepView) mayKeep(fs []Finding) bool {
+	for i := range fs {
+		full := v.oFull
+		if fs[i].Class == Violation {
+			full = v.vFull
+		}
+		if !full && !slices.Contains(v.ids, fs[i].ID) {
+			return true
+		}
+	}
+	return false
+}
 
 // consider keeps res's pod if it brings a new invariant in a class with
 // room left. events are the pod's events (res.events in parallel mode).

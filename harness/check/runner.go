@@ -96,7 +96,7 @@ type Runner struct {
 	cap      int
 	keepV    int
 	keepO    int
-	keepFull atomic.Bool // the keeper is full: workers stop copying events
+	keepView atomic.Pointer[keepView] // what the keeper still takes (KeepPods)
 	checkers []Checker
 	seq      uint64
 	agg      *aggregator
@@ -134,6 +134,7 @@ func NewRunner(opts ...Option) *Runner {
 	}
 	r.agg = newAggregator(r.checkers, r.cap)
 	r.agg.keep = keeper{wantV: r.keepV, wantO: r.keepO}
+	r.keepView.Store(r.agg.keep.view())
 	r.stored = make([]atomic.Int64, len(r.checkers))
 	if r.workers == 1 {
 		r.sync = &worker{checkers: r.checkers, stored: r.stored, cap: r.cap}
@@ -185,7 +186,7 @@ func (r *Runner) work() {
 	for j := range r.jobs {
 		res := &podResult{seq: j.seq, name: j.name}
 		w.check(j.meta, j.name, *j.events, res)
-		if len(res.findings) > 0 && (r.keepV+r.keepO) > 0 && !r.keepFull.Load() {
+		if len(res.findings) > 0 && (r.keepV+r.keepO) > 0 && r.keepView.Load().mayKeep(res.findings) {
 			res.events = append([]history.Event(nil), *j.events...)
 		}
 		clear(*j.events) // drop Spec/Meta pointers before pooling
@@ -209,9 +210,12 @@ func (r *Runner) collect() {
 			}
 			delete(pending, next)
 			r.agg.fold(res)
-			if r.agg.keep.enabled() {
+			if r.agg.keep.enabled() && res.events != nil {
+				before := len(r.agg.rep.Kept)
 				r.agg.keep.consider(&r.agg.rep, res, res.name, res.events)
-				r.keepFull.Store(r.agg.keep.full())
+				if len(r.agg.rep.Kept) != before {
+					r.keepView.Store(r.agg.keep.view())
+				}
 			}
 			if len(res.findings) > 0 {
 				r.publishStored()

@@ -141,7 +141,7 @@ func sampleHistory() []history.Event {
 
 // loadHistory reads testdata/history.jsonl (rewriting it first with
 // -update) and returns each pod's partition.
-func loadHistory(t *testing.T) map[string][]history.Event {
+func loadHistory(t testing.TB) map[string][]history.Event {
 	t.Helper()
 	path := filepath.Join("testdata", "history.jsonl")
 	if *update {
@@ -193,7 +193,7 @@ func series(n int, f func(i int) float64) []float64 {
 }
 
 // sampleRun is the small committed input of the golden tests.
-func sampleRun(t *testing.T) RunData {
+func sampleRun(t testing.TB) RunData {
 	pods := loadHistory(t)
 	w1, w3 := pods["default/web-1"], pods["default/web-3"]
 	if len(w1) == 0 || len(w3) == 0 {
@@ -288,7 +288,7 @@ func sampleRun(t *testing.T) RunData {
 
 // sampleSoak is sampleRun as a soak's checkpoint: progress and memory
 // over time.
-func sampleSoak(t *testing.T) RunData {
+func sampleSoak(t testing.TB) RunData {
 	d := sampleRun(t)
 	d.Meta.Extra = map[string]string{"command": "soak"}
 	d.State = &RunState{Command: "soak", Status: "running", Resumes: 0,
