@@ -13,9 +13,11 @@ cd "$repo"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/sidebench" ./cmd/sidebench
-"$tmp/sidebench" run --quiet --out "$tmp/policy-comparison" scenarios/policy-comparison.yaml >/dev/null
-"$tmp/sidebench" run --quiet --out "$tmp/bug-replicas" scenarios/bug-replicas.yaml >/dev/null
-"$tmp/sidebench" soak --quiet --duration 60s --checkpoint 5s --out "$tmp/soak" scenarios/soak-profile.yaml >/dev/null
+# Exit 1 (a FAIL verdict) still writes a report; only 2 and 3 stop here.
+sb() { "$tmp/sidebench" "$@" >/dev/null || [[ $? -eq 1 ]]; }
+sb run --quiet --out "$tmp/policy-comparison" scenarios/policy-comparison.yaml
+sb run --quiet --out "$tmp/bug-replicas" scenarios/bug-replicas.yaml
+sb soak --quiet --duration 60s --checkpoint 5s --out "$tmp/soak" scenarios/soak-profile.yaml
 mkdir -p docs/img
 WINDOW_SIZE=1200,4150 ./scripts/screenshot-report.sh "$tmp/policy-comparison/report.html" docs/img/report-policy-comparison.png
 WINDOW_SIZE=1200,4250 ./scripts/screenshot-report.sh "$tmp/bug-replicas/report.html" docs/img/report-bug-replicas.png

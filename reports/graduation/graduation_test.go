@@ -279,7 +279,7 @@ func TestLifecyclesNeeded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, in := range []struct{ k, n int }{{0, 10}, {0, 200}, {1, 2000}, {3, 50000}} {
+		for _, in := range []struct{ k, n int }{{0, 10}, {0, 200}, {1, 2000}, {3, 50000}, {11, 440400}} {
 			v := Evaluate(Criteria{Stage: c.Stage, Confidence: c.Confidence, ViolationRate: c.ViolationRate}, Inputs{Violations: in.k, Lifecycles: in.n})[0]
 			got := LifecyclesNeeded(c, in.k, in.n)
 			switch v.Status {
@@ -294,6 +294,10 @@ func TestLifecyclesNeeded(t *testing.T) {
 			case Pass:
 				if got > in.n || got <= 0 {
 					t.Errorf("%s k=%d n=%d: PASS but needed %d", stage, in.k, in.n, got)
+				}
+				// Stages of different targets cross at different counts.
+				if in.k > 0 && stage != "alpha" && got == LifecyclesNeeded(Criteria{Confidence: c.Confidence, ViolationRate: &ViolationRate{Max: 10 * c.ViolationRate.Max}}, in.k, in.n) {
+					t.Errorf("%s k=%d n=%d: the same count as a 10x laxer target", stage, in.k, in.n)
 				}
 			}
 		}

@@ -96,9 +96,9 @@ var invariantGroups = map[string]string{
 	"P":  "phase and probes",
 	"T":  "termination",
 	"F":  "faults",
-	"U":  "spec updates",
+	"U":  "spec updates and resize",
 	"H":  "hooks",
-	"M":  "resources",
+	"Q":  "resources, QoS, OOM",
 	"RA": "restart all containers",
 	"RR": "restart rules",
 }

@@ -104,7 +104,7 @@ func lifecyclesFigure(d RunData) (fig figure, ok bool, err error) {
 	}
 	fig = figure{ID: "soak-lifecycles", SVG: svg, Key: key,
 		Caption: "Pod lifecycles of each judged policy at each checkpoint. A dashed red line is the number of lifecycles a graduation stage's violation-rate target needs " +
-			"at the violations seen so far (0 violations: the two-sided 95% Clopper–Pearson bound falls below the target at that count); the verdict table's \"more trials needed\" is the gap."}
+			"if violations keep occurring at the rate seen so far (the count at which the Clopper–Pearson bound of the stage falls below its target); the verdict table's \"more trials needed\" is the gap."}
 	for _, n := range notes {
 		fig.Caption += " " + n
 	}
@@ -124,7 +124,7 @@ func soakETA(d RunData, t RateTarget) string {
 		return ""
 	}
 	if last.Pods >= t.Needed {
-		return fmt.Sprintf("%s: %s reached.", t.Policy, t.Name)
+		return fmt.Sprintf("%s: %s reached (at ≈%s lifecycles).", t.Policy, t.Name, fmtCount(float64(t.Needed)))
 	}
 	rate := float64(last.Pods) / last.ElapsedSeconds
 	more := float64(t.Needed-last.Pods) / rate
