@@ -205,7 +205,7 @@ type Meta struct {
 }
 
 // Latency is one latency metric of one policy: its samples (optional; the
-// ECDF and comparisons need them) and its nearest-rank percentiles with
+// latency figures and comparisons need them) and its nearest-rank percentiles with
 // confidence intervals. If N is 0 and SamplesMs is not empty, the
 // percentiles are computed from the samples (stats.QuantileSummary).
 type Latency struct {
