@@ -225,3 +225,8 @@ func appendString(dst []byte, s string) []byte {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+// AppendJSONString appends s as a JSON string, escaped as the history's
+// encoder does (and as encoding/json with HTML escaping off): for other
+// hand-written JSONL encoders of the project (pods.jsonl).
+func AppendJSONString(dst []byte, s string) []byte { return appendString(dst, s) }

@@ -14,6 +14,7 @@ package metrics
 
 import (
 	"slices"
+	"sync"
 
 	"github.com/sidebench/sidebench/harness/history"
 )
@@ -136,6 +137,7 @@ const (
 
 // container is what FromEvents tracks per container.
 type container struct {
+	name         string
 	role         string
 	firstRunning int64 // -1 until seen
 	firstStarted int64 // first started=true; -1 until seen
@@ -160,12 +162,59 @@ type faultSeen struct{ effect, end, notApplied bool }
 
 func msBetween(from, to int64) float64 { return float64(to-from) / 1e6 }
 
+// measurer is FromEvents' scratch space, reused across pods (a pool), so
+// measuring a pod allocates only its Record's map and slices.
+type measurer struct {
+	ctrs   []container // spec order, then first appearance
+	faults []faultState
+}
+
+type faultState struct {
+	key  faultKey
+	seen faultSeen
+}
+
+var measurers = sync.Pool{New: func() any { return new(measurer) }}
+
+// get returns the container named name, adding it if new.
+func (m *measurer) get(name string) *container {
+	for i := range m.ctrs {
+		if m.ctrs[i].name == name {
+			return &m.ctrs[i]
+		}
+	}
+	var times []int64
+	if n := len(m.ctrs); n < cap(m.ctrs) {
+		times = m.ctrs[:n+1][n].startedTimes[:0] // reuse the storage
+	}
+	m.ctrs = append(m.ctrs, container{name: name, role: roleMain, firstRunning: never, firstStarted: never,
+		lastExitAfterDeletion: never, startedTimes: times})
+	return &m.ctrs[len(m.ctrs)-1]
+}
+
+func (m *measurer) fault(k faultKey) *faultSeen {
+	for i := range m.faults {
+		if m.faults[i].key == k {
+			return &m.faults[i].seen
+		}
+	}
+	m.faults = append(m.faults, faultState{key: k})
+	return &m.faults[len(m.faults)-1].seen
+}
+
 // FromEvents computes the Record of one pod from its history: the pod's
 // events in history order, as history's per-pod partitioning delivers them
 // (the pod's own events with its node's and cluster-wide events
 // interleaved). Events of other pods are ignored. meta may be nil.
 // FromEvents does not keep events.
 func FromEvents(meta *history.Meta, pod string, events []history.Event) Record {
+	m := measurers.Get().(*measurer)
+	r := m.measure(meta, pod, events)
+	measurers.Put(m)
+	return r
+}
+
+func (m *measurer) measure(meta *history.Meta, pod string, events []history.Event) Record {
 	r := Record{Pod: pod, LatenciesMs: map[Metric]float64{}}
 	if meta != nil {
 		r.Scenario, r.Policy, r.Seed, r.Trial, r.Backend = meta.Scenario, meta.Policy, meta.Seed, meta.Trial, meta.Backend
@@ -176,28 +225,18 @@ func FromEvents(meta *history.Meta, pod string, events []history.Event) Record {
 		terminal           int64 = never
 		firstMainRunning   int64 = never
 		haveSpec           bool
-		ctrs               = map[string]*container{}
-		order              []string // container names, spec order then first appearance
 	)
-	get := func(name string) *container {
-		c := ctrs[name]
-		if c == nil {
-			c = &container{role: roleMain, firstRunning: never, firstStarted: never, lastExitAfterDeletion: never}
-			ctrs[name] = c
-			order = append(order, name)
-		}
-		return c
-	}
+	m.ctrs, m.faults = m.ctrs[:0], m.faults[:0]
+	get := m.get
 	exitAll := func(t int64) {
-		for _, name := range order {
-			c := ctrs[name]
+		for i := range m.ctrs {
+			c := &m.ctrs[i]
 			if c.running && c.ranAfterDeletion {
 				c.lastExitAfterDeletion = t
 			}
 			c.running = false
 		}
 	}
-	faults := map[faultKey]faultSeen{}
 	for i := range events {
 		e := &events[i]
 		if e.Pod != "" && e.Pod != pod {
@@ -213,16 +252,19 @@ func FromEvents(meta *history.Meta, pod string, events []history.Event) Record {
 				r.Workload = e.Spec.Workload
 				r.RestartPolicy = e.Spec.RestartPolicy
 				r.Job = e.Spec.RestartPolicy != "" && e.Spec.RestartPolicy != "Always"
-				for _, cs := range slices.Concat(e.Spec.Init, e.Spec.Main) {
-					c := get(cs.Name)
-					c.role = cs.Role
-					switch cs.Role {
-					case roleInit:
-						r.Inits++
-					case roleSidecar:
-						r.Sidecars++
-					default:
-						r.Mains++
+				for _, part := range [2][]history.ContainerSpec{e.Spec.Init, e.Spec.Main} {
+					for i := range part {
+						cs := &part[i]
+						c := get(cs.Name)
+						c.role = cs.Role
+						switch cs.Role {
+						case roleInit:
+							r.Inits++
+						case roleSidecar:
+							r.Sidecars++
+						default:
+							r.Mains++
+						}
 					}
 				}
 			}
@@ -234,8 +276,8 @@ func FromEvents(meta *history.Meta, pod string, events []history.Event) Record {
 			if deleted == never {
 				deleted = e.T
 				r.Deleted = true
-				for _, name := range order {
-					c := ctrs[name]
+				for i := range m.ctrs {
+					c := &m.ctrs[i]
 					c.ranAfterDeletion = c.running
 				}
 			}
@@ -298,7 +340,7 @@ func FromEvents(meta *history.Meta, pod string, events []history.Event) Record {
 			}
 		case history.FaultEffect, history.FaultEnd, history.FaultNotApplied:
 			if created != never && e.T >= created { // "while it lived"
-				fs := faults[faultKey{e.Fault, e.FaultID}]
+				fs := m.fault(faultKey{e.Fault, e.FaultID})
 				switch e.Kind {
 				case history.FaultEffect:
 					fs.effect = true
@@ -307,14 +349,14 @@ func FromEvents(meta *history.Meta, pod string, events []history.Event) Record {
 				default:
 					fs.notApplied = true
 				}
-				faults[faultKey{e.Fault, e.FaultID}] = fs
 			}
 		}
 		if r.Node == "" && e.Node != "" && e.Pod == pod {
 			r.Node = e.Node
 		}
 	}
-	for k, fs := range faults {
+	for _, f := range m.faults {
+		k, fs := f.key, f.seen
 		// Effect seen during the pod's life, or the end of a fault that
 		// was in effect when the pod's history began (no not-applied).
 		if fs.effect || (fs.end && !fs.notApplied) {
@@ -342,8 +384,8 @@ func FromEvents(meta *history.Meta, pod string, events []history.Event) Record {
 	// pod_startup: all sidecars and mains started.
 	startupAt, counted := int64(never), 0
 	allStarted := true
-	for _, name := range order {
-		c := ctrs[name]
+	for i := range m.ctrs {
+		c := &m.ctrs[i]
 		if c.role == roleInit {
 			continue
 		}
@@ -370,14 +412,14 @@ func FromEvents(meta *history.Meta, pod string, events []history.Event) Record {
 	// sidecar_gate: last sidecar start before the first main ran → that run.
 	if r.Sidecars > 0 && firstMainRunning != never {
 		gate, ok := int64(never), true
-		for _, name := range order {
-			c := ctrs[name]
+		for i := range m.ctrs {
+			c := &m.ctrs[i]
 			if c.role != roleSidecar {
 				continue
 			}
 			times := c.startedTimes
 			if !c.sawStarted && c.firstRunning != never {
-				times = []int64{c.firstRunning}
+				times = []int64{c.firstRunning} // does not escape
 			}
 			last := int64(never)
 			for _, t := range times {
@@ -401,8 +443,8 @@ func FromEvents(meta *history.Meta, pod string, events []history.Event) Record {
 	// deletion_to_exited.
 	if deleted != never {
 		end, anyRunning, done := int64(never), false, true
-		for _, name := range order {
-			c := ctrs[name]
+		for i := range m.ctrs {
+			c := &m.ctrs[i]
 			if !c.ranAfterDeletion {
 				continue
 			}

@@ -329,7 +329,6 @@ func newEngine(ctx context.Context, cfg *Config, seed uint64, sink history.Sink,
 		hint = 1 << 20
 	}
 	e.pods = make([]pod, 0, hint)
-	e.q.h = make([]event, 0, 4*hint+64)
 	return e
 }
 

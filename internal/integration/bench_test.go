@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/sidebench/sidebench/harness/check"
 	"github.com/sidebench/sidebench/harness/history"
 	"github.com/sidebench/sidebench/harness/sim"
+	"github.com/sidebench/sidebench/internal/perfstat"
 )
 
 // benchConfig is the sim issue's reference workload: pods with 1 init
@@ -34,23 +36,37 @@ trials: 1
 	return cfg, t.Seed
 }
 
+// benchLifecycles is the number of lifecycles of benchConfig's trial.
+const benchLifecycles = 1e5
+
+// cpuPerLifecycle reports the CPU time per lifecycle since cpu0 (the
+// figure to compare on a shared machine) beside the wall time.
+func cpuPerLifecycle(b *testing.B, cpu0 time.Duration) {
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchLifecycles, "ns/lifecycle")
+	b.ReportMetric(float64((perfstat.CPUTime()-cpu0).Nanoseconds())/float64(b.N)/benchLifecycles, "cpu-ns/lifecycle")
+}
+
 // BenchmarkSimOnly and BenchmarkSimChecked run the same trial, without and
 // with the streaming checker (partitioner + all checkers, 2 workers): the
-// difference is what checking costs a run (issue 5: at most +25%).
+// difference is what checking costs a run (issue 5: at most +25%; issue
+// 19: at most +10% CPU). BenchmarkCheckingCost measures that difference
+// directly.
 func BenchmarkSimOnly(b *testing.B) {
 	cfg, seed := benchConfig(b, "[]")
+	cpu0 := perfstat.CPUTime()
 	for b.Loop() {
 		if _, err := sim.Run(context.Background(), cfg, seed, history.Discard); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e5, "ns/lifecycle")
+	cpuPerLifecycle(b, cpu0)
 }
 
 // BenchmarkSimJSONL is a sim run writing its history as JSONL (to
 // io.Discard): what `sidebench run` does without checking.
 func BenchmarkSimJSONL(b *testing.B) {
 	cfg, seed := benchConfig(b, "[]")
+	cpu0 := perfstat.CPUTime()
 	for b.Loop() {
 		w := history.NewWriter(io.Discard)
 		if _, err := sim.Run(context.Background(), cfg, seed, w); err != nil {
@@ -60,30 +76,70 @@ func BenchmarkSimJSONL(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e5, "ns/lifecycle")
+	cpuPerLifecycle(b, cpu0)
 }
 
 func BenchmarkSimChecked(b *testing.B) {
 	cfg, seed := benchConfig(b, "[]")
+	cpu0 := perfstat.CPUTime()
 	for b.Loop() {
-		runner := check.NewRunner()
-		part := history.NewPartitioner(func(meta *history.Meta, pod string, events []history.Event) error {
-			runner.Add(meta, pod, events)
-			return nil
-		})
-		async := history.NewAsyncSink(part, 0)
-		if _, err := sim.Run(context.Background(), cfg, seed, async); err != nil {
-			b.Fatal(err)
-		}
-		if err := async.Close(); err != nil {
-			b.Fatal(err)
-		}
-		if err := part.Close(); err != nil {
-			b.Fatal(err)
-		}
-		if rep := runner.Close(); rep.Violations() != 0 {
-			b.Fatalf("%d violations", rep.Violations())
-		}
+		runChecked(b, cfg, seed)
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1e5, "ns/lifecycle")
+	cpuPerLifecycle(b, cpu0)
+}
+
+// runChecked runs a trial with the streaming checker, as `sidebench run`
+// checks: the sim's events handed to another goroutine, partitioned per
+// pod, every checker on every pod (GOMAXPROCS workers).
+func runChecked(b *testing.B, cfg *sim.Config, seed uint64) {
+	runner := check.NewRunner()
+	part := history.NewPartitioner(func(meta *history.Meta, pod string, events []history.Event) error {
+		runner.Add(meta, pod, events)
+		return nil
+	})
+	async := history.NewAsyncSink(part, 0)
+	if _, err := sim.Run(context.Background(), cfg, seed, async); err != nil {
+		b.Fatal(err)
+	}
+	if err := async.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if err := part.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if rep := runner.Close(); rep.Violations() != 0 {
+		b.Fatalf("%d violations", rep.Violations())
+	}
+}
+
+// BenchmarkCheckingCost is what checking adds to a sim trial, in CPU time
+// (issue 19's goal: at most +10%) and in wall time: each iteration runs
+// the trial alone (history discarded) and then checked, and the figures
+// are the ratios of the sums. On two cores the wall-time overhead is
+// smaller than the CPU overhead, since the checker runs beside the sim.
+func BenchmarkCheckingCost(b *testing.B) {
+	for _, tc := range []struct{ name, faults string }{{"faults=none", "[]"}, {"faults=mixed", mixedFaults}} {
+		b.Run(tc.name, func(b *testing.B) {
+			cfg, seed := benchConfig(b, tc.faults)
+			var simCPU, chkCPU, simWall, chkWall time.Duration
+			for b.Loop() {
+				t0, c0 := time.Now(), perfstat.CPUTime()
+				if _, err := sim.Run(context.Background(), cfg, seed, history.Discard); err != nil {
+					b.Fatal(err)
+				}
+				t1, c1 := time.Now(), perfstat.CPUTime()
+				runChecked(b, cfg, seed)
+				t2, c2 := time.Now(), perfstat.CPUTime()
+				simCPU += c1 - c0
+				chkCPU += c2 - c1
+				simWall += t1.Sub(t0)
+				chkWall += t2.Sub(t1)
+			}
+			b.ReportMetric(100*(chkCPU.Seconds()/simCPU.Seconds()-1), "check-cpu-%")
+			b.ReportMetric(100*(chkWall.Seconds()/simWall.Seconds()-1), "check-wall-%")
+			b.ReportMetric(float64(simCPU.Nanoseconds())/float64(b.N)/benchLifecycles, "sim-cpu-ns/lifecycle")
+			b.ReportMetric(float64(chkCPU.Nanoseconds())/float64(b.N)/benchLifecycles, "checked-cpu-ns/lifecycle")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
 }

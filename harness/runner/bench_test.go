@@ -1,0 +1,167 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	simbackend "github.com/sidebench/sidebench/harness/backend/sim"
+	"github.com/sidebench/sidebench/harness/scenario"
+	"github.com/sidebench/sidebench/internal/perfstat"
+	"github.com/sidebench/sidebench/internal/version"
+)
+
+// The end-to-end benchmarks drive the path of `sidebench run` in process:
+// runner.Run with the sim backend, the run directory on disk, the reports
+// written. They report CPU time (the figure to compare on a shared
+// machine), wall time, peak RSS and bytes on disk per lifecycle. Run them
+// alone (-run '^$' -bench 'Run(Certify|Envelope|Parallel)' -benchtime 1x):
+// a lifecycle count of 300,000 takes tens of seconds.
+
+// shipped loads a shipped scenario with its workload count replaced by
+// count (0: as shipped) and trials trials (0: as shipped).
+func shipped(b *testing.B, name string, count, trials int) *scenario.Scenario {
+	b.Helper()
+	data, err := fs.ReadFile(scenario.ShippedFS, name+".yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	text := string(data)
+	if count > 0 {
+		s0, err := scenario.LoadBytes(name+".yaml", data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		old := fmt.Sprintf("count: %d", s0.Workloads[0].Count)
+		if !strings.Contains(text, old) {
+			b.Fatalf("%s: no %q to replace", name, old)
+		}
+		text = strings.Replace(text, old, fmt.Sprintf("count: %d", count), 1)
+	}
+	s, err := scenario.LoadBytes("scenarios/"+name+".yaml", []byte(text))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s.WithOverrides(0, trials)
+}
+
+// runStats is one in-process `sidebench run`.
+type runStats struct {
+	wall, cpu time.Duration
+	pods      int
+	disk      int64 // bytes of the run directory
+	rss       int64 // peak RSS since the run began, -1 if unknown
+}
+
+// runOnce runs s through runner.Run into a fresh directory under dir.
+func runOnce(b *testing.B, s *scenario.Scenario, parallel int, dir string) runStats {
+	b.Helper()
+	out := filepath.Join(dir, fmt.Sprintf("run-%d", time.Now().UnixNano()))
+	reset := perfstat.ResetPeakRSS()
+	o := Options{Backend: simbackend.Backend{Version: "bench"}, BackendName: "sim", Parallel: parallel,
+		Build: version.Info{Version: "bench"}}
+	start, cpu0 := time.Now(), perfstat.CPUTime()
+	res, err := Run(context.Background(), o, []Job{{Scenario: s, Dir: out}})
+	st := runStats{wall: time.Since(start), cpu: perfstat.CPUTime() - cpu0, rss: -1}
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !res.Pass() {
+		b.Fatalf("%s: verdict %s", s.Metadata.Name, res.State.State.Verdict)
+	}
+	for _, r := range res.State.State.Rows {
+		st.pods += r.Pods
+	}
+	if reset {
+		st.rss = perfstat.PeakRSS()
+	}
+	_ = filepath.WalkDir(out, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				st.disk += fi.Size()
+			}
+		}
+		return nil
+	})
+	if err := os.RemoveAll(out); err != nil {
+		b.Fatal(err)
+	}
+	return st
+}
+
+func (st *runStats) report(b *testing.B) {
+	b.ReportMetric(st.wall.Seconds(), "wall-s")
+	b.ReportMetric(st.cpu.Seconds(), "cpu-s")
+	b.ReportMetric(float64(st.pods)/st.cpu.Seconds(), "lifecycles/cpu-s")
+	b.ReportMetric(float64(st.cpu.Nanoseconds())/1e3/float64(st.pods), "cpu-µs/lifecycle")
+	b.ReportMetric(float64(st.disk)/float64(st.pods), "disk-B/lifecycle")
+	if st.rss > 0 {
+		b.ReportMetric(float64(st.rss)/(1<<20), "peak-RSS-MiB")
+	}
+	b.ReportMetric(0, "ns/op") // one op is one whole run: wall-s says it
+}
+
+// BenchmarkRunCertify is the certification of a 1e-5 violation rate at
+// 95% confidence: 300,000 faulted lifecycles of scenarios/certify.yaml
+// through `sidebench run`'s path (goal: 10 s, 1 GiB).
+func BenchmarkRunCertify(b *testing.B) {
+	for _, n := range []int{30_000, 300_000} {
+		b.Run(fmt.Sprintf("lifecycles=%d", n), func(b *testing.B) {
+			s := shipped(b, "certify", n, 1)
+			dir := b.TempDir()
+			var st runStats
+			for b.Loop() {
+				st = runOnce(b, s, 1, dir)
+			}
+			st.report(b)
+		})
+	}
+}
+
+// BenchmarkRunEnvelope is the Kubernetes scale envelope (5,000 nodes,
+// 150,000 pods alive at once) through `sidebench run --include-large
+// scenarios/scale-envelope.yaml`'s path (goal: 10 s, 1 GiB).
+func BenchmarkRunEnvelope(b *testing.B) {
+	s := shipped(b, "scale-envelope", 0, 1)
+	dir := b.TempDir()
+	var st runStats
+	for b.Loop() {
+		st = runOnce(b, s, 1, dir)
+	}
+	st.report(b)
+}
+
+// BenchmarkRunParallel runs the same four trials of certify (50,000
+// lifecycles each) with --parallel 1 and --parallel 2 alternately, in one
+// process, and reports the wall-time speed-up of --parallel 2 (goal: 1.8
+// on two idle cores) and the CPU time of each. On a loaded machine the
+// speed-up is bounded by the cores other processes leave: compare with
+// the load average.
+func BenchmarkRunParallel(b *testing.B) {
+	s := shipped(b, "certify", 50_000, 4)
+	dir := b.TempDir()
+	var w1, w2, c1, c2 time.Duration
+	var r2 int64
+	for b.Loop() {
+		s1 := runOnce(b, s, 1, dir)
+		s2 := runOnce(b, s, 2, dir)
+		w1 += s1.wall
+		w2 += s2.wall
+		c1 += s1.cpu
+		c2 += s2.cpu
+		r2 = max(r2, s2.rss)
+	}
+	b.ReportMetric(w1.Seconds()/w2.Seconds(), "speedup")
+	b.ReportMetric(c2.Seconds()/c1.Seconds(), "cpu-ratio")
+	b.ReportMetric(w1.Seconds()/float64(b.N), "wall-s-p1")
+	b.ReportMetric(w2.Seconds()/float64(b.N), "wall-s-p2")
+	if r2 > 0 {
+		b.ReportMetric(float64(r2)/(1<<20), "peak-RSS-MiB-p2")
+	}
+	b.ReportMetric(0, "ns/op")
+}
