@@ -1,75 +1,135 @@
 package history
 
-// AsyncSink hands events to another Sink on its own goroutine, in batches,
-// so that an expensive consumer (the partitioner and checkers, a JSONL
-// encoder) runs beside the producer (a simulation) instead of inside it.
-// Order is preserved. Events are copied, so the producer may reuse its
-// Event. Close must be called to flush and to learn the consumer's error.
+import "sync/atomic"
+
+// AsyncSink hands events to other Sinks, each on its own goroutine, in
+// batches, so that expensive consumers (a JSONL encoder writing a file;
+// the partitioner, checkers and metrics) run beside the producer (a
+// simulation) and beside each other instead of inside it: a pipeline over
+// the cores. Every consumer sees every event, in order. The queues are
+// bounded: a consumer that falls behind by queueDepth batches blocks the
+// producer rather than growing memory. Events are copied once, into the
+// batch the consumers share, so the producer may reuse its Event. Close
+// must be called to flush and to learn the consumers' errors.
 type AsyncSink struct {
-	dst   Sink
 	size  int
-	buf   []Event
-	full  chan []Event
-	free  chan []Event
-	done  chan error
+	buf   *batch
+	outs  []chan *batch
+	free  chan *batch
+	done  chan stageErr
 	err   error
 	close bool
 }
 
-// NewAsyncSink starts the consumer goroutine. batch is the number of
-// events handed over at once (0: 4096).
-func NewAsyncSink(dst Sink, batch int) *AsyncSink {
-	if batch <= 0 {
-		batch = 4096
+// batch is a run of events shared by every consumer; the last consumer
+// done with it returns it to the free list.
+type batch struct {
+	ev   []Event
+	refs atomic.Int32
+}
+
+type stageErr struct {
+	stage int
+	err   error
+}
+
+// queueDepth is the number of batches a consumer may lag behind.
+const queueDepth = 4
+
+// NewAsyncSink starts one consumer goroutine for dst. batch is the number
+// of events handed over at once (0: 4096).
+func NewAsyncSink(dst Sink, batch int) *AsyncSink { return NewPipeline(batch, dst) }
+
+// NewPipeline starts one consumer goroutine per stage; each stage sees
+// every event. batch is the number of events handed over at once (0:
+// 4096).
+func NewPipeline(size int, stages ...Sink) *AsyncSink {
+	if size <= 0 {
+		size = 4096
 	}
-	s := &AsyncSink{dst: dst, size: batch, full: make(chan []Event, 4), free: make(chan []Event, 6), done: make(chan error, 1)}
-	s.buf = make([]Event, 0, batch)
-	go s.consume()
+	s := &AsyncSink{size: size, free: make(chan *batch, queueDepth*len(stages)+2), done: make(chan stageErr, len(stages))}
+	for i, dst := range stages {
+		out := make(chan *batch, queueDepth)
+		s.outs = append(s.outs, out)
+		go s.consume(i, dst, out)
+	}
+	s.buf = s.newBatch()
 	return s
 }
 
-func (s *AsyncSink) consume() {
+func (s *AsyncSink) newBatch() *batch {
+	select {
+	case b := <-s.free:
+		return b
+	default:
+		return &batch{ev: make([]Event, 0, s.size)}
+	}
+}
+
+func (s *AsyncSink) consume(stage int, dst Sink, in chan *batch) {
 	var err error
-	for b := range s.full {
-		for i := range b {
+	for b := range in {
+		for i := range b.ev {
 			if err == nil {
-				err = s.dst.Write(&b[i])
+				err = dst.Write(&b.ev[i])
 			}
 		}
-		clear(b) // drop Spec/Meta references
-		select {
-		case s.free <- b[:0]:
-		default:
+		if b.refs.Add(-1) == 0 {
+			// The events are overwritten when the batch is reused; their
+			// Spec/Meta/strings stay reachable until then (bounded by the
+			// batches in flight).
+			b.ev = b.ev[:0]
+			select {
+			case s.free <- b:
+			default:
+			}
 		}
 	}
-	s.done <- err
+	s.done <- stageErr{stage, err}
 }
 
 // Write queues a copy of e.
 func (s *AsyncSink) Write(e *Event) error {
-	s.buf = append(s.buf, *e)
-	if len(s.buf) == s.size {
-		s.full <- s.buf
-		select {
-		case s.buf = <-s.free:
-		default:
-			s.buf = make([]Event, 0, s.size)
-		}
+	b := s.buf
+	b.ev = append(b.ev, *e)
+	if len(b.ev) == s.size {
+		s.hand(b)
+		s.buf = s.newBatch()
 	}
 	return nil
 }
 
-// Close flushes what is queued, waits for the consumer and returns the
-// first error it met.
+// hand gives b to every consumer.
+func (s *AsyncSink) hand(b *batch) {
+	b.refs.Store(int32(len(s.outs)))
+	for _, out := range s.outs {
+		out <- b
+	}
+}
+
+// Close flushes what is queued, waits for the consumers and returns the
+// first error of the first stage that failed (in stage order).
 func (s *AsyncSink) Close() error {
 	if s.close {
 		return s.err
 	}
 	s.close = true
-	if len(s.buf) > 0 {
-		s.full <- s.buf
+	if len(s.buf.ev) > 0 {
+		s.hand(s.buf)
 	}
-	close(s.full)
-	s.err = <-s.done
+	for _, out := range s.outs {
+		close(out)
+	}
+	errs := make([]error, len(s.outs))
+	for range s.outs {
+		r := <-s.done
+		errs[r.stage] = r.err
+	}
+	for _, err := range errs {
+		if err != nil {
+			s.err = err
+			break
+		}
+	}
 	return s.err
 }

@@ -51,20 +51,34 @@ type Partitioner struct {
 	pods  map[string]*podBuf
 	nodes map[string]map[*podBuf]struct{}
 	seq   uint64
-	free  [][]Event // recycled event slices
+	free  []*podBuf // recycled buffers
 	order []*podBuf // scratch for end-of-run delivery
 	err   error
 	peak  int
 	// last is the pod of the previous pod event: a backend emits a pod's
 	// events in bursts, so this skips most map lookups.
 	last *podBuf
+	syms symtab
+	out  []Event // the delivered history, expanded (reused)
 }
 
+// podBuf is a live pod's history so far, compact (compact.go).
 type podBuf struct {
-	name   string
-	node   string
-	seq    uint64 // order of first appearance, for deterministic delivery
-	events []Event
+	name string
+	node string
+	seq  uint64 // order of first appearance, for deterministic delivery
+	recs []rec
+	ext  []Event // events kept whole
+}
+
+// add appends e to pb.
+func (p *Partitioner) add(pb *podBuf, e *Event) {
+	r, ok := p.syms.compact(e, pb)
+	if !ok {
+		r = rec{ext: int32(len(pb.ext))}
+		pb.ext = append(pb.ext, *e)
+	}
+	pb.recs = append(pb.recs, r)
 }
 
 // NewPartitioner returns a Partitioner that calls fn once per pod history.
@@ -74,6 +88,7 @@ func NewPartitioner(fn PodFunc) *Partitioner {
 		run:   -1,
 		pods:  make(map[string]*podBuf),
 		nodes: make(map[string]map[*podBuf]struct{}),
+		syms:  newSymtab(),
 	}
 }
 
@@ -120,7 +135,7 @@ func (p *Partitioner) Write(e *Event) error {
 			}
 			set[pb] = struct{}{}
 		}
-		pb.events = append(pb.events, *e)
+		p.add(pb, e)
 		if e.Kind == PodRemoved {
 			p.finish(pb)
 		}
@@ -128,11 +143,11 @@ func (p *Partitioner) Write(e *Event) error {
 		// Map order does not matter: each pod's slice stays in history
 		// order whatever order the pods are visited in.
 		for pb := range p.nodes[e.Node] {
-			pb.events = append(pb.events, *e)
+			p.add(pb, e)
 		}
 	default:
 		for _, pb := range p.pods {
-			pb.events = append(pb.events, *e)
+			p.add(pb, e)
 		}
 	}
 	return p.err
@@ -149,14 +164,16 @@ func (p *Partitioner) Close() error {
 
 func (p *Partitioner) newPod(name string) *podBuf {
 	p.seq++
-	pb := &podBuf{name: name, seq: p.seq}
+	var pb *podBuf
 	if n := len(p.free); n > 0 {
-		pb.events, p.free = p.free[n-1], p.free[:n-1]
+		pb, p.free = p.free[n-1], p.free[:n-1]
+		*pb = podBuf{recs: pb.recs[:0], ext: pb.ext[:0]}
 	} else {
 		// A typical sidecar pod has 20–60 events: start there rather than
 		// regrow (and recopy) from 1.
-		pb.events = make([]Event, 0, 48)
+		pb = &podBuf{recs: make([]rec, 0, 64)}
 	}
+	pb.name, pb.seq = name, p.seq
 	p.pods[name] = pb
 	p.peak = max(p.peak, len(p.pods))
 	return pb
@@ -176,13 +193,24 @@ func (p *Partitioner) finish(pb *podBuf) {
 		}
 	}
 	if p.err == nil {
-		p.err = p.fn(p.meta, pb.name, pb.events)
+		out := p.out[:0]
+		if cap(out) < len(pb.recs) {
+			out = make([]Event, 0, len(pb.recs)+len(pb.recs)/4)
+		}
+		out = out[:len(pb.recs)]
+		for i := range pb.recs {
+			p.syms.expand(&pb.recs[i], pb, &out[i])
+		}
+		p.err = p.fn(p.meta, pb.name, out)
+		// Not cleared: the next pod overwrites it, and what it still
+		// references is one pod's worth.
+		p.out = out[:0]
 	}
-	// Recycle the slice (bounded, so one huge pod does not pin memory
-	// forever); clear it so Spec/Meta pointers can be collected.
-	clear(pb.events)
-	if len(p.free) < 1<<12 && cap(pb.events) <= 1<<12 {
-		p.free = append(p.free, pb.events[:0])
+	// Recycle the buffer (bounded, so one huge pod does not pin memory
+	// forever); clear the whole events so their pointers can be collected.
+	clear(pb.ext)
+	if len(p.free) < 1<<12 && cap(pb.recs) <= 1<<12 && cap(pb.ext) <= 1<<10 {
+		p.free = append(p.free, pb)
 	}
 }
 
@@ -200,7 +228,7 @@ func (p *Partitioner) endRun(end *Event) {
 	})
 	for _, pb := range p.order {
 		if end != nil {
-			pb.events = append(pb.events, *end)
+			p.add(pb, end)
 		}
 		p.finish(pb)
 		if p.err != nil {

@@ -300,3 +300,67 @@ func TestAsyncSinkPreservesOrder(t *testing.T) {
 		}
 	}
 }
+
+// recorder is a Sink that keeps the kinds and times it saw, and fails
+// from the n-th event on (n > 0).
+type recorder struct {
+	seen   []string
+	failAt int
+	err    error
+}
+
+func (r *recorder) Write(e *Event) error {
+	if r.failAt > 0 && len(r.seen)+1 >= r.failAt {
+		return r.err
+	}
+	r.seen = append(r.seen, e.String())
+	return nil
+}
+
+// TestPipelineStagesSeeEverything: every stage of a pipeline sees every
+// event in order, whatever the batch size; Close reports the error of the
+// first failing stage in stage order, whichever failed first in time.
+func TestPipelineStagesSeeEverything(t *testing.T) {
+	data, err := os.ReadFile("testdata/sample.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := ReadAll(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := range evs {
+		want = append(want, evs[i].String())
+	}
+	for _, size := range []int{1, 3, 4096} {
+		a, b, c := &recorder{}, &recorder{}, &recorder{}
+		p := NewPipeline(size, a, b, c)
+		for i := range evs {
+			e := evs[i]
+			if err := p.Write(&e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range []*recorder{a, b, c} {
+			if !slices.Equal(r.seen, want) {
+				t.Fatalf("batch %d: stage %d saw %d events, want the %d in order", size, i, len(r.seen), len(want))
+			}
+		}
+	}
+	errEarly, errLate := errors.New("stage 2 failed"), errors.New("stage 1 failed")
+	first := &recorder{failAt: len(evs), err: errLate}
+	second := &recorder{failAt: 1, err: errEarly}
+	p := NewPipeline(2, first, second)
+	for i := range evs {
+		if err := p.Write(&evs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Close(); err != errLate {
+		t.Fatalf("Close = %v, want the first stage's %v", err, errLate)
+	}
+}

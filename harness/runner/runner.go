@@ -399,11 +399,12 @@ func (o *Options) runTrial(ctx context.Context, d *rundir.Dir, t scenario.Trial,
 		prog.PodsDone(1)
 		return rw.Write(&rec)
 	})
-	// Encoding, partitioning, checking and measuring run on their own
-	// goroutine beside the backend (a sim trial is single-threaded).
+	// Encoding runs on its own goroutine, partitioning, checking and
+	// measuring on another, beside the backend (a sim trial is
+	// single-threaded): a pipeline over the cores.
 	tally := faultTally{}
 	tap := newFaultTap(plan.Policy, plan.Number)
-	async := history.NewAsyncSink(teeSink{hw, part, tally, tap}, 0)
+	async := history.NewPipeline(0, hw, teeSink{part, tally, tap})
 	stats, runErr := o.Backend.RunTrial(ctx, plan, async)
 	perr := async.Close()
 	if cerr := part.Close(); perr == nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sidebench/sidebench/harness/check"
 	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/harness/metrics"
 	"github.com/sidebench/sidebench/harness/sim"
 	"github.com/sidebench/sidebench/internal/perfstat"
 )
@@ -140,6 +141,101 @@ func BenchmarkCheckingCost(b *testing.B) {
 			b.ReportMetric(float64(simCPU.Nanoseconds())/float64(b.N)/benchLifecycles, "sim-cpu-ns/lifecycle")
 			b.ReportMetric(float64(chkCPU.Nanoseconds())/float64(b.N)/benchLifecycles, "checked-cpu-ns/lifecycle")
 			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// recordTrial runs a trial once and keeps its history in memory.
+func recordTrial(b *testing.B, cfg *sim.Config, seed uint64) (events []history.Event, pods int) {
+	b.Helper()
+	rec := &recordSink{}
+	res, err := sim.Run(context.Background(), cfg, seed, rec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return rec.events, res.PodsCompleted
+}
+
+type recordSink struct{ events []history.Event }
+
+func (r *recordSink) Write(e *history.Event) error {
+	r.events = append(r.events, *e)
+	return nil
+}
+
+// BenchmarkConsume is the consumer side of a run on a recorded history
+// (20,000 lifecycles of the benchmark workload under the mixed fault
+// load), stage by stage, in CPU time per lifecycle: what each part of
+// the pipeline behind the sim costs, with the sim's cost out of the way.
+func BenchmarkConsume(b *testing.B) {
+	text := fmt.Sprintf(`apiVersion: sidebench.dev/v1alpha1
+kind: Scenario
+metadata: {name: consume}
+seed: 1
+policies: [kep753]
+cluster: {nodes: 100, podsPerNode: 30}
+workloads:
+- name: web
+  count: 20000
+  arrival: {type: poisson, rate: 600}
+  lifetime: uniform(min=2s, max=6s)
+%s
+faults: %s
+trials: 1
+`, sidecarPod, mixedFaults)
+	cfg, tr := compileTrial(b, text, "", 0)
+	events, pods := recordTrial(b, cfg, tr.Seed)
+	feed := func(s history.Sink) {
+		for i := range events {
+			if err := s.Write(&events[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	run := func(name string, body func()) {
+		b.Run(name, func(b *testing.B) {
+			cpu0 := perfstat.CPUTime()
+			for b.Loop() {
+				body()
+			}
+			b.ReportMetric(float64((perfstat.CPUTime()-cpu0).Nanoseconds())/float64(b.N)/float64(pods), "cpu-ns/lifecycle")
+			b.ReportMetric(float64(len(events))/float64(pods), "events/lifecycle")
+		})
+	}
+	run("encode", func() {
+		w := history.NewWriter(io.Discard)
+		feed(w)
+		if err := w.Flush(); err != nil {
+			b.Fatal(err)
+		}
+	})
+	partition := func(fn history.PodFunc) {
+		p := history.NewPartitioner(fn)
+		feed(p)
+		if err := p.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	run("partition", func() {
+		partition(func(*history.Meta, string, []history.Event) error { return nil })
+	})
+	run("partition+metrics", func() {
+		partition(func(meta *history.Meta, pod string, evs []history.Event) error {
+			rec := metrics.FromEvents(meta, pod, evs)
+			_ = rec
+			return nil
+		})
+	})
+	for _, workers := range []int{1, 2} {
+		run(fmt.Sprintf("partition+check/workers=%d", workers), func() {
+			cr := check.NewRunner(check.Workers(workers))
+			partition(func(meta *history.Meta, pod string, evs []history.Event) error {
+				cr.Add(meta, pod, evs)
+				return nil
+			})
+			if rep := cr.Close(); rep.Violations() != 0 {
+				b.Fatalf("%d violations", rep.Violations())
+			}
 		})
 	}
 }
