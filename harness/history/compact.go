@@ -28,12 +28,12 @@ type rec struct {
 }
 
 const (
-	recValue   uint8 = 1 << iota // Value
-	recPod                       // Pod is the buffer's pod (else "")
-	recNode                      // Node is the buffer's node (else "")
-	recPhase                     // str is Phase
-	recCond                      // str is Cond
-	recProbe                     // str is Probe
+	recValue uint8 = 1 << iota // Value
+	recPod                     // Pod is the buffer's pod (else "")
+	recNode                    // Node is the buffer's node (else "")
+	recPhase                   // str is Phase
+	recCond                    // str is Cond
+	recProbe                   // str is Probe
 )
 
 // sym numbers a short string of the history's vocabulary (container
