@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"os"
@@ -129,13 +130,21 @@ func TestDownDirKillsRecordedProcesses(t *testing.T) {
 	}
 	// A process that ignores SIGTERM must be SIGKILLed; a stale record
 	// (same PID, other start time) must be left alone.
-	cmd := exec.Command("sh", "-c", "trap '' TERM; sleep 60")
+	cmd := exec.Command("sh", "-c", "trap '' TERM; echo trapped; exec sleep 60")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// The trap is installed once the shell says so (order, not a sleep);
+	// sleep inherits the ignored SIGTERM through exec.
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "trapped\n" {
+		t.Fatalf("shell said %q, %v", line, err)
+	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	time.Sleep(100 * time.Millisecond) // let sh install the trap
 	ticks, err := procStartTicks(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +166,7 @@ func TestDownDirKillsRecordedProcesses(t *testing.T) {
 	}
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second): // a hang guard: DownDir waits for the kill itself
 		t.Fatal("recorded process still running after DownDir")
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {

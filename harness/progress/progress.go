@@ -21,6 +21,7 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 	"golang.org/x/term"
+	"k8s.io/utils/clock"
 )
 
 // Mode selects how progress is shown.
@@ -42,8 +43,9 @@ type Options struct {
 	Mode Mode
 	// Interval is the period of plain summary lines (default 10s).
 	Interval time.Duration
-	// Now is the clock (default time.Now); tests pass a fixed one.
-	Now func() time.Time
+	// Clock times the plain summary lines and the elapsed/eta figures
+	// (default the real clock); tests step a fake one.
+	Clock clock.WithTicker
 }
 
 // Reporter shows the progress of scenarios.
@@ -52,7 +54,7 @@ type Reporter struct {
 	w        io.Writer
 	mode     Mode
 	p        *mpb.Progress
-	now      func() time.Time
+	clock    clock.WithTicker
 	interval time.Duration
 	scen     []*Scenario
 	stop     chan struct{}
@@ -77,9 +79,9 @@ func IsTerminal(w io.Writer) bool {
 
 // New returns a Reporter writing to w.
 func New(w io.Writer, o Options) *Reporter {
-	r := &Reporter{w: w, mode: o.Mode, now: o.Now, interval: o.Interval}
-	if r.now == nil {
-		r.now = time.Now
+	r := &Reporter{w: w, mode: o.Mode, clock: o.Clock, interval: o.Interval}
+	if r.clock == nil {
+		r.clock = clock.RealClock{}
 	}
 	if r.interval <= 0 {
 		r.interval = 10 * time.Second
@@ -95,7 +97,9 @@ func New(w io.Writer, o Options) *Reporter {
 		r.p = mpb.New(mpb.WithOutput(w), mpb.WithWidth(40), mpb.WithRefreshRate(200*time.Millisecond))
 	case Plain:
 		r.stop, r.done = make(chan struct{}), make(chan struct{})
-		go r.tick()
+		// The ticker exists before New returns, so that every clock step
+		// after it counts.
+		go r.tick(r.clock.NewTicker(r.interval))
 	}
 	return r
 }
@@ -122,7 +126,7 @@ type Scenario struct {
 func (r *Reporter) AddScenario(name string, trials, pods int) *Scenario {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := &Scenario{r: r, name: name, trials: trials, pods: pods, start: r.now()}
+	s := &Scenario{r: r, name: name, trials: trials, pods: pods, start: r.clock.Now()}
 	r.scen = append(r.scen, s)
 	switch {
 	case r.mode == Bars && trials <= 0:
@@ -240,15 +244,14 @@ func (r *Reporter) Logf(format string, args ...any) {
 	io.WriteString(r.w, line)
 }
 
-func (r *Reporter) tick() {
+func (r *Reporter) tick(t clock.Ticker) {
 	defer close(r.done)
-	t := time.NewTicker(r.interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-r.stop:
 			return
-		case <-t.C:
+		case <-t.C():
 			r.summary()
 		}
 	}
@@ -267,12 +270,12 @@ func (r *Reporter) summary() {
 	sort.SliceStable(active, func(i, j int) bool { return active[i].name < active[j].name })
 	for _, s := range active {
 		if s.trials <= 0 {
-			fmt.Fprintf(r.w, "progress: %s: %d trials, %s, elapsed %s\n", s.name, s.done, s.statsLocked(), r.now().Sub(s.start).Round(time.Second))
+			fmt.Fprintf(r.w, "progress: %s: %d trials, %s, elapsed %s\n", s.name, s.done, s.statsLocked(), r.clock.Now().Sub(s.start).Round(time.Second))
 			continue
 		}
 		eta := "?"
 		if s.done > 0 {
-			el := r.now().Sub(s.start)
+			el := r.clock.Now().Sub(s.start)
 			rem := time.Duration(float64(el) / float64(s.done) * float64(s.trials-s.done))
 			eta = rem.Round(time.Second).String()
 		}

@@ -3,19 +3,57 @@ package progress
 import (
 	"bytes"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
 )
 
+// lockedBuffer is written by the reporter's ticker goroutine and read by
+// the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// tickUntil steps the fake clock by one interval and waits until the
+// summary it triggers contains want. The deadline only guards against a
+// hang: the line comes from one tick of simulated time, whatever the
+// machine's load.
+func tickUntil(t *testing.T, clk *testingclock.FakeClock, interval time.Duration, buf *lockedBuffer, want string) {
+	t.Helper()
+	clk.Step(interval)
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(buf.String(), want); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q after one interval in:\n%s", want, buf.String())
+		}
+	}
+}
+
 func TestPlainOffTTY(t *testing.T) {
-	var buf bytes.Buffer
-	r := New(&buf, Options{Interval: 5 * time.Millisecond})
+	var buf lockedBuffer
+	clk := testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))
+	r := New(&buf, Options{Interval: 10 * time.Second, Clock: clk})
 	if r.Mode() != Plain {
 		t.Fatalf("mode %v, want Plain for a non-terminal writer", r.Mode())
 	}
 	s := r.AddScenario("demo", 2, 10)
 	s.TrialDone(5, 1)
-	time.Sleep(30 * time.Millisecond)
+	// One trial took 10s: the other is due in 10s.
+	tickUntil(t, clk, 10*time.Second, &buf, "progress: demo: 1/2 trials, pods 5/10  violations 1, eta 10s")
 	s.TrialDone(5, 0)
 	r.Logf("hello %d", 1)
 	r.Close()
@@ -52,11 +90,12 @@ func TestBarsForced(t *testing.T) {
 }
 
 func TestOpenEnded(t *testing.T) {
-	var buf bytes.Buffer
-	r := New(&buf, Options{Mode: Plain, Interval: time.Millisecond})
+	var buf lockedBuffer
+	clk := testingclock.NewFakeClock(time.Unix(1_700_000_000, 0))
+	r := New(&buf, Options{Mode: Plain, Interval: time.Minute, Clock: clk})
 	s := r.AddScenario("soak", 0, 0)
 	s.TrialDone(3, 0)
-	time.Sleep(10 * time.Millisecond)
+	tickUntil(t, clk, time.Minute, &buf, "progress: soak: 1 trials, pods 3  violations 0, elapsed 1m0s")
 	r.Close()
 	out := buf.String()
 	for _, want := range []string{"progress: soak: started, open-ended", "progress: soak: 1 trials, pods 3  violations 0, elapsed", "progress: soak: finished 1 trials"} {
