@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
@@ -50,7 +49,6 @@ type kubeBackend struct {
 	mu   sync.Mutex
 	b    *kube.Backend
 	err  error
-	ptr  string
 }
 
 func newKubeBackend(o kubeOptions) *kubeBackend { return &kubeBackend{opts: o} }
@@ -74,7 +72,7 @@ func (k *kubeBackend) up(ctx context.Context) (*kube.Backend, error) {
 		fmt.Fprintf(log, "sidebench: creating a %s cluster for the kube backend ...\n", k.opts.provider)
 		t0 := time.Now()
 		c, err := kube.Provide(ctx, kube.ProvideOptions{Provider: k.opts.provider, ImageArchive: k.opts.imageArchive,
-			Nodes: k.opts.nodes, Log: log, OnUp: func(dir string) { k.ptr = writeClusterPointer(dir) }})
+			Nodes: k.opts.nodes, Log: log})
 		if err != nil {
 			k.err = fmt.Errorf("kube backend: %w", err)
 			return nil, k.err
@@ -145,9 +143,6 @@ func (k *kubeBackend) Close() error {
 	}
 	t0 := time.Now()
 	err := k.b.Close()
-	if k.ptr != "" {
-		os.Remove(k.ptr)
-	}
 	if k.opts.log != nil {
 		fmt.Fprintf(k.opts.log, "sidebench: kube backend cleaned up in %s\n", time.Since(t0).Round(time.Millisecond))
 	}

@@ -90,7 +90,7 @@ func TestStateRoundTripAndProc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &State{RunDir: dir, Procs: []Proc{{Name: "self", PID: os.Getpid(), StartTicks: ticks}}, Sysctls: map[string]string{"kernel/panic": "0"}}
+	s := &State{RunDir: dir, ID: "abc123", HostHeld: true, Procs: []Proc{{Name: "self", PID: os.Getpid(), StartTicks: ticks}}}
 	if err := s.save(); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestStateRoundTripAndProc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Procs) != 1 || !got.Procs[0].Alive() || got.Sysctls["kernel/panic"] != "0" {
+	if len(got.Procs) != 1 || !got.Procs[0].Alive() || got.ID != "abc123" || !got.HostHeld {
 		t.Errorf("loaded %+v", got)
 	}
 	stale := Proc{Name: "recycled", PID: os.Getpid(), StartTicks: ticks + 1}
@@ -116,7 +116,8 @@ func TestUnescapeMount(t *testing.T) {
 func TestKubeletConfig(t *testing.T) {
 	n := &Node{KubeletPort: 1, HealthzPort: 2, CRISocket: "/r/cri.sock"}
 	c := kubeletConfig(n, "/r/logs", 250)
-	for _, want := range []string{"failCgroupV1: false", "cgroupsPerQOS: false", "containerRuntimeEndpoint: unix:///r/cri.sock", "address: 127.0.0.1", "healthzBindAddress: 127.0.0.1"} {
+	for _, want := range []string{"failCgroupV1: false", "cgroupsPerQOS: false", "containerRuntimeEndpoint: unix:///r/cri.sock", "address: 127.0.0.1", "healthzBindAddress: 127.0.0.1",
+		"readOnlyPort: 0", "anonymous: {enabled: false}", "makeIPTablesUtilChains: false"} {
 		if !strings.Contains(c, want) {
 			t.Errorf("kubelet config lacks %q", want)
 		}
