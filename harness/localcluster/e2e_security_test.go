@@ -12,10 +12,14 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // TestE2ESecurity: nobody gets in (issue 15 items 8 and 9). On a running
@@ -217,4 +221,81 @@ func TestE2EConcurrentClusters(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSharedRestored(t, before)
+}
+
+// TestE2EFirewallUntouched is issue 15 item 10's reproduction: a whole
+// cluster runs a pod inside an empty network namespace (unshare --net,
+// only loopback up), is torn down, and the namespace's iptables and
+// nftables rules must be empty again. Kubelets with their default
+// makeIPTablesUtilChains created KUBE-IPTABLES-HINT, KUBE-KUBELET-CANARY
+// and KUBE-FIREWALL (a DROP rule hooked into INPUT and OUTPUT), which
+// outlived them. Needs iptables and nft (hack/e2e.sh installs them).
+func TestE2EFirewallUntouched(t *testing.T) {
+	const child = "SIDEBENCH_E2E_NETNS_CHILD"
+	if os.Getenv(child) == "1" {
+		firewallChild(t)
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (the kubelet, network namespaces)")
+	}
+	for _, b := range []string{"unshare", "ip", "iptables-save", "nft"} {
+		if _, err := exec.LookPath(b); err != nil {
+			t.Skipf("%s not installed (hack/e2e.sh installs iptables and nftables): %v", b, err)
+		}
+	}
+	cmd := exec.Command("unshare", "--net", "--", "sh", "-c", `ip link set lo up && exec "$0" -test.run '^TestE2EFirewallUntouched$' -test.v`, os.Args[0])
+	cmd.Env = append(os.Environ(), child+"=1")
+	out, err := cmd.CombinedOutput()
+	t.Logf("in a new network namespace:\n%s", out)
+	if err != nil {
+		t.Fatalf("the cluster in its own network namespace: %v", err)
+	}
+	if !strings.Contains(string(out), "--- PASS: TestE2EFirewallUntouched") {
+		t.Fatal("the child test did not pass")
+	}
+}
+
+// firewallChild runs in the new network namespace.
+func firewallChild(t *testing.T) {
+	rules := func() string {
+		var b strings.Builder
+		for _, args := range [][]string{{"iptables-save"}, {"ip6tables-save"}, {"nft", "list", "ruleset"}} {
+			out, _ := exec.Command(args[0], args[1:]...).Output()
+			for _, l := range strings.Split(string(out), "\n") {
+				// iptables-save prints its empty tables' headers.
+				if l == "" || strings.HasPrefix(l, "#") || strings.HasPrefix(l, "*") || l == "COMMIT" || strings.HasPrefix(l, ":") {
+					continue
+				}
+				b.WriteString(l + "\n")
+			}
+		}
+		return b.String()
+	}
+	if r := rules(); r != "" {
+		t.Fatalf("the new network namespace has rules before the cluster:\n%s", r)
+	}
+	ctx, cl, _, cs := upCluster(t, 1)
+	pod := sidecarPod(cl.Nodes[0].Name)
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		p, err := cs.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		if err == nil && p.Status.Phase == corev1.PodRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("pod not Running")
+		}
+	}
+	if r := rules(); r != "" {
+		t.Errorf("rules while the kubelet runs:\n%s", r)
+	}
+	if err := cl.Down(); err != nil {
+		t.Fatal(err)
+	}
+	if r := rules(); r != "" {
+		t.Errorf("rules left after the teardown:\n%s", r)
+	}
 }
