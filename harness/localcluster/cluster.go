@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -97,7 +98,9 @@ type Node struct {
 	Runtime *cri.Server
 	Log     string
 
-	kubeletArgs []string
+	// kubeletCmd is the kubelet's command line (binary first), the same
+	// for every start of node i.
+	kubeletCmd []string
 }
 
 // Timings are the durations of Up's phases, each from the start of Up.
@@ -527,14 +530,19 @@ func (c *Cluster) startNode(ctx context.Context, cfg Config, i int, token string
 		return nil, err
 	}
 	n.Log = c.logPath("kubelet-" + name)
-	n.kubeletArgs = []string{
+	n.kubeletCmd = []string{c.Binaries.Kubelet,
 		"--config=" + conf, "--kubeconfig=" + kc,
 		"--root-dir=" + n.RootDir, "--cert-dir=" + filepath.Join(dir, "pki"),
 		"--hostname-override=" + name,
 		"--v=" + strconv.Itoa(cfg.KubeletVerbosity),
 	}
-	n.kubeletArgs = append(n.kubeletArgs, featureGateArgs(cfg.FeatureGates)...)
-	if err := c.start(cfg, "kubelet-"+name, c.Binaries.Kubelet, n.kubeletArgs...); err != nil {
+	n.kubeletCmd = append(n.kubeletCmd, featureGateArgs(cfg.FeatureGates)...)
+	if cfg.Runtime != RuntimeContainerd {
+		if n.kubeletCmd, err = privateHostPaths(dir, kubeletHostPaths, n.kubeletCmd); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.start(cfg, "kubelet-"+name, n.kubeletCmd[0], n.kubeletCmd[1:]...); err != nil {
 		return nil, err
 	}
 	return n, nil
@@ -610,7 +618,7 @@ func (c *Cluster) StartKubelet(ctx context.Context, i int) error {
 	if err := c.forgetDead(name, "kubelet of "+n.Name); err != nil {
 		return err
 	}
-	if err := c.start(c.cfg, name, c.Binaries.Kubelet, n.kubeletArgs...); err != nil {
+	if err := c.start(c.cfg, name, n.kubeletCmd[0], n.kubeletCmd[1:]...); err != nil {
 		return err
 	}
 	if err := waitHTTP(ctx, httpClient(nil), fmt.Sprintf("http://127.0.0.1:%d/healthz", n.HealthzPort), "", 60*time.Second); err != nil {
@@ -628,12 +636,48 @@ func (c *Cluster) WaitNodesReady(ctx context.Context, within time.Duration) erro
 	return c.waitNodesReady(ctx, cs, within)
 }
 
-// kubeletHostPaths are created by a kubelet whatever its flags: the
-// device manager's socket dir is hard-coded under /var/lib/kubelet, the
+// kubeletHostPaths are used by a kubelet whatever its flags: the device
+// manager's socket dir is hard-coded under /var/lib/kubelet, the
 // container log symlinks go to /var/log/containers, and the mount helper
-// creates /run/mount (utab). Down removes those that did not exist before
-// Up.
+// writes /run/mount (utab). On sidebench's CRI server every kubelet gets
+// its own copy of each (privateHostPaths); the host directories are only
+// mount points, created if missing and removed by the last cluster
+// (hostshare.go). On containerd the kubelets share them.
 var kubeletHostPaths = []string{"/var/lib/kubelet", "/var/log/containers", "/run/mount"}
+
+// privateHostPaths wraps the kubelet command line cmd so that the kubelet
+// runs in a mount namespace of its own where each of paths (the
+// kubeletHostPaths) is a directory of nodeDir (host/<path with / as _>),
+// bound over a mount point created on the host if missing: kubelets of one
+// cluster, or of two clusters, no longer share a device-plugin socket.
+// They did: every kubelet's device manager deletes the sockets in
+// /var/lib/kubelet/device-plugins and binds kubelet.sock there, so two
+// kubelets starting together failed with "listen unix
+// /var/lib/kubelet/device-plugins/kubelet.sock: bind: address already in
+// use" (kubelet exit; seen at 20 nodes). The namespace is private: the
+// kubelet's own mounts (its root dir) stay in it and go with it. The
+// wrapper is util-linux's unshare and /bin/sh, which exec the kubelet:
+// the process (PID, start time, parent-death signal) is the kubelet's.
+// Only for sidebench's CRI server: containerd, in the host's namespace,
+// must see the volumes a kubelet mounts.
+func privateHostPaths(nodeDir string, paths, cmd []string) ([]string, error) {
+	script := ""
+	args := []string{}
+	for i, p := range paths {
+		own := filepath.Join(nodeDir, "host", strings.ReplaceAll(strings.TrimPrefix(p, "/"), "/", "_"))
+		if err := os.MkdirAll(own, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return nil, fmt.Errorf("localcluster: mount point %s: %w", p, err)
+		}
+		script += fmt.Sprintf(`mount --bind "$%d" %q && `, i+1, p)
+		args = append(args, own)
+	}
+	script += fmt.Sprintf(`shift %d && exec "$@"`, len(paths))
+	out := []string{"unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script, "sidebench-kubelet"}
+	return append(append(out, args...), cmd...), nil
+}
 
 // kubeletConfig is REAL-KUBELET.md's verified configuration, with
 // anonymous access off: nothing reaches the kubelet's API with sidebench's

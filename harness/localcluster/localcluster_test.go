@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -175,5 +176,40 @@ func TestDownDirKillsRecordedProcesses(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "stopped stubborn") || strings.Contains(log.String(), "stale") {
 		t.Errorf("log: %s", log.String())
+	}
+}
+
+// TestPrivateHostPaths runs a command through the kubelet's wrapper: what
+// it writes to a "host path" lands in its node's own directory, the host
+// directory stays an empty mount point, and no mount is left on the host.
+func TestPrivateHostPaths(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (mount namespaces)")
+	}
+	host := t.TempDir()
+	paths := []string{filepath.Join(host, "var/lib/kubelet"), filepath.Join(host, "run/mount")}
+	nodes := []string{filepath.Join(t.TempDir(), "n1"), filepath.Join(t.TempDir(), "n2")}
+	for i, nd := range nodes {
+		cmd, err := privateHostPaths(nd, paths, []string{"/bin/sh", "-c", `mkdir -p "$0/device-plugins" && echo "$1" > "$0/device-plugins/kubelet.sock"`, paths[0], strconv.Itoa(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(cmd[0], cmd[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", cmd, err, out)
+		}
+	}
+	for i, nd := range nodes {
+		own := filepath.Join(nd, "host", strings.ReplaceAll(strings.TrimPrefix(paths[0], "/"), "/", "_"), "device-plugins", "kubelet.sock")
+		if b, err := os.ReadFile(own); err != nil || string(b) != strconv.Itoa(i)+"\n" {
+			t.Errorf("node %d's socket file: %q %v", i, b, err)
+		}
+	}
+	for _, p := range paths {
+		if ents, err := os.ReadDir(p); err != nil || len(ents) != 0 {
+			t.Errorf("host mount point %s: %v %v, want it empty", p, ents, err)
+		}
+	}
+	if m, _ := mountsUnder([]string{host}); len(m) != 0 {
+		t.Errorf("mounts left on the host: %v", m)
 	}
 }
