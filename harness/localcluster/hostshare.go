@@ -372,13 +372,14 @@ func Clusters() ([]Holder, error) {
 	return out, err
 }
 
-// Per-kubelet costs behind hostLimits, measured on v1.37.2 kubelets of
-// this package's configuration (docs/local-backend.md, "Density"):
-// inotify instances and watches, and threads.
+// Per-kubelet costs behind hostLimits: a v1.37.2 kubelet of this
+// package's configuration holds 4-5 inotify instances with 4-16 watches
+// and runs 9-11 threads at idle (docs/local-backend.md, "Density"); the
+// figures below allow about three times that.
 const (
 	inotifyInstancesPerKubelet = 16
-	inotifyWatchesPerKubelet   = 4096
-	threadsPerKubelet          = 100
+	inotifyWatchesPerKubelet   = 64
+	threadsPerKubelet          = 32
 )
 
 // hostLimits are the host-wide limits real kubelets need raised at

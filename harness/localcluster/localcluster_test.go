@@ -213,3 +213,21 @@ func TestPrivateHostPaths(t *testing.T) {
 		t.Errorf("mounts left on the host: %v", m)
 	}
 }
+
+func TestServerPortsBelowEphemeralRange(t *testing.T) {
+	lo := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		lo, _ = strconv.Atoi(strings.Fields(string(b))[0])
+	}
+	ports, err := serverPorts(200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, p := range ports {
+		if p >= lo || p < lo/2 || seen[p] {
+			t.Errorf("port %d: want distinct ports in [%d, %d)", p, lo/2, lo)
+		}
+		seen[p] = true
+	}
+}
