@@ -168,7 +168,8 @@ func freePorts(n int) ([]int, error) {
 }
 
 // serverPorts returns n distinct free ports for servers that bind them
-// later (the kubelets'), below the kernel's ephemeral port range: a port
+// later (the kubelets': all drawn in one call, so that no two of a
+// cluster are the same), below the kernel's ephemeral port range: a port
 // of that range, free when probed, was often the source port of one of
 // the other kubelets' connections to the apiserver by the time its
 // kubelet bound it ("listen tcp 127.0.0.1:39131: bind: address already
@@ -246,6 +247,11 @@ func Up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	if err := checkRuntimeConfig(&cfg); err != nil {
 		return nil, err
+	}
+	if avail, err := memAvailable(); err == nil {
+		if err := checkFits(cfg.Nodes, cfg.Runtime, avail); err != nil {
+			return nil, err
+		}
 	}
 	var bins Binaries
 	if cfg.Binaries != nil {
@@ -454,8 +460,12 @@ func Up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		return nil, err
 	}
 	sink := cri.SerialSink(cfg.Sink)
+	// Every kubelet's ports at once, so that no two kubelets draw the same.
+	if ports, err = serverPorts(2 * cfg.Nodes); err != nil {
+		return nil, err
+	}
 	for i := 0; i < cfg.Nodes; i++ {
-		if _, err := c.startNode(ctx, cfg, i, nodeTokens[i], sink); err != nil {
+		if _, err := c.startNode(ctx, cfg, i, nodeTokens[i], sink, ports[2*i:2*i+2]); err != nil {
 			return nil, err
 		}
 	}
@@ -514,7 +524,8 @@ func (c *Cluster) start(cfg Config, name, bin string, args ...string) error {
 
 // startNode starts node i: its runtime (in-process CRI server, or
 // containerd with the images imported), then its kubelet.
-func (c *Cluster) startNode(ctx context.Context, cfg Config, i int, token string, sink history.Sink) (*Node, error) {
+// ports are its kubelet's port and healthz port.
+func (c *Cluster) startNode(ctx context.Context, cfg Config, i int, token string, sink history.Sink, ports []int) (*Node, error) {
 	name := NodeName(i)
 	dir := filepath.Join(c.RunDir, "nodes", name)
 	n := &Node{Name: name, RootDir: filepath.Join(dir, "root"), CRISocket: filepath.Join(dir, "cri.sock")}
@@ -534,10 +545,6 @@ func (c *Cluster) startNode(ctx context.Context, cfg Config, i int, token string
 	c.state.MountRoots = append(c.state.MountRoots, n.RootDir)
 	err := c.state.save()
 	c.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	ports, err := serverPorts(2)
 	if err != nil {
 		return nil, err
 	}

@@ -231,3 +231,20 @@ func TestServerPortsBelowEphemeralRange(t *testing.T) {
 		seen[p] = true
 	}
 }
+
+func TestCheckFits(t *testing.T) {
+	avail := int64(22 << 30) // this 24 GiB machine, idle
+	if err := checkFits(80, RuntimeSidebench, avail); err != nil {
+		t.Errorf("80 kubelets in 22 GiB: %v", err)
+	}
+	err := checkFits(200, RuntimeSidebench, avail)
+	if err == nil || !strings.Contains(err.Error(), "200 kubelets need about 25.8 GiB") || !strings.Contains(err.Error(), "at most 170 fit") {
+		t.Errorf("200 kubelets in 22 GiB: %v", err)
+	}
+	if err := checkFits(3, RuntimeContainerd, 1<<30); err == nil || !strings.Contains(err.Error(), "192 MiB each") {
+		t.Errorf("3 containerd nodes in 1 GiB: %v", err)
+	}
+	if _, err := memAvailable(); err != nil {
+		t.Error(err)
+	}
+}
