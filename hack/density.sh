@@ -15,7 +15,8 @@
 # One line per N goes to $OUT/density.md. Needs root; one cluster at a time
 # (refuses to start while another local cluster runs, which would skew the
 # figures). Environment: DENSITY_OUT (default a new /tmp dir), SETTLE
-# (seconds, default 20), SAMPLE (seconds, default 60), GO.
+# (seconds, default 20), SAMPLE (seconds, default 60), IDLE=0 (skip the
+# idle part), GO.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
@@ -28,7 +29,7 @@ mkdir -p "$OUT"
 say() { echo "density: $*"; }
 [ "$(id -u)" = 0 ] || { say "needs root (the kubelet)"; exit 2; }
 command -v jq >/dev/null || env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null || { say "needs jq"; exit 2; }
-$GO build -o bin/sidebench ./cmd/sidebench || exit 3
+[ -n "${NOBUILD:-}" ] || $GO build -o bin/sidebench ./cmd/sidebench || exit 3
 ./bin/sidebench cluster build >/dev/null || exit 3
 if ./bin/sidebench cluster status | grep -q '^/'; then
 	say "another local cluster runs; its kubelets would skew the figures:"; ./bin/sidebench cluster status; exit 2
@@ -40,19 +41,21 @@ ticks() { awk '{print $14+$15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 rss() { awk '/VmRSS/{print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 sys_before=$(sysctls)
 
-echo "| kubelets | up (s) | RSS per node (MiB) | idle CPU per node (% of a core) | kube-apiserver idle CPU / RSS | sidebench (CRI servers) idle CPU / RSS | pods/s through the path | startup p50 / p99 (s) | checker (kep753) | load avg before |" >"$OUT/density.md"
-echo "|---|---|---|---|---|---|---|---|---|---|" >>"$OUT/density.md"
+echo "| kubelets | up (s) | RSS per node (MiB) | idle CPU per node (% of a core) | kube-apiserver idle CPU / RSS | sidebench (CRI servers) idle CPU / RSS | pods/s through the path | startup p50 / p99 (s) | checker (kep753) | run wall / CPU | load avg before |" >"$OUT/density.md"
+echo "|---|---|---|---|---|---|---|---|---|---|---|" >>"$OUT/density.md"
 fail=0
 for N in "${NS[@]}"; do
-	say "N=$N: idle cluster"
 	load_before=$(cut -d' ' -f1 /proc/loadavg)
+	upsec=- rss_node=- cpu_node=- api_cpu=- api_rss=- sb_cpu=- sb_rss=-
+	if [ "${IDLE:-1}" = 1 ]; then
+	say "N=$N: idle cluster"
 	t0=$(date +%s.%N)
 	./bin/sidebench cluster up --nodes "$N" >"$OUT/up-$N.out" 2>"$OUT/up-$N.log" &
 	up=$!
 	while kill -0 "$up" 2>/dev/null && ! grep -q '^up in' "$OUT/up-$N.out"; do sleep 0.2; done
 	if ! grep -q '^up in' "$OUT/up-$N.out"; then
 		say "FAIL: $N kubelets did not come up:"; grep -v 'stopped\|restored' "$OUT/up-$N.log" | tail -15
-		wait "$up"; fail=1; echo "| $N | failed: $(grep -m1 'exited\|need about\|Error' "$OUT/up-$N.log" | cut -c1-160) | | | | | | | | $load_before |" >>"$OUT/density.md"; continue
+		wait "$up"; fail=1; echo "| $N | failed: $(grep -m1 'exited\|need about\|Error' "$OUT/up-$N.log" | cut -c1-160) | | | | | | | | | $load_before |" >>"$OUT/density.md"; continue
 	fi
 	upsec=$(awk '/^up in/{print $3}' "$OUT/up-$N.out")
 	rundir=$(awk '/^run dir/{print $3}' "$OUT/up-$N.out")
@@ -72,14 +75,20 @@ for N in "${NS[@]}"; do
 	say "N=$n: up in $upsec, idle per kubelet ${cpu_node}% of a core and ${rss_node} MiB RSS; apiserver ${api_cpu}% ${api_rss} MiB; sidebench ${sb_cpu}% ${sb_rss} MiB; inotify instances on the host $inotify (limit $(cat /proc/sys/fs/inotify/max_user_instances))"
 	kill -INT "$up"; wait "$up"
 	unset t1
+	fi
 
 	say "N=$N: 400 pods at 20 pods/s"
-	./bin/sidebench run --backend local --nodes "$N" --include-large --progress plain --out "$OUT/run-$N" scenarios/local-density.yaml >"$OUT/run-$N.log" 2>&1
+	# CPU time of the whole run: sidebench and, reaped by it, every
+	# cluster process (cluster up and teardown included).
+	TIMEFORMAT='%R %U %S'
+	{ time ./bin/sidebench run --backend local --nodes "$N" --include-large --progress plain --out "$OUT/run-$N" scenarios/local-density.yaml >"$OUT/run-$N.log" 2>&1; } 2>"$OUT/time-$N"
 	rc=$?
+	read -r wall usr sys <"$OUT/time-$N"
+	cpu=$(echo "scale=0; ($usr+$sys)/1" | bc)
 	h="$OUT/run-$N/history.jsonl"
 	if [ ! -s "$h" ]; then
 		say "FAIL: no history (exit $rc):"; tail -15 "$OUT/run-$N.log"; fail=1
-		echo "| $N | $upsec | $rss_node | $cpu_node | ${api_cpu}% / ${api_rss} MiB | ${sb_cpu}% / ${sb_rss} MiB | run failed (exit $rc) | | | $load_before |" >>"$OUT/density.md"; continue
+		echo "| $N | $upsec | $rss_node | $cpu_node | ${api_cpu}% / ${api_rss} MiB | ${sb_cpu}% / ${sb_rss} MiB | run failed (exit $rc) | | | | $load_before |" >>"$OUT/density.md"; continue
 	fi
 	pods=$(grep -c '"k":"pod.removed"' "$h")
 	first=$(grep -m1 '"k":"pod.created"' "$h" | jq -r .t)
@@ -88,8 +97,8 @@ for N in "${NS[@]}"; do
 	p50=$(jq -r '.latencies[] | select(.metric=="pod_startup") | .p50.value/1000' "$OUT/run-$N/summary.json" | xargs printf '%.2f')
 	p99=$(jq -r '.latencies[] | select(.metric=="pod_startup") | .p99.value/1000' "$OUT/run-$N/summary.json" | xargs printf '%.2f')
 	if ./bin/sidebench check "$h" >"$OUT/check-$N.txt" 2>&1; then checker="clean"; else checker="$(grep -c . "$OUT/check-$N.txt") lines (see check-$N.txt)"; fail=1; fi
-	say "N=$N: $pods pods removed, $rate pods/s through the path, startup p50 ${p50}s p99 ${p99}s, checker $checker (run exit $rc)"
-	echo "| $N | $upsec | $rss_node | $cpu_node | ${api_cpu}% / ${api_rss} MiB | ${sb_cpu}% / ${sb_rss} MiB | $rate ($pods pods) | $p50 / $p99 | $checker | $load_before |" >>"$OUT/density.md"
+	say "N=$N: $pods pods removed, $rate pods/s through the path, startup p50 ${p50}s p99 ${p99}s, checker $checker (run exit $rc); run ${wall}s wall, ${cpu}s CPU"
+	echo "| $N | $upsec | $rss_node | $cpu_node | ${api_cpu}% / ${api_rss} MiB | ${sb_cpu}% / ${sb_rss} MiB | $rate ($pods pods) | $p50 / $p99 | $checker | ${wall}s / ${cpu}s | $load_before |" >>"$OUT/density.md"
 done
 
 sys_after=$(sysctls)
