@@ -100,8 +100,16 @@ type Node struct {
 	Log     string
 
 	// kubeletCmd is the kubelet's command line (binary first), the same
-	// for every start of node i.
+	// for every start of node i; kubeletEnv is added to its environment.
 	kubeletCmd []string
+	kubeletEnv []string
+	// kubeletConf is the kubelet configuration file and baseConf its
+	// content without graceful node shutdown.
+	kubeletConf, baseConf string
+	// Graceful node shutdown (EnableGracefulShutdown): the node's fake
+	// logind and the kubelet's settings.
+	logind                          *fakeLogind
+	shutdownGrace, shutdownCritical time.Duration
 }
 
 // Timings are the durations of Up's phases, each from the start of Up.
@@ -364,7 +372,7 @@ func Up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
 	etcdURL := fmt.Sprintf("https://127.0.0.1:%d", etcdClient)
 	peerURL := fmt.Sprintf("https://127.0.0.1:%d", etcdPeer)
-	if err := c.start(cfg, "etcd", bins.Etcd,
+	if err := c.start(cfg, "etcd", nil, bins.Etcd,
 		"--name=sidebench", "--data-dir="+filepath.Join(st.RunDir, "etcd"),
 		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
 		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
@@ -417,7 +425,7 @@ func Up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		"--kubelet-client-key=" + filepath.Join(pki, "apiserver-kubelet-client.key"),
 	}
 	apiArgs = append(apiArgs, featureGateArgs(cfg.FeatureGates)...)
-	if err := c.start(cfg, "kube-apiserver", bins.APIServer, apiArgs...); err != nil {
+	if err := c.start(cfg, "kube-apiserver", nil, bins.APIServer, apiArgs...); err != nil {
 		return nil, err
 	}
 	c.Kubeconfig = filepath.Join(st.RunDir, "admin.kubeconfig")
@@ -442,7 +450,7 @@ func Up(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := c.start(cfg, "kube-scheduler", bins.Scheduler,
+		if err := c.start(cfg, "kube-scheduler", nil, bins.Scheduler,
 			"--kubeconfig="+c.Kubeconfig, "--authentication-kubeconfig="+c.Kubeconfig, "--authorization-kubeconfig="+c.Kubeconfig,
 			"--bind-address=127.0.0.1", fmt.Sprintf("--secure-port=%d", sp), "--leader-elect=false",
 		); err != nil {
@@ -493,15 +501,18 @@ func keepLogs(runDir string) (string, error) {
 
 func (c *Cluster) logPath(name string) string { return filepath.Join(c.RunDir, "logs", name+".log") }
 
-// start runs a child process logging to logs/<name>.log and records it in
-// the state file.
-func (c *Cluster) start(cfg Config, name, bin string, args ...string) error {
+// start runs a child process logging to logs/<name>.log, with env added
+// to this process's environment, and records it in the state file.
+func (c *Cluster) start(cfg Config, name string, env []string, bin string, args ...string) error {
 	logf, err := os.OpenFile(c.logPath(name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
 	cmd := exec.Command(bin, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = c.RunDir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -580,6 +591,7 @@ func (c *Cluster) startNode(ctx context.Context, cfg Config, i int, token string
 	if err := os.WriteFile(conf, []byte(kcfg), 0o644); err != nil {
 		return nil, err
 	}
+	n.kubeletConf, n.baseConf = conf, kcfg
 	n.Log = c.logPath("kubelet-" + name)
 	n.kubeletCmd = []string{c.Binaries.Kubelet,
 		"--config=" + conf, "--kubeconfig=" + kc,
@@ -599,7 +611,7 @@ func (c *Cluster) startNode(ctx context.Context, cfg Config, i int, token string
 			return nil, err
 		}
 	}
-	if err := c.start(cfg, "kubelet-"+name, n.kubeletCmd[0], n.kubeletCmd[1:]...); err != nil {
+	if err := c.start(cfg, "kubelet-"+name, nil, n.kubeletCmd[0], n.kubeletCmd[1:]...); err != nil {
 		return nil, err
 	}
 	return n, nil
@@ -675,7 +687,7 @@ func (c *Cluster) StartKubelet(ctx context.Context, i int) error {
 	if err := c.forgetDead(name, "kubelet of "+n.Name); err != nil {
 		return err
 	}
-	if err := c.start(c.cfg, name, n.kubeletCmd[0], n.kubeletCmd[1:]...); err != nil {
+	if err := c.start(c.cfg, name, n.kubeletEnv, n.kubeletCmd[0], n.kubeletCmd[1:]...); err != nil {
 		return err
 	}
 	if err := waitHTTP(ctx, httpClient(nil), fmt.Sprintf("http://127.0.0.1:%d/healthz", n.HealthzPort), "", 60*time.Second); err != nil {
@@ -1077,6 +1089,9 @@ func (c *Cluster) Down() error {
 	for _, n := range c.Nodes {
 		if n.Runtime != nil {
 			n.Runtime.Close()
+		}
+		if n.logind != nil {
+			n.logind.close()
 		}
 	}
 	// teardown skips the kubelets already stopped, and keeps the host

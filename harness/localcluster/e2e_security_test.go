@@ -20,6 +20,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sidebench/sidebench/harness/history"
 )
 
 // TestE2ESecurity: nobody gets in (issue 15 items 8 and 9). On a running
@@ -297,5 +299,80 @@ func firewallChild(t *testing.T) {
 	}
 	if r := rules(); r != "" {
 		t.Errorf("rules left after the teardown:\n%s", r)
+	}
+}
+
+// TestE2EGracefulNodeShutdown: a real kubelet takes an inhibitor lock from
+// the fake logind, and on PrepareForShutdown(true) terminates a sidecar
+// pod through the normal path (the main stopped first, the sidecar's
+// preStop concurrent with it, the sidecar stopped once the main exited),
+// publishes it terminal with a DisruptionTarget condition (and reason
+// Terminated if Failed), and releases its lock before shutdownGracePeriod.
+func TestE2EGracefulNodeShutdown(t *testing.T) {
+	ctx, cl, sink, cs := upCluster(t, 1)
+	if err := cl.EnableGracefulShutdown(ctx, 20*time.Second, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if g, c, ok := cl.GracefulShutdown(0); !ok || g != 20*time.Second || c != 5*time.Second {
+		t.Fatalf("GracefulShutdown(0) = %v %v %v", g, c, ok)
+	}
+	pod := sidecarPod(cl.Nodes[0].Name)
+	waitRunning(ctx, t, cl, pod)
+	t0 := time.Now()
+	res, err := cl.ShutdownNode(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("shutdown: %+v after %s", res, time.Since(t0).Round(time.Millisecond))
+	if !res.Released {
+		t.Errorf("the kubelet did not release its inhibitor lock: %+v; its log: %s", res, shutdownLogLines(cl.Nodes[0].Log))
+	}
+	at := map[string]int{}
+	for i, e := range sink.events() {
+		if e.Pod == "default/"+pod.Name && (e.Kind == history.ContainerStopRequested || e.Kind == history.ContainerPreStopBegin || e.Kind == history.ContainerExited) {
+			at[e.Kind.String()+" "+e.Container] = i + 1
+		}
+	}
+	for _, before := range [][2]string{
+		{"container.stop-requested app", "container.stop-requested proxy"},
+		{"container.exited app", "container.stop-requested proxy"},
+		{"container.prestop-begin proxy", "container.stop-requested proxy"},
+		{"container.stop-requested proxy", "container.exited proxy"},
+	} {
+		if at[before[0]] == 0 || at[before[1]] == 0 || at[before[0]] > at[before[1]] {
+			t.Errorf("termination on node shutdown: want %q before %q (positions %v)", before[0], before[1], at)
+		}
+	}
+	var p *corev1.Pod
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if p, err = cs.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{}); err == nil && (p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod not terminal after the shutdown: %v %v", p.Status.Phase, err)
+		}
+	}
+	disrupted := false
+	for _, c := range p.Status.Conditions {
+		disrupted = disrupted || (c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue)
+	}
+	// Failed carries reason Terminated; a pod whose containers all exited 0
+	// on SIGTERM stays Succeeded, and v1.37.2 then publishes no reason
+	// (observed; the DisruptionTarget condition stays).
+	t.Logf("pod %s, reason %q, message %q, DisruptionTarget %v", p.Status.Phase, p.Status.Reason, p.Status.Message, disrupted)
+	if !disrupted || (p.Status.Phase == corev1.PodFailed && p.Status.Reason != "Terminated") {
+		t.Errorf("pod %s reason %q, DisruptionTarget %v; want the condition, and reason Terminated if Failed (kubelet nodeshutdown)", p.Status.Phase, p.Status.Reason, disrupted)
+	}
+	// The kubelet is then powered off and comes back with a new lock.
+	if err := cl.KillKubelet(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.StartKubelet(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	lctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := cl.Nodes[0].logind.waitLock(lctx, 1); err != nil {
+		t.Errorf("the restarted kubelet took no new inhibitor lock: %v", err)
 	}
 }
