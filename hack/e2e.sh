@@ -32,13 +32,18 @@ if [ "$(id -u)" != 0 ]; then
 fi
 $GO build -o bin/sidebench ./cmd/sidebench || exit 3
 
-# The leftover check reads the firewall with iptables and nft (Debian
-# packages; a kubelet would also need iptables to add its chains).
-if ! command -v iptables-save >/dev/null || ! command -v nft >/dev/null; then
-	say "installing iptables and nftables (apt-get) for the leftover check"
-	env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iptables nftables >/dev/null 2>&1 ||
-		{ env DEBIAN_FRONTEND=noninteractive apt-get update -qq && env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iptables nftables >/dev/null; } ||
-		{ say "FAIL: cannot install iptables/nftables"; exit 3; }
+# Debian packages: iptables and nftables for the leftover check (a kubelet
+# would also need iptables to add its chains); dbus-daemon for the private
+# bus of the fake logind (graceful node shutdown, local-node-shutdown).
+pkgs=""
+command -v iptables-save >/dev/null || pkgs="$pkgs iptables"
+command -v nft >/dev/null || pkgs="$pkgs nftables"
+command -v dbus-daemon >/dev/null || pkgs="$pkgs dbus-daemon"
+if [ -n "$pkgs" ]; then
+	say "installing$pkgs (apt-get)"
+	env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $pkgs >/dev/null 2>&1 ||
+		{ env DEBIAN_FRONTEND=noninteractive apt-get update -qq && env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $pkgs >/dev/null; } ||
+		{ say "FAIL: cannot install$pkgs"; exit 3; }
 fi
 # The shared host state (harness/localcluster/hostshare.go): the kubelets'
 # kernel settings, the host limits raised for density, the kubelet host paths.
@@ -114,13 +119,23 @@ done
 # the kubelet refuse anonymous requests, secrets are 0600 (TestE2ESecurity);
 # two overlapping clusters share the host state (TestE2EConcurrentClusters);
 # a cluster in an empty network namespace leaves no iptables/nftables rule
-# (TestE2EFirewallUntouched).
+# (TestE2EFirewallUntouched); a kubelet takes an inhibitor lock from the
+# fake logind and terminates a sidecar pod on PrepareForShutdown
+# (TestE2EGracefulNodeShutdown).
 t2=$(date +%s)
-$GO test -tags e2e -count=1 -run 'TestE2ESecurity|TestE2EConcurrentClusters|TestE2EFirewallUntouched' -v -timeout 15m ./harness/localcluster/ >"$OUT/gotest.log" 2>&1
+$GO test -tags e2e -count=1 -run 'TestE2ESecurity|TestE2EConcurrentClusters|TestE2EFirewallUntouched|TestE2EGracefulNodeShutdown' -v -timeout 15m ./harness/localcluster/ >"$OUT/gotest.log" 2>&1
 trc=$?
-say "go test -tags e2e (security, concurrent clusters, firewall): exit $trc in $(( $(date +%s) - t2 ))s"
+say "go test -tags e2e (security, concurrent clusters, firewall, graceful node shutdown): exit $trc in $(( $(date +%s) - t2 ))s"
 grep -E '^\s*--- (PASS|FAIL|SKIP)' "$OUT/gotest.log" | sed 's/^/e2e:   /'
 [ "$trc" = 0 ] || { tail -40 "$OUT/gotest.log"; fail=1; }
+
+# The node shutdown was real: the kubelet released its inhibitor lock.
+ns="$OUT/local/local-node-shutdown/history.jsonl"
+if grep '"fault.effect"' "$ns" 2>/dev/null | grep -q 'released its inhibitor lock'; then
+	say "local-node-shutdown: $(grep '"fault.effect"' "$ns" | sed -n 's/.*"msg":"\([^"]*\)".*/\1/p')"
+else
+	say "FAIL: local-node-shutdown: no graceful node shutdown applied:"; grep '"fault\.' "$ns" | head -5; fail=1
+fi
 
 ./bin/sidebench run --backend sim -q --out "$OUT/sim" scenarios/local-*.yaml >"$OUT/sim.txt" 2>&1
 say "sim (differential):"; cat "$OUT/sim.txt"

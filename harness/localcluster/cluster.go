@@ -639,6 +639,23 @@ func (c *Cluster) KillKubelet(i int) error {
 	return c.killProc("kubelet-"+n.Name, "kubelet of "+n.Name)
 }
 
+// StopKubelet stops node i's kubelet as systemd stops a service at
+// shutdown: SIGTERM, then SIGKILL if it still runs after grace.
+func (c *Cluster) StopKubelet(i int, grace time.Duration) error {
+	if i < 0 || i >= len(c.Nodes) {
+		return fmt.Errorf("localcluster: no node %d (%d nodes)", i, len(c.Nodes))
+	}
+	n := c.Nodes[i]
+	p, ok := c.proc("kubelet-" + n.Name)
+	if !ok || !p.Alive() {
+		return fmt.Errorf("localcluster: kubelet of %s is not running", n.Name)
+	}
+	c.mu.Lock()
+	exited := c.exited[p.PID]
+	c.mu.Unlock()
+	return stopProc(p, grace, exited)
+}
+
 // killProc SIGKILLs the recorded process name (what describes it in
 // errors) and waits until it is gone.
 func (c *Cluster) killProc(name, what string) error {

@@ -79,12 +79,16 @@ type Backend struct {
 	run  sync.Mutex // one trial at a time
 	node []*nodeState
 	seq  int
+	// shutdownErr: why graceful node shutdown could not be enabled.
+	shutdownErr error
 }
 
 type nodeState struct {
 	mu          sync.Mutex
 	kubeletDown bool
 	runtimeDown bool
+	// shutdown is the node-shutdown fault in progress (faults.go).
+	shutdown *faults.Spec
 }
 
 // New builds (or reuses) the binaries and brings a cluster up.
@@ -336,6 +340,7 @@ func (b *Backend) RunTrial(ctx context.Context, t scenario.Trial, sink history.S
 	if !Supports(t.Policy) {
 		return Stats{}, fmt.Errorf("local backend: policy %q is not what a real kubelet implements (only kep753)", t.Policy)
 	}
+	b.prepareNodeShutdown(ctx, t.Scenario)
 	b.seq++
 	tr := &trial{b: b, t: t, id: fmt.Sprintf("t%d-%d", b.seq, t.Number), pods: map[string]*podState{},
 		sink: &trialSink{next: sink, known: map[string]bool{}, removed: map[string]bool{}}}
@@ -806,8 +811,12 @@ func (tr *trial) onCRI(e *history.Event) error {
 		switch {
 		case ps.deleting:
 			term = &history.Event{T: e.T, Kind: history.PodTerminating, Pod: e.Pod, Node: e.Node, Reason: "PodDeleted", Grace: ps.delGrace, Value: ordered}
-		case ps.wl.job && !anyMain:
-			term = &history.Event{T: e.T, Kind: history.PodTerminating, Pod: e.Pod, Node: e.Node, Reason: "PodCompleted", Grace: int64(ps.wl.spec.TerminationGracePeriod), Value: ordered}
+		default:
+			// The node's graceful shutdown kills its pods (faults.go).
+			term = tr.shutdownKill(ps, e, ordered)
+			if term == nil && ps.wl.job && !anyMain {
+				term = &history.Event{T: e.T, Kind: history.PodTerminating, Pod: e.Pod, Node: e.Node, Reason: "PodCompleted", Grace: int64(ps.wl.spec.TerminationGracePeriod), Value: ordered}
+			}
 		}
 		if term != nil {
 			ps.terminating = true
