@@ -146,7 +146,7 @@ for d in $rundirs; do
 	[ -e "$d" ] && { say "FAIL: run dir $d remains"; fail=1; }
 	if grep -q -- "$d" /proc/self/mountinfo; then say "FAIL: mounts under $d remain"; fail=1; fi
 	for p in /proc/[0-9]*; do
-		if tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- "$d"; then
+		if { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -q -- "$d"; then
 			say "FAIL: process ${p#/proc/} still runs: $(tr '\0' ' ' <"$p/cmdline" | cut -c1-120)"; fail=1
 		fi
 	done
