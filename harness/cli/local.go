@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -150,6 +151,9 @@ sidebench's CRI server, with etcd and kube-apiserver on loopback (docs/local-bac
 			fmt.Fprintf(streams.ErrOut, "sidebench: starting a local cluster (%d kubelets) ...\n", nodes)
 			c, err := localcluster.Up(ctx, localcluster.Config{Nodes: nodes, Log: streams.ErrOut, Runtime: runtime,
 				ImageArchives: archives, Scheduler: runtime == localcluster.RuntimeContainerd})
+			if fe := (*localcluster.FitError)(nil); errors.As(err, &fe) {
+				return &exitError{code: ExitUsage, err: err}
+			}
 			if err != nil {
 				return asInternal(err)
 			}

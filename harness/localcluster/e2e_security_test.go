@@ -316,6 +316,7 @@ func TestE2EGracefulNodeShutdown(t *testing.T) {
 	if g, c, ok := cl.GracefulShutdown(0); !ok || g != 20*time.Second || c != 5*time.Second {
 		t.Fatalf("GracefulShutdown(0) = %v %v %v", g, c, ok)
 	}
+	t.Logf("the kubelet on the fake logind: %s", shutdownLogLines(cl.Nodes[0].Log))
 	pod := sidecarPod(cl.Nodes[0].Name)
 	waitRunning(ctx, t, cl, pod)
 	t0 := time.Now()
@@ -323,7 +324,7 @@ func TestE2EGracefulNodeShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("shutdown: %+v after %s", res, time.Since(t0).Round(time.Millisecond))
+	t.Logf("shutdown: %+v after %s; the kubelet: %s", res, time.Since(t0).Round(time.Millisecond), shutdownLogLines(cl.Nodes[0].Log))
 	if !res.Released {
 		t.Errorf("the kubelet did not release its inhibitor lock: %+v; its log: %s", res, shutdownLogLines(cl.Nodes[0].Log))
 	}

@@ -29,6 +29,12 @@ func needBytes(nodes int, runtime string) int64 {
 	return baseBytes + int64(nodes)*per
 }
 
+// FitError is Up's refusal of a cluster that does not fit in memory (a
+// usage error: fewer nodes fit).
+type FitError struct{ msg string }
+
+func (e *FitError) Error() string { return e.msg }
+
 // checkFits refuses, before anything starts, a cluster that does not fit
 // in avail bytes of memory, and says how many nodes would.
 func checkFits(nodes int, runtime string, avail int64) error {
@@ -41,8 +47,8 @@ func checkFits(nodes int, runtime string, avail int64) error {
 		max++
 	}
 	per := needBytes(1, runtime) - baseBytes
-	return fmt.Errorf("localcluster: %d kubelets need about %.1f GiB (%d MiB each plus %d MiB for the control plane), but %.1f GiB of memory is available (MemAvailable in /proc/meminfo): at most %d fit",
-		nodes, float64(need)/(1<<30), per>>20, baseBytes>>20, float64(avail)/(1<<30), max)
+	return &FitError{fmt.Sprintf("localcluster: %d kubelets need about %.1f GiB (%d MiB each plus %d MiB for the control plane), but %.1f GiB of memory is available (MemAvailable in /proc/meminfo): at most %d fit",
+		nodes, float64(need)/(1<<30), per>>20, baseBytes>>20, float64(avail)/(1<<30), max)}
 }
 
 // memAvailable reads MemAvailable from /proc/meminfo, in bytes.
