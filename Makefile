@@ -8,7 +8,7 @@ PKGS := ./...
 all: build
 
 build:
-	$(GO) build -o bin/sidebench ./cmd/sidebench
+	$(GO) build -buildvcs=auto -o bin/sidebench ./cmd/sidebench
 
 ## test: unit, golden and sim tests (the README's test command).
 test: vet

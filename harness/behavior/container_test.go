@@ -314,3 +314,17 @@ func BenchmarkDraw(b *testing.B) {
 	}
 	_ = sink
 }
+
+// TestNamedStreamKeys pins the trial's named streams to their derivation:
+// changing one changes every history (and the cross-backend contract).
+func TestNamedStreamKeys(t *testing.T) {
+	if ArrivalKey(9, "web") != Seed(9).Str("arrival").Str("web") ||
+		LifetimeKey(9, "default/web-0") != Seed(9).Str("default/web-0").Str("lifetime") ||
+		FaultKey(9, "crash", 2) != Seed(9).Str("fault").Str("crash").Uint(2) ||
+		FaultTargetKey(9, "crash", 2) != Seed(9).Str("fault").Str("crash").Uint(2).Str("targets") {
+		t.Fatal("a named stream key changed its derivation")
+	}
+	if FaultKey(9, "crash", 2) == FaultTargetKey(9, "crash", 2) {
+		t.Fatal("fault schedule and targets share a stream")
+	}
+}

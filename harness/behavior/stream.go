@@ -69,9 +69,39 @@ func NewStream(seed uint64, keys ...string) *rand.Rand {
 	return k.Rand()
 }
 
-// ContainerKey is the conventional key of one container attempt's stream.
+// The named streams of a trial. Every backend derives its draws from
+// these keys and no other, so that the same seed gives the same workload,
+// arrivals, lifetimes and fault schedule on sim and on real kubelets (the
+// cross-backend same-seed contract, tested in harness/trial). Changing a
+// key changes every history: TestStreamGolden pins them.
+
+// ContainerKey is the stream of one container attempt's behaviour.
 func ContainerKey(seed uint64, pod, container string, attempt uint32) StreamKey {
 	return Seed(seed).Str(pod).Str(container).Uint(uint64(attempt))
+}
+
+// ArrivalKey is the stream of a workload's arrival process.
+func ArrivalKey(seed uint64, workload string) StreamKey {
+	return Seed(seed).Str("arrival").Str(workload)
+}
+
+// LifetimeKey is the stream of a pod's lifetime (creation to deletion).
+func LifetimeKey(seed uint64, pod string) StreamKey {
+	return Seed(seed).Str(pod).Str("lifetime")
+}
+
+// FaultKey is the stream of the firing times of the fault at position
+// index of a scenario (label is its name).
+func FaultKey(seed uint64, label string, index int) StreamKey {
+	return Seed(seed).Str("fault").Str(label).Uint(uint64(index))
+}
+
+// FaultTargetKey is the stream of the fault's target picks. It is apart
+// from FaultKey so that the firing times do not depend on how many draws a
+// backend's picks took (a real cluster has other pods to pick from at a
+// given instant than the sim).
+func FaultTargetKey(seed uint64, label string, index int) StreamKey {
+	return FaultKey(seed, label, index).Str("targets")
 }
 
 const (

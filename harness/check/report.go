@@ -23,8 +23,9 @@ type Row struct {
 	Valid         Validity `json:"valid"`
 }
 
-// Cell counts one invariant's findings attributed to one fault ("none"
-// when no fault preceded them): the invariant × fault matrix.
+// Cell counts one invariant's findings attributed to one fault
+// (Unattributed when no fault can have caused them): the invariant × fault
+// matrix.
 type Cell struct {
 	ID           string `json:"id"`
 	Fault        string `json:"fault"`

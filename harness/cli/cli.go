@@ -11,10 +11,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sidebench/sidebench/harness/backend"
+	"github.com/sidebench/sidebench/internal/version"
 )
 
 // Exit codes, documented in `sidebench --help`.
@@ -30,19 +32,6 @@ type IOStreams struct {
 	In     io.Reader
 	Out    io.Writer
 	ErrOut io.Writer
-}
-
-// Version is the sidebench version; set with -ldflags "-X ...cli.Version=v1".
-var Version = ""
-
-func version() string {
-	if Version != "" {
-		return Version
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
 }
 
 // exitError carries an exit code through cobra.
@@ -88,7 +77,21 @@ func Run(streams IOStreams, args []string) int {
 
 // RunContext is Run with a context (cancellation = Ctrl-C).
 func RunContext(ctx context.Context, streams IOStreams, args []string) int {
-	root := NewRootCommand(streams)
+	return runWith(ctx, streams, defaultDeps(), args)
+}
+
+// deps are what the commands get from outside: tests replace them (there
+// is no package-level state a command writes).
+type deps struct {
+	// newBackend is the composition root: a backend name and the flags
+	// give a Backend.
+	newBackend func(name string, f *backendFlags, log io.Writer) (backend.Backend, error)
+}
+
+func defaultDeps() deps { return deps{newBackend: newBackend} }
+
+func runWith(ctx context.Context, streams IOStreams, d deps, args []string) int {
+	root := newRootCommand(streams, d)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -122,7 +125,9 @@ Exit codes:
   3  internal error`
 
 // NewRootCommand builds the command tree.
-func NewRootCommand(streams IOStreams) *cobra.Command {
+func NewRootCommand(streams IOStreams) *cobra.Command { return newRootCommand(streams, defaultDeps()) }
+
+func newRootCommand(streams IOStreams, d deps) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "sidebench",
 		Short:         "Benchmark Kubernetes sidecar ordering guarantees under faults",
@@ -142,8 +147,8 @@ func NewRootCommand(streams IOStreams) *cobra.Command {
 		return usageErr("%s: %v", c.CommandPath(), err)
 	})
 	root.AddCommand(
-		newRunCommand(streams),
-		newSoakCommand(streams),
+		newRunCommand(streams, d),
+		newSoakCommand(streams, d),
 		newValidateCommand(streams),
 		newCheckCommand(streams),
 		newExplainCommand(streams),
@@ -171,7 +176,11 @@ func newVersionCommand(streams IOStreams) *cobra.Command {
 		Short: "Print the sidebench version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			fmt.Fprintf(streams.Out, "sidebench %s\n", version())
+			v := version.Get()
+			fmt.Fprintf(streams.Out, "sidebench %s\n", v)
+			if v.GoVersion != "" {
+				fmt.Fprintf(streams.Out, "built with %s\n", v.GoVersion)
+			}
 			return nil
 		},
 	}

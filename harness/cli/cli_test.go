@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/sidebench/sidebench/harness/backend"
 	"github.com/sidebench/sidebench/harness/history"
-	"github.com/sidebench/sidebench/harness/scenario"
+	"github.com/sidebench/sidebench/harness/rundir"
+	"github.com/sidebench/sidebench/harness/trial"
+	"github.com/sidebench/sidebench/reports/render"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -24,9 +28,41 @@ func run(t *testing.T, args ...string) (string, string, int) {
 
 func runCtx(t *testing.T, ctx context.Context, args ...string) (string, string, int) {
 	t.Helper()
+	return runDeps(t, ctx, defaultDeps(), args...)
+}
+
+// runDeps runs the CLI with injected dependencies (a test backend).
+func runDeps(t *testing.T, ctx context.Context, d deps, args ...string) (string, string, int) {
+	t.Helper()
 	var out, errOut bytes.Buffer
-	code := RunContext(ctx, IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, args)
+	code := runWith(ctx, IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, d, args)
 	return out.String(), errOut.String(), code
+}
+
+// wrapBackend returns deps whose backends are wrapped by wrap.
+func wrapBackend(wrap func(name string, be backend.Backend) backend.Backend) deps {
+	return deps{newBackend: func(name string, f *backendFlags, log io.Writer) (backend.Backend, error) {
+		be, err := newBackend(name, f, log)
+		if err != nil {
+			return nil, err
+		}
+		return wrap(name, be), nil
+	}}
+}
+
+// readState reads the "sidebench" section of a summary.json.
+func readState(t *testing.T, path string) *render.RunState {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	st, err := render.ReadState(f)
+	if err != nil || st == nil {
+		t.Fatalf("%s: %v (state %v)", path, err, st)
+	}
+	return st
 }
 
 // golden compares got with testdata/NAME.golden (-update rewrites it).
@@ -127,33 +163,30 @@ func TestRunTableGolden(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	golden(t, "run-table", out)
-	for _, f := range []string{fileHistory, filePods, fileFindings, fileSummary, fileJournal, fileRun, "report.md", "report.html", "junit.xml"} {
+	for _, f := range []string{rundir.FileHistory, rundir.FilePods, rundir.FileFindings, render.SummaryFile, rundir.FileJournal, rundir.FileRun, "report.md", "report.html", "junit.xml"} {
 		if _, err := os.Stat(filepath.Join(dir, "r", f)); err != nil {
 			t.Errorf("missing %s", f)
 		}
 	}
-	sum, err := readSummary(filepath.Join(dir, "r", fileSummary))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "r", fileSummary)); !bytes.HasPrefix(b, []byte("{\n  \"schemaVersion\": 1,")) {
+	sum := readState(t, filepath.Join(dir, "r", render.SummaryFile))
+	if b, _ := os.ReadFile(filepath.Join(dir, "r", render.SummaryFile)); !bytes.HasPrefix(b, []byte("{\n  \"schemaVersion\": 1,")) {
 		t.Errorf("summary.json is not reports/render's schema: %.80s", b)
 	}
-	if sum.Partial || sum.TrialsCommitted != 4 || len(sum.Rows) != 2 {
-		t.Errorf("summary: partial=%v trials=%d rows=%d", sum.Partial, sum.TrialsCommitted, len(sum.Rows))
+	if sum.Partial || sum.Status != "complete" || sum.TrialsCommitted != 4 || len(sum.Rows) != 2 {
+		t.Errorf("summary: partial=%v status=%s trials=%d rows=%d", sum.Partial, sum.Status, sum.TrialsCommitted, len(sum.Rows))
 	}
 	// Same seed, same table (determinism).
 	out2, _, _ := run(t, "run", "--quiet", "--parallel", "3", "--out", filepath.Join(dir, "r2"), "testdata/tiny.yaml")
 	if out2 != out {
 		t.Errorf("--parallel 3 changed the table:\n%s\nvs\n%s", out2, out)
 	}
-	h1, _ := os.ReadFile(filepath.Join(dir, "r", fileHistory))
-	h2, _ := os.ReadFile(filepath.Join(dir, "r2", fileHistory))
+	h1, _ := os.ReadFile(filepath.Join(dir, "r", rundir.FileHistory))
+	h2, _ := os.ReadFile(filepath.Join(dir, "r2", rundir.FileHistory))
 	if !bytes.Equal(h1, h2) {
 		t.Error("--parallel changed history.jsonl")
 	}
 	// check and explain work on the run directory.
-	if _, errOut, code := run(t, "check", filepath.Join(dir, "r", fileHistory)); code == ExitUsage || code == ExitInternal {
+	if _, errOut, code := run(t, "check", filepath.Join(dir, "r", rundir.FileHistory)); code == ExitUsage || code == ExitInternal {
 		t.Errorf("check: exit %d %s", code, errOut)
 	}
 	exp, errOut, code := run(t, "explain", filepath.Join(dir, "r"), "--pod", "web-0", "--policy", "none", "--trial", "1")
@@ -167,26 +200,30 @@ func TestRunTableGolden(t *testing.T) {
 	}
 }
 
-// TestRunPlainProgress: with a non-terminal stdout, progress is plain
-// lines and carries no ANSI control characters.
+// TestRunPlainProgress: with a non-terminal stderr, progress is plain
+// lines on stderr (stdout keeps the result table only) and carries no ANSI
+// control characters.
 func TestRunPlainProgress(t *testing.T) {
 	dir := t.TempDir()
 	out, errOut, code := run(t, "run", "--out", filepath.Join(dir, "r"), "testdata/tiny.yaml")
 	if code != ExitOK && code != ExitFailed {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"progress: tiny: started, 4 trials, 24 pods", "progress: tiny: finished 4/4 trials", "SCENARIO"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("stdout lacks %q:\n%s", want, out)
+	for _, want := range []string{"progress: tiny: started, 4 trials, 24 pods", "progress: tiny: finished 4/4 trials"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}
+	}
+	if !strings.Contains(out, "SCENARIO") || strings.Contains(out, "progress:") {
+		t.Errorf("stdout is not the result table alone:\n%s", out)
 	}
 	if ansi.MatchString(out + errOut) {
 		t.Errorf("ANSI control characters in non-terminal output: %q", out)
 	}
 	t.Setenv("CI", "true")
-	out, _, _ = run(t, "run", "--progress", "auto", "--out", filepath.Join(dir, "r2"), "testdata/tiny.yaml")
-	if ansi.MatchString(out) || !strings.Contains(out, "progress: tiny") {
-		t.Errorf("CI output: %q", out)
+	_, errOut, _ = run(t, "run", "--progress", "auto", "--out", filepath.Join(dir, "r2"), "testdata/tiny.yaml")
+	if ansi.MatchString(errOut) || !strings.Contains(errOut, "progress: tiny") {
+		t.Errorf("CI output: %q", errOut)
 	}
 }
 
@@ -219,14 +256,14 @@ func TestRunSkipsLarge(t *testing.T) {
 type cancelAt struct {
 	n      int
 	cancel context.CancelFunc
-	be     Backend
+	be     backend.Backend
 }
 
-func (c cancelAt) RunTrial(ctx context.Context, t scenario.Trial, sink history.Sink) (TrialStats, error) {
-	if t.Number == c.n {
+func (c cancelAt) RunTrial(ctx context.Context, p *trial.Plan, sink history.Sink) (backend.Stats, error) {
+	if p.Number == c.n {
 		c.cancel()
 	}
-	return c.be.RunTrial(ctx, t, sink)
+	return c.be.RunTrial(ctx, p, sink)
 }
 
 // TestInterruptPartial: Ctrl-C (context cancellation) stops the run
@@ -234,26 +271,18 @@ func (c cancelAt) RunTrial(ctx context.Context, t scenario.Trial, sink history.S
 func TestInterruptPartial(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	old := newBackend
-	defer func() { newBackend = old }()
-	newBackend = func(name string) (Backend, error) {
-		be, err := defaultBackend(name)
-		return cancelAt{n: 1, cancel: cancel, be: be}, err
-	}
+	d := wrapBackend(func(_ string, be backend.Backend) backend.Backend { return cancelAt{n: 1, cancel: cancel, be: be} })
 	dir := filepath.Join(t.TempDir(), "r")
-	out, errOut, code := runCtx(t, ctx, "run", "--quiet", "--trials", "5", "--out", dir, "testdata/tiny.yaml")
+	out, errOut, code := runDeps(t, ctx, d, "run", "--quiet", "--trials", "5", "--out", dir, "testdata/tiny.yaml")
 	if code != ExitFailed || !strings.Contains(errOut, "partial") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
-	sum, err := readSummary(filepath.Join(dir, fileSummary))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !sum.Partial || sum.TrialsCommitted < 1 || sum.TrialsCommitted >= 10 {
-		t.Fatalf("summary partial=%v trials=%d\n%s", sum.Partial, sum.TrialsCommitted, out)
+	sum := readState(t, filepath.Join(dir, render.SummaryFile))
+	if !sum.Partial || sum.Status != "partial" || sum.TrialsCommitted < 1 || sum.TrialsCommitted >= 10 {
+		t.Fatalf("summary partial=%v status=%s trials=%d\n%s", sum.Partial, sum.Status, sum.TrialsCommitted, out)
 	}
 	// Every committed trial is whole in the history: run.meta ... run.end.
-	h, _ := os.ReadFile(filepath.Join(dir, fileHistory))
+	h, _ := os.ReadFile(filepath.Join(dir, rundir.FileHistory))
 	if n, m := bytes.Count(h, []byte(`"run.meta"`)), bytes.Count(h, []byte(`"run.end"`)); n != sum.TrialsCommitted || m != n {
 		t.Errorf("history: %d run.meta, %d run.end, %d trials committed", n, m, sum.TrialsCommitted)
 	}
@@ -261,15 +290,13 @@ func TestInterruptPartial(t *testing.T) {
 
 type failing struct{}
 
-func (failing) RunTrial(context.Context, scenario.Trial, history.Sink) (TrialStats, error) {
-	return TrialStats{}, os.ErrPermission
+func (failing) RunTrial(context.Context, *trial.Plan, history.Sink) (backend.Stats, error) {
+	return backend.Stats{}, os.ErrPermission
 }
 
 func TestInternalErrorExit3(t *testing.T) {
-	old := newBackend
-	defer func() { newBackend = old }()
-	newBackend = func(string) (Backend, error) { return failing{}, nil }
-	_, errOut, code := run(t, "run", "--quiet", "--out", filepath.Join(t.TempDir(), "r"), "testdata/tiny.yaml")
+	d := wrapBackend(func(string, backend.Backend) backend.Backend { return failing{} })
+	_, errOut, code := runDeps(t, context.Background(), d, "run", "--quiet", "--out", filepath.Join(t.TempDir(), "r"), "testdata/tiny.yaml")
 	if code != ExitInternal || !strings.Contains(errOut, "permission denied") {
 		t.Fatalf("exit %d %q", code, errOut)
 	}
@@ -279,13 +306,7 @@ func TestInternalErrorExit3(t *testing.T) {
 // (a trial cut short by a crash) are dropped on resume.
 func TestResumeTruncatesTornTail(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "s")
-	_, errOut, code := run(t, "soak", "--quiet", "--duration", "1ns", "--checkpoint", "1h", "--out", dir, "testdata/tiny.yaml")
-	if code == ExitUsage || code == ExitInternal {
-		t.Fatalf("exit %d %s", code, errOut)
-	}
-	// A 1ns soak may commit nothing; make sure there is something, then
-	// simulate a crash in the middle of the next commit.
-	_, errOut, code = run(t, "soak", "--quiet", "--resume", dir, "--duration", "50ms")
+	_, errOut, code := run(t, "soak", "--quiet", "--duration", "50ms", "--checkpoint", "1h", "--out", dir, "testdata/tiny.yaml")
 	if code == ExitUsage || code == ExitInternal {
 		t.Fatalf("exit %d %s", code, errOut)
 	}
@@ -293,28 +314,28 @@ func TestResumeTruncatesTornTail(t *testing.T) {
 	if committed == 0 {
 		t.Fatal("nothing committed")
 	}
-	hist, _ := os.ReadFile(filepath.Join(dir, fileHistory))
+	hist, _ := os.ReadFile(filepath.Join(dir, rundir.FileHistory))
 	appendFile := func(name, s string) {
 		f, _ := os.OpenFile(filepath.Join(dir, name), os.O_APPEND|os.O_WRONLY, 0)
 		f.WriteString(s)
 		f.Close()
 	}
-	appendFile(fileHistory, `{"t":0,"k":"run.meta","meta":{"scenario":"tiny","trial":99}}`+"\n"+`{"t":1,"k":"pod.crea`)
-	appendFile(filePods, `{"scenario":"tiny","pod":"torn"`)
-	appendFile(fileJournal, `{"scenario":"tiny","policy":"kep753","tri`)
-	rd, _, err := openRunDir(dir)
+	appendFile(rundir.FileHistory, `{"t":0,"k":"run.meta","meta":{"scenario":"tiny","trial":99}}`+"\n"+`{"t":1,"k":"pod.crea`)
+	appendFile(rundir.FilePods, `{"scenario":"tiny","pod":"torn"`)
+	appendFile(rundir.FileJournal, `{"scenario":"tiny","policy":"kep753","tri`)
+	rd, _, _, err := rundir.Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rd.close()
-	got, _ := os.ReadFile(filepath.Join(dir, fileHistory))
+	rd.Close()
+	got, _ := os.ReadFile(filepath.Join(dir, rundir.FileHistory))
 	if !bytes.Equal(got, hist) {
 		t.Errorf("history not truncated to the last commit: %d bytes, want %d", len(got), len(hist))
 	}
 	if n := journalLines(dir); n != committed {
 		t.Errorf("journal has %d lines, want %d", n, committed)
 	}
-	if p, _ := os.ReadFile(filepath.Join(dir, filePods)); bytes.Contains(p, []byte("torn")) {
+	if p, _ := os.ReadFile(filepath.Join(dir, rundir.FilePods)); bytes.Contains(p, []byte("torn")) {
 		t.Error("pods.jsonl not truncated")
 	}
 }

@@ -2,17 +2,13 @@ package cli
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sidebench/sidebench/harness/metrics"
 	"github.com/sidebench/sidebench/reports/compare"
-	"github.com/sidebench/sidebench/reports/render"
 )
 
 // compareFlags is the flagpole of `sidebench compare`.
@@ -20,67 +16,81 @@ type compareFlags struct {
 	format           string
 	threshold, alpha float64
 	policyA, policyB string
+	force            bool
 }
 
-const compareLong = `Compare two run directories (written by 'sidebench run'): RUN_A is the
-baseline, RUN_B the candidate. The headline numbers come from each run's
-summary.json, the latency samples from its pods.jsonl (faulted pods are left
-out, as in the reports).
+const compareLong = `Compare run directories (written by 'sidebench run'), benchstat style: the
+first is the baseline (A), every other one a candidate (B, C, ...) compared
+with it. Latency samples come from each run's pods.jsonl (faulted pods left
+out, as in the reports), violation counts from its summary.json.
 
-One row per policy × latency metric both runs have, benchstat style:
+Each policy × latency metric gets three rows, p50, p90 and p99:
 
-  median A, median B  nearest-rank medians in ms
-  vs A                the relative change of the medians, (B − A)/A, or "~"
-                      when the difference is not statistically significant
-  p                   the two-sided Mann–Whitney U p-value, Holm-corrected
-                      across all compared metrics
-  n                   the sample sizes
+  A, B, ...   nearest-rank quantiles in ms
+  vs A        the quantile's relative change, (B − A)/A, or "~" when the
+              test is not significant at --alpha or the CI contains 0
+  CI          the 95% percentile-bootstrap interval of that change
+  p           the test's p-value, Holm-corrected per candidate over the
+              distinct samples compared (identical samples, such as
+              create_to_ready and pod_startup on most workloads, count once)
+  test        "paired +slower -faster =equal" or "n=A+B" (unpaired)
 
-"~" means the data cannot tell A and B apart at --alpha (p >= alpha after the
-Holm correction); it does not mean "equal". With fewer than 4 samples per
-side nothing can be significant. Violation rates are shown as
-k/n rate [<= 95% Wilson upper bound]: "worse" when B's interval lies entirely
-above A's, "better" when entirely below, "~" when they overlap.
+Paired: when a candidate ran the same scenario with the same seeds, its pods
+are A's pods (common random numbers), matched by scenario, policy, trial,
+seed and pod name, and the test is a Wilcoxon signed-rank test on the
+per-pod differences. Otherwise it is a Mann–Whitney U test. A geomean row
+closes the table.
 
-A regression is a significant increase of a median by more than --threshold
-(a fraction: 0.05 = 5%; 0 = any significant increase), or a violation rate
-marked "worse". Each regression is listed at the end.
+"~" means the data cannot tell the runs apart; it does not mean "equal".
+Violation rates are shown as k/n rate [<= 95% Wilson upper bound]: "worse"
+when the candidate's interval lies entirely above A's, "better" when
+entirely below; invariants without a violation in any run are one line.
+
+A regression is a significant quantile increase by more than --threshold (a
+fraction: 0.05 = 5%; 0 = any significant increase) whose CI lies above 0,
+or a violation rate marked "worse". Each regression is listed at the end.
+
+Runs of different scenarios are refused unless --force. The same scenario
+with different content (another scenarioHash) is a warning: the comparison
+then measures that change.
 
 --policy-a and --policy-b compare two different policies, e.g. none in RUN_A
 against kep753 in RUN_B (RUN_A and RUN_B may be the same directory): the
-sidecar overhead.
+sidecar overhead, paired by trial when the runs share their seeds.
 
 Exit codes:
   0  no regression
   1  a regression was found
-  2  usage error or unreadable input (the message names the path)`
+  2  usage error, unreadable input (the message names the path), or runs
+     of different scenarios without --force`
 
 func newCompareCommand(streams IOStreams) *cobra.Command {
 	f := &compareFlags{}
 	cmd := &cobra.Command{
-		Use:   "compare [flags] RUN_A RUN_B",
-		Short: "Compare two runs' latencies and violation rates (A/B, benchstat style)",
+		Use:   "compare [flags] RUN_A RUN_B [RUN_C...]",
+		Short: "Compare runs' latencies and violation rates (A/B, benchstat style)",
 		Long:  compareLong,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 2 {
-				return usageErr("%s: need exactly two run directories (RUN_A RUN_B), got %d", cmd.CommandPath(), len(args))
+			if len(args) < 2 {
+				return usageErr("%s: need at least two run directories (RUN_A RUN_B ...), got %d", cmd.CommandPath(), len(args))
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runCompare(streams, f, args[0], args[1])
+			return runCompare(streams, f, args)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.format, "format", "text", "output format: text, md or json")
-	fl.Float64Var(&f.threshold, "threshold", 0.05, "relative median increase counted as a regression (fraction; 0: any significant increase)")
-	fl.Float64Var(&f.alpha, "alpha", 0.05, "significance level of the Mann–Whitney U test after Holm correction")
+	fl.Float64Var(&f.threshold, "threshold", 0.05, "relative quantile increase counted as a regression (fraction; 0: any significant increase)")
+	fl.Float64Var(&f.alpha, "alpha", 0.05, "significance level of the tests after Holm correction")
 	fl.StringVar(&f.policyA, "policy-a", "", "policy of RUN_A to compare (with --policy-b)")
-	fl.StringVar(&f.policyB, "policy-b", "", "policy of RUN_B to compare (with --policy-a)")
+	fl.StringVar(&f.policyB, "policy-b", "", "policy of the other runs to compare (with --policy-a)")
+	fl.BoolVar(&f.force, "force", false, "compare runs of different scenarios")
 	return cmd
 }
 
-func runCompare(streams IOStreams, f *compareFlags, dirA, dirB string) error {
+func runCompare(streams IOStreams, f *compareFlags, dirs []string) error {
 	var write func(*compare.Table, io.Writer) error
 	switch f.format {
 	case "text", "txt":
@@ -101,27 +111,14 @@ func runCompare(streams IOStreams, f *compareFlags, dirA, dirB string) error {
 	if (f.policyA == "") != (f.policyB == "") {
 		return usageErr("--policy-a and --policy-b go together")
 	}
-	a, err := loadRunData(dirA)
-	if err != nil {
-		return err
-	}
-	b, err := loadRunData(dirB)
-	if err != nil {
-		return err
-	}
-	if f.policyA != "" {
-		if !hasPolicy(a, f.policyA) {
-			return usageErr("--policy-a %s: no such policy in %s (have %v)", f.policyA, dirA, a.Policies)
-		}
-		if !hasPolicy(b, f.policyB) {
-			return usageErr("--policy-b %s: no such policy in %s (have %v)", f.policyB, dirB, b.Policies)
-		}
-	}
 	thr := f.threshold
 	if thr == 0 {
 		thr = -1 // compare.Options: 0 is the default 5%, negative any increase
 	}
-	t := compare.Compare(a, b, compare.Options{Alpha: f.alpha, Threshold: thr, PolicyA: f.policyA, PolicyB: f.policyB})
+	t, err := compare.RunDirs(dirs, compare.Options{Alpha: f.alpha, Threshold: thr, PolicyA: f.policyA, PolicyB: f.policyB, Force: f.force})
+	if err != nil {
+		return usageErr("%v", err)
+	}
 	if err := write(&t, streams.Out); err != nil {
 		return asInternal(err)
 	}
@@ -129,103 +126,6 @@ func runCompare(streams IOStreams, f *compareFlags, dirA, dirB string) error {
 		return silent(ExitFailed)
 	}
 	return nil
-}
-
-func hasPolicy(d render.RunData, p string) bool {
-	for _, q := range d.Policies {
-		if q == p {
-			return true
-		}
-	}
-	for _, l := range d.Latencies {
-		if l.Policy == p {
-			return true
-		}
-	}
-	return false
-}
-
-// loadRunData reads a run directory (or its summary.json) into render
-// input: the numbers of summary.json plus the latency samples of pods.jsonl,
-// faulted pods excluded (metrics.Aggregate's default). Every error is a
-// usage error naming the path.
-func loadRunData(path string) (render.RunData, error) {
-	dir := path
-	if fi, err := os.Stat(path); err != nil {
-		return render.RunData{}, usageErr("%s: %v", path, unwrapPathErr(err))
-	} else if !fi.IsDir() {
-		dir = filepath.Dir(path)
-	}
-	sumPath := filepath.Join(dir, fileSummary)
-	fh, err := os.Open(sumPath)
-	if err != nil {
-		return render.RunData{}, usageErr("%s: not a run directory: %v", path, unwrapPathErr(err))
-	}
-	s, err := render.ReadSummaryJSON(fh)
-	fh.Close()
-	if err != nil {
-		hint := ""
-		if _, serr := os.Stat(filepath.Join(dir, "reports")); serr == nil {
-			hint = " (a run of several scenarios: compare " + filepath.Join(dir, "reports", "<scenario>") + ")"
-		}
-		return render.RunData{}, usageErr("%s: %v%s", sumPath, err, hint)
-	}
-	d := s.RunData()
-	podsPath := filepath.Join(dir, filePods)
-	if _, err := os.Stat(podsPath); err != nil && filepath.Base(filepath.Dir(dir)) == "reports" {
-		// reports/<scenario>/ of a multi-scenario run: pods.jsonl is two up.
-		podsPath = filepath.Join(filepath.Dir(filepath.Dir(dir)), filePods)
-	}
-	agg, err := readRecords(podsPath, func(r *metrics.Record) bool { return d.Scenario == "" || r.Scenario == d.Scenario })
-	if err != nil {
-		return render.RunData{}, err
-	}
-	for i := range d.Latencies {
-		l := &d.Latencies[i]
-		l.SamplesMs = agg.Samples(metrics.Key{Scenario: d.Scenario, Policy: l.Policy, Metric: l.Metric})
-		if len(l.SamplesMs) != l.N {
-			d.Warnings = append(d.Warnings, fmt.Sprintf("%s: %s %s: %d samples in pods.jsonl, summary.json says n=%d",
-				path, l.Policy, l.Metric, len(l.SamplesMs), l.N))
-		}
-	}
-	return d, nil
-}
-
-// readRecords aggregates the records of a pods.jsonl that keep accepts.
-func readRecords(path string, keep func(*metrics.Record) bool) (*metrics.Aggregator, error) {
-	agg := metrics.NewAggregator(metrics.Options{})
-	err := forEachRecord(path, func(r *metrics.Record) {
-		if keep(r) {
-			agg.Add(r)
-		}
-	})
-	return agg, err
-}
-
-// forEachRecord calls fn with every record of a pods.jsonl. A torn last
-// line (a run killed mid-write) is ignored; any other error is a usage
-// error naming the path.
-func forEachRecord(path string, fn func(*metrics.Record)) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return usageErr("%s: cannot read per-pod records: %v", path, unwrapPathErr(err))
-	}
-	defer f.Close()
-	rr := metrics.NewRecordReader(f)
-	for {
-		var rec metrics.Record
-		err := rr.Read(&rec)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) && errors.Is(rr.Read(&rec), io.EOF) {
-				return nil // torn last line
-			}
-			return usageErr("%s: %v", path, err)
-		}
-		fn(&rec)
-	}
 }
 
 // unwrapPathErr drops the path of an *os.PathError (the caller names it).

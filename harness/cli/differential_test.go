@@ -2,14 +2,19 @@ package cli
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/sidebench/sidebench/harness/backend"
+	simbackend "github.com/sidebench/sidebench/harness/backend/sim"
 	"github.com/sidebench/sidebench/harness/history"
-	"github.com/sidebench/sidebench/harness/scenario"
+	"github.com/sidebench/sidebench/harness/rundir"
+	"github.com/sidebench/sidebench/harness/trial"
 	"github.com/sidebench/sidebench/reference-impl/api"
+	"github.com/sidebench/sidebench/reports/render"
 )
 
 // stubLocal stands in for the local backend: it supports kep753 only and
@@ -17,36 +22,53 @@ import (
 // findings where sim has none. closed counts Close calls.
 type stubLocal struct{ closed *int }
 
-func (stubLocal) Supports(p string) bool { return p == "kep753" }
+func (stubLocal) Supports(p string) (bool, string) { return p == "kep753", "stub runs kep753 only" }
 
-func (stubLocal) RunTrial(ctx context.Context, t scenario.Trial, sink history.Sink) (TrialStats, error) {
+func (stubLocal) RunTrial(ctx context.Context, p *trial.Plan, sink history.Sink) (backend.Stats, error) {
 	g, err := api.ParseGates("none")
 	if err != nil {
-		return TrialStats{}, err
+		return backend.Stats{}, err
 	}
-	t.Gates = g
-	return simBackend{}.RunTrial(ctx, t, sink)
+	c := *p
+	c.Gates = g
+	// The history still says the trial's policy (run.meta), as a real
+	// backend's would.
+	return simbackend.Backend{Version: "test"}.RunTrial(ctx, &c, relabel{sink, p.Policy})
+}
+
+type relabel struct {
+	history.Sink
+	policy string
+}
+
+func (r relabel) Write(e *history.Event) error {
+	if e.Kind == history.RunMeta {
+		m := *e.Meta
+		m.Policy = r.policy
+		c := *e
+		c.Meta = &m
+		return r.Sink.Write(&c)
+	}
+	return r.Sink.Write(e)
 }
 
 func (s stubLocal) Close() error { *s.closed++; return nil }
 
 func TestDifferentialRun(t *testing.T) {
-	old := newBackend
-	defer func() { newBackend = old }()
 	closed := 0
-	newBackend = func(name string) (Backend, error) {
+	d := deps{newBackend: func(name string, f *backendFlags, log io.Writer) (backend.Backend, error) {
 		if name == "local" {
 			return stubLocal{closed: &closed}, nil
 		}
-		return defaultBackend(name)
-	}
+		return newBackend(name, f, log)
+	}}
 	dir := filepath.Join(t.TempDir(), "r")
-	out, errOut, code := run(t, "run", "--quiet", "--backend", "sim,local", "--out", dir, "testdata/tiny.yaml")
+	out, errOut, code := runDeps(t, context.Background(), d, "run", "--quiet", "--backend", "sim,local", "--out", dir, "testdata/tiny.yaml")
 	if code != ExitFailed {
 		t.Fatalf("exit %d (want 1: violations on local): %s\n%s", code, errOut, out)
 	}
 	golden(t, "run-differential", out)
-	for _, f := range []string{"sim/" + fileHistory, "sim/" + fileSummary, "local/" + fileHistory, "local/" + fileSummary, fileDifferential} {
+	for _, f := range []string{"sim/" + rundir.FileHistory, "sim/" + render.SummaryFile, "local/" + rundir.FileHistory, "local/" + render.SummaryFile, "differential.md"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("missing %s", f)
 		}
@@ -54,26 +76,20 @@ func TestDifferentialRun(t *testing.T) {
 	if closed != 1 {
 		t.Errorf("local backend closed %d times, want 1", closed)
 	}
-	sim, err := readSummary(filepath.Join(dir, "sim", fileSummary))
-	if err != nil {
-		t.Fatal(err)
-	}
-	loc, err := readSummary(filepath.Join(dir, "local", fileSummary))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sim := readState(t, filepath.Join(dir, "sim", render.SummaryFile))
+	loc := readState(t, filepath.Join(dir, "local", render.SummaryFile))
 	if sim.TrialsCommitted != 4 || loc.TrialsCommitted != 2 {
 		t.Errorf("trials: sim %d local %d, want 4 and 2", sim.TrialsCommitted, loc.TrialsCommitted)
 	}
 	// Same seeds on both backends: the local history's run.meta seeds are sim's.
-	sh, _ := os.ReadFile(filepath.Join(dir, "sim", fileHistory))
-	lh, _ := os.ReadFile(filepath.Join(dir, "local", fileHistory))
+	sh, _ := os.ReadFile(filepath.Join(dir, "sim", rundir.FileHistory))
+	lh, _ := os.ReadFile(filepath.Join(dir, "local", rundir.FileHistory))
 	for _, seed := range seedsOf(string(lh)) {
 		if !strings.Contains(string(sh), seed) {
 			t.Errorf("local seed %s not run on sim", seed)
 		}
 	}
-	md, _ := os.ReadFile(filepath.Join(dir, fileDifferential))
+	md, _ := os.ReadFile(filepath.Join(dir, "differential.md"))
 	for _, want := range []string{"| tiny | kep753 |", "**disagree**", "| tiny | none | INV-S5 | 12/0 | - | not compared |"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("differential.md lacks %q:\n%s", want, md)
@@ -93,25 +109,6 @@ func seedsOf(h string) []string {
 		}
 	}
 	return out
-}
-
-func TestDifferentialRowDisagree(t *testing.T) {
-	r := diffRow{cells: []diffCell{{ran: true}, {ran: true, degradations: 1}}}
-	if !r.disagree() {
-		t.Error("0 vs 1 degradation: want disagree")
-	}
-	r = diffRow{cells: []diffCell{{ran: true, violations: 2}, {ran: true, violations: 5}}}
-	if r.disagree() {
-		t.Error("2 vs 5 violations: both have findings, want agree")
-	}
-	r = diffRow{cells: []diffCell{{ran: true, degradations: 1}, {ran: true, violations: 6}}}
-	if !r.disagree() {
-		t.Error("a degradation vs violations: want disagree")
-	}
-	r = diffRow{cells: []diffCell{{ran: true, violations: 2}, {ran: false}}}
-	if r.disagree() || diffMarker(r) != "not compared" {
-		t.Errorf("one backend did not run: got %q", diffMarker(r))
-	}
 }
 
 func TestBackendListErrors(t *testing.T) {

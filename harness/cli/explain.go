@@ -15,6 +15,8 @@ import (
 
 	"github.com/sidebench/sidebench/harness/check"
 	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/harness/rundir"
+	"github.com/sidebench/sidebench/reference-impl/api"
 )
 
 type explainFlags struct {
@@ -58,8 +60,8 @@ first trial of the first policy; --all prints every one).`,
 func runExplain(streams IOStreams, f *explainFlags, target string) error {
 	histPath, findPath := target, ""
 	if st, err := os.Stat(target); err == nil && st.IsDir() {
-		histPath = filepath.Join(target, fileHistory)
-		findPath = filepath.Join(target, fileFindings)
+		histPath = filepath.Join(target, rundir.FileHistory)
+		findPath = filepath.Join(target, rundir.FileFindings)
 	}
 	hf, err := os.Open(histPath)
 	if err != nil {
@@ -71,11 +73,11 @@ func runExplain(streams IOStreams, f *explainFlags, target string) error {
 		want = "default/" + want
 	}
 	if f.policy != "" {
-		p, err := parseGatesString(f.policy)
+		g, err := api.ParseGates(f.policy)
 		if err != nil {
 			return usageErr("explain: --policy: %v", err)
 		}
-		f.policy = p
+		f.policy = g.String()
 	}
 	type found struct {
 		meta   history.Meta
@@ -127,7 +129,7 @@ func runExplain(streams IOStreams, f *explainFlags, target string) error {
 	return nil
 }
 
-func readFindings(path string) []findingRecord {
+func readFindings(path string) []rundir.FindingRecord {
 	if path == "" {
 		return nil
 	}
@@ -136,11 +138,11 @@ func readFindings(path string) []findingRecord {
 		return nil
 	}
 	defer f.Close()
-	var out []findingRecord
+	var out []rundir.FindingRecord
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
-		var l findingRecord
+		var l rundir.FindingRecord
 		if json.Unmarshal(sc.Bytes(), &l) == nil {
 			out = append(out, l)
 		}
@@ -149,7 +151,7 @@ func readFindings(path string) []findingRecord {
 }
 
 // writeTimeline renders one pod's history.
-func writeTimeline(w io.Writer, m history.Meta, evs []history.Event, findings []findingRecord) {
+func writeTimeline(w io.Writer, m history.Meta, evs []history.Event, findings []rundir.FindingRecord) {
 	pod := ""
 	for i := range evs {
 		if evs[i].Pod != "" {

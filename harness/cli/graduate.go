@@ -1,37 +1,42 @@
 package cli
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sidebench/sidebench/harness/metrics"
+	"github.com/sidebench/sidebench/harness/runner"
 	"github.com/sidebench/sidebench/reference-impl/api"
 	"github.com/sidebench/sidebench/reports/graduation"
-	"github.com/sidebench/sidebench/reports/render"
 )
 
 type graduateFlags struct {
-	criteria string
-	policies []string
+	criteria   string
+	policies   []string
+	format     string
+	allowMixed bool
+	strict     bool
 }
 
 const graduateLong = `Judge the policies of one or more run directories against graduation
 criteria: a built-in stage (alpha, beta, ga; reports/graduation) or a
 criteria file (PATH.yaml, same schema).
 
-Run directories of the same scenario are pooled. For each scenario × policy
-the inputs are:
+Run directories are pooled through the same aggregation as 'run' (so a
+single directory gives exactly the verdict its own report shows). Trials
+are keyed by (scenario content hash, policy, seed, trial number): a trial
+found twice (a directory given twice, a copy, two soaks with the same
+seeds) is counted once, with a warning naming the directory. Directories
+whose scenario of the same name has different content are refused (exit
+2) unless --allow-mixed, which labels the result "mixed". For each
+scenario × policy the inputs are:
 
-  violations   pods with at least one hard-invariant violation (journal.jsonl;
-               else distinct trial × pod violations in findings.jsonl)
+  violations   pods with at least one hard-invariant violation (journal.jsonl)
   lifecycles   pods (the trials of the violation rate)
   pod startup  pod_startup samples from pods.jsonl, faulted pods excluded
   sidecar Jobs Job pods with sidecars, and how many reached Succeeded
@@ -45,10 +50,14 @@ observation itself breaks it: more trials of the same behaviour cannot fix
 it) or INSUFFICIENT DATA (within the limit, but the data cannot support the
 claim yet; NEEDED estimates how many more trials, pods or Jobs would).
 
+A run that did not complete (Ctrl-C, a crash, a soak still running) is
+labelled partial in every verdict; with --strict its PASS verdicts become
+INSUFFICIENT DATA and INSUFFICIENT DATA fails.
+
 Exit codes:
   0  no criterion failed (PASS or INSUFFICIENT DATA; the overall line says
      which)
-  1  a criterion failed
+  1  a criterion failed (or, with --strict, INSUFFICIENT DATA)
   2  usage error or unreadable input (the message names the path)`
 
 func newGraduateCommand(streams IOStreams) *cobra.Command {
@@ -64,6 +73,9 @@ func newGraduateCommand(streams IOStreams) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&f.criteria, "criteria", "", "criteria: alpha, beta, ga or a criteria file (required)")
 	cmd.Flags().StringSliceVar(&f.policies, "policy", nil, "policies to judge (default: every policy but none)")
+	cmd.Flags().StringVar(&f.format, "format", "text", "output: text or json (the pooled verdict, for dashboards)")
+	cmd.Flags().BoolVar(&f.allowMixed, "allow-mixed", false, "pool run directories whose scenarios differ in content (labelled mixed)")
+	cmd.Flags().BoolVar(&f.strict, "strict", false, "a partial run is INSUFFICIENT DATA, and INSUFFICIENT DATA fails (exit 1)")
 	return cmd
 }
 
@@ -86,139 +98,164 @@ func loadCriteria(name string) (graduation.Criteria, error) {
 	return c, nil
 }
 
-// gradKey is a scenario × policy.
-type gradKey struct{ scenario, policy string }
+// gradVerdict is one row of graduate's output (and of --format json).
+type gradVerdict struct {
+	Scenario string `json:"scenario"`
+	Policy   string `json:"policy"`
+	graduation.Verdict
+}
 
-// gradCounts are the violation and lifecycle counts of one scenario × policy.
-type gradCounts struct{ violating, pods int }
+// gradResult is graduate --format json.
+type gradResult struct {
+	Stage    string        `json:"stage"`
+	Overall  string        `json:"overall"`
+	Partial  bool          `json:"partial"`
+	Mixed    bool          `json:"mixed"`
+	Dirs     []gradDir     `json:"runs"`
+	Verdicts []gradVerdict `json:"verdicts"`
+	Warnings []string      `json:"warnings"`
+}
+
+type gradDir struct {
+	Dir      string `json:"dir"`
+	Trials   int    `json:"trialsCounted"`
+	Complete bool   `json:"complete"`
+	Version  string `json:"version"`
+	Revision string `json:"revision,omitempty"`
+}
 
 func runGraduate(streams IOStreams, f *graduateFlags, dirs []string) error {
 	if f.criteria == "" {
 		return usageErr("graduate: --criteria is required (alpha, beta, ga or a criteria file)")
 	}
+	if f.format != "text" && f.format != "json" {
+		return usageErr("--format %q: allowed: text, json", f.format)
+	}
 	crit, err := loadCriteria(f.criteria)
 	if err != nil {
 		return err
 	}
-	agg := metrics.NewAggregator(metrics.Options{})
-	counts := map[gradKey]*gradCounts{}
-	seeds := map[string]uint64{}
+	agg := runner.NewAggregate(nil, nil)
+	agg.AllowMixed = f.allowMixed
+	res := gradResult{Stage: crit.Stage, Verdicts: []gradVerdict{}}
+	if res.Stage == "" {
+		res.Stage = f.criteria
+	}
 	for _, dir := range dirs {
 		if fi, err := os.Stat(dir); err != nil {
 			return usageErr("%s: %v", dir, unwrapPathErr(err))
 		} else if !fi.IsDir() {
 			return usageErr("%s: not a run directory", dir)
 		}
-		a := metrics.NewAggregator(metrics.Options{})
-		if err := forEachRecord(filepath.Join(dir, filePods), func(r *metrics.Record) {
-			a.Add(r)
-			agg.Add(r)
-		}); err != nil {
-			return err
-		}
-		dirCounts, err := violatingPods(dir, a)
+		st, err := agg.Load(dir)
 		if err != nil {
-			return err
+			return runError(err)
 		}
-		for k, c := range dirCounts {
-			acc := counts[k]
-			if acc == nil {
-				acc = &gradCounts{}
-				counts[k] = acc
-			}
-			acc.violating += c.violating
-			acc.pods += c.pods
-		}
-		if sc, seed, ok := summarySeed(dir); ok {
-			if _, seen := seeds[sc]; !seen {
-				seeds[sc] = seed
-			}
+		res.Dirs = append(res.Dirs, gradDir{Dir: dir, Trials: st.Trials, Complete: st.Complete, Version: st.Info.Build.Version, Revision: st.Info.Build.Revision})
+		if !st.Complete {
+			res.Partial = true
+			agg.Warnings = append(agg.Warnings, fmt.Sprintf("%s: partial run (interrupted, crashed or still running): the verdicts cover only its %d committed trials", dir, st.Trials))
 		}
 	}
-	res := agg.Result()
-	var keys []gradKey
-	for _, pc := range res.Pods {
-		k := gradKey{pc.Scenario, pc.Policy}
-		if counts[k] == nil {
-			counts[k] = &gradCounts{}
-		}
-		keys = append(keys, k)
+	res.Mixed = agg.Mixed
+	res.Warnings = append([]string{}, agg.Warnings...)
+	rows := agg.Rows()
+	if len(rows) == 0 || agg.Trials == 0 {
+		return usageErr("%v: no committed trials", dirs)
 	}
-	if len(keys) == 0 {
-		return usageErr("%v: no pod records (pods.jsonl is empty)", dirs)
-	}
-	judge := func(k gradKey) bool {
+	judge := func(r *runner.Row) bool {
 		if len(f.policies) > 0 {
-			return slices.Contains(f.policies, k.policy)
+			return slices.Contains(f.policies, r.Policy)
 		}
-		return k.policy != api.PolicyNone.String()
+		return r.Policy != api.PolicyNone.String()
 	}
 	for _, p := range f.policies {
-		if !slices.ContainsFunc(keys, func(k gradKey) bool { return k.policy == p }) {
+		if !slices.ContainsFunc(rows, func(r *runner.Row) bool { return r.Policy == p }) {
 			return usageErr("--policy %s: not in %v", p, dirs)
 		}
 	}
-	tw := newTabWriter(streams.Out)
-	fmt.Fprintln(tw, "SCENARIO\tPOLICY\tCRITERION\tSTATUS\tOBSERVED\tBOUND\tTHRESHOLD\tNEEDED")
 	var all []graduation.Verdict
-	var notes []string
-	judged := 0
-	for _, k := range keys {
-		if !judge(k) {
+	for _, r := range rows {
+		if !judge(r) || r.Trials == 0 {
 			continue
 		}
-		judged++
-		c := counts[k]
-		in := graduation.Inputs{
-			Violations: c.violating, Lifecycles: c.pods,
-			PodStartupMs: agg.Samples(metrics.Key{Scenario: k.scenario, Policy: k.policy, Metric: metrics.PodStartup}),
-			BaselineMs:   agg.Samples(metrics.Key{Scenario: k.scenario, Policy: api.PolicyNone.String(), Metric: metrics.PodStartup}),
-			Seed:         seeds[k.scenario],
-		}
-		for _, pc := range res.Pods {
-			if pc.Scenario == k.scenario && pc.Policy == k.policy {
-				in.SidecarJobs, in.SidecarJobsCompleted = pc.SidecarJobs, pc.SidecarJobsSucceeded
-			}
-		}
-		for _, v := range graduation.Evaluate(crit, in) {
-			all = append(all, v)
-			needed := "-"
-			if v.Status == graduation.Insufficient {
-				needed = "?"
-				if v.MoreTrialsNeeded > 0 {
-					needed = "+" + strconv.Itoa(v.MoreTrialsNeeded)
+		for _, v := range graduation.Evaluate(crit, agg.GraduationInputs(r)) {
+			if res.Partial {
+				v.Warnings = append(v.Warnings, "partial run: the verdict covers only the trials committed")
+				if f.strict && v.Status == graduation.Pass {
+					v.Status = graduation.Insufficient
+					v.Message = "partial run (--strict): " + v.Message
 				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.scenario, k.policy, v.Criterion, v.Status,
-				gradNum(v.Observed), gradNum(v.Bound), gradNum(v.Threshold), needed)
-			if v.Status != graduation.Pass {
-				notes = append(notes, fmt.Sprintf("%s %s %s: %s: %s", k.scenario, k.policy, v.Criterion, v.Status, v.Message))
+			if agg.Mixed {
+				v.Warnings = append(v.Warnings, "mixed: pooled runs of different scenario content (--allow-mixed)")
 			}
-			for _, w := range v.Warnings {
-				notes = append(notes, fmt.Sprintf("%s %s %s: warning: %s", k.scenario, k.policy, v.Criterion, w))
-			}
+			all = append(all, v)
+			res.Verdicts = append(res.Verdicts, gradVerdict{Scenario: r.Scenario, Policy: r.Policy, Verdict: v})
 		}
 	}
-	if judged == 0 {
+	if len(res.Verdicts) == 0 {
 		return usageErr("%v: no policy to judge (only the none baseline; use --policy none)", dirs)
+	}
+	overall := graduation.Overall(all)
+	res.Overall = string(overall)
+	for _, w := range agg.Warnings {
+		fmt.Fprintf(streams.ErrOut, "sidebench: warning: %s\n", w)
+	}
+	if f.format == "json" {
+		b, err := json.MarshalIndent(res, "", "  ")
+		if err != nil {
+			return asInternal(err)
+		}
+		fmt.Fprintln(streams.Out, string(b))
+	} else {
+		writeGraduation(streams, &res)
+	}
+	switch {
+	case overall == graduation.Fail:
+		return silent(ExitFailed)
+	case overall == graduation.Insufficient && f.strict:
+		return silent(ExitFailed)
+	}
+	return nil
+}
+
+func writeGraduation(streams IOStreams, res *gradResult) {
+	tw := newTabWriter(streams.Out)
+	fmt.Fprintln(tw, "SCENARIO\tPOLICY\tCRITERION\tSTATUS\tOBSERVED\tBOUND\tTHRESHOLD\tNEEDED")
+	var notes []string
+	for _, v := range res.Verdicts {
+		needed := "-"
+		if v.Status == graduation.Insufficient {
+			needed = "?"
+			if v.MoreTrialsNeeded > 0 {
+				needed = "+" + strconv.Itoa(v.MoreTrialsNeeded)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Scenario, v.Policy, v.Criterion, v.Status,
+			gradNum(v.Observed), gradNum(v.Bound), gradNum(v.Threshold), needed)
+		if v.Status != graduation.Pass {
+			notes = append(notes, fmt.Sprintf("%s %s %s: %s: %s", v.Scenario, v.Policy, v.Criterion, v.Status, v.Message))
+		}
+		for _, w := range v.Warnings {
+			notes = append(notes, fmt.Sprintf("%s %s %s: warning: %s", v.Scenario, v.Policy, v.Criterion, w))
+		}
 	}
 	tw.Flush()
 	for _, n := range notes {
 		fmt.Fprintln(streams.Out, n)
 	}
-	overall := graduation.Overall(all)
-	stage := crit.Stage
-	if stage == "" {
-		stage = f.criteria
+	label := ""
+	if res.Partial {
+		label += " [partial]"
 	}
-	fmt.Fprintf(streams.Out, "overall (%s): %s\n", stage, overall)
-	if overall == graduation.Insufficient {
+	if res.Mixed {
+		label += " [mixed]"
+	}
+	fmt.Fprintf(streams.Out, "overall (%s): %s%s\n", res.Stage, res.Overall, label)
+	if res.Overall == string(graduation.Insufficient) {
 		fmt.Fprintln(streams.Out, "INSUFFICIENT DATA: nothing failed, but the data does not support graduation yet; run more trials (NEEDED).")
 	}
-	if overall == graduation.Fail {
-		return silent(ExitFailed)
-	}
-	return nil
 }
 
 func gradNum(x float64) string {
@@ -231,79 +268,4 @@ func gradNum(x float64) string {
 		return "-inf"
 	}
 	return strconv.FormatFloat(x, 'g', 6, 64)
-}
-
-// violatingPods counts, per scenario × policy of one run directory, the
-// pods with at least one violation and the pods. The journal's per-trial
-// totals are used when present; otherwise distinct trial × pod violations
-// of findings.jsonl and the pods of pods.jsonl (a).
-func violatingPods(dir string, a *metrics.Aggregator) (map[gradKey]gradCounts, error) {
-	out := map[gradKey]gradCounts{}
-	jpath := filepath.Join(dir, fileJournal)
-	entries, _, err := readJournal(jpath)
-	if err != nil {
-		return nil, usageErr("%s: %v", jpath, unwrapPathErr(err))
-	}
-	if len(entries) > 0 {
-		for _, e := range entries {
-			k := gradKey{e.Scenario, e.Policy}
-			c := out[k]
-			c.violating += e.ViolatingPods
-			c.pods += e.Pods
-			out[k] = c
-		}
-		return out, nil
-	}
-	for _, pc := range a.Result().Pods {
-		out[gradKey{pc.Scenario, pc.Policy}] = gradCounts{pods: pc.Pods}
-	}
-	fpath := filepath.Join(dir, fileFindings)
-	fh, err := os.Open(fpath)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, usageErr("%s: neither journal.jsonl nor findings.jsonl: cannot count violations", dir)
-		}
-		return nil, usageErr("%s: %v", fpath, unwrapPathErr(err))
-	}
-	defer fh.Close()
-	type podKey struct {
-		gradKey
-		trial int
-		pod   string
-	}
-	seen := map[podKey]bool{}
-	sc := bufio.NewScanner(fh)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		var fr findingRecord
-		if json.Unmarshal(sc.Bytes(), &fr) != nil || fr.Class != "violation" {
-			continue
-		}
-		pk := podKey{gradKey{fr.Scenario, fr.Policy}, fr.Trial, fr.Pod}
-		if !seen[pk] {
-			seen[pk] = true
-			c := out[pk.gradKey]
-			c.violating++
-			out[pk.gradKey] = c
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, usageErr("%s: %v", fpath, err)
-	}
-	return out, nil
-}
-
-// summarySeed returns the scenario and master seed of a run directory's
-// summary.json, if it is reports/render's schema.
-func summarySeed(dir string) (string, uint64, bool) {
-	fh, err := os.Open(filepath.Join(dir, render.SummaryFile))
-	if err != nil {
-		return "", 0, false
-	}
-	defer fh.Close()
-	s, err := render.ReadSummaryJSON(fh)
-	if err != nil {
-		return "", 0, false
-	}
-	return s.Scenario, s.Run.Seed, true
 }

@@ -1,107 +1,23 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sidebench/sidebench/harness/backend"
 	"github.com/sidebench/sidebench/harness/backend/local"
-	"github.com/sidebench/sidebench/harness/history"
 	"github.com/sidebench/sidebench/harness/localcluster"
-	"github.com/sidebench/sidebench/harness/scenario"
 )
 
-// localOptions are the local backend's command-line settings (set by
-// `run` before newBackend is called).
-type localOptions struct {
-	nodes   int
-	keep    bool
-	horizon time.Duration
-	log     io.Writer
-	// featureGates is --feature-gates for the apiserver and kubelets:
-	// the Kubernetes gates the run's policies name (local.FeatureGates).
-	featureGates string
-}
-
-var localOpts = localOptions{nodes: 3}
-
-// localBackend brings the cluster up at its first trial (so that a run
-// that fails validation never starts one) and takes it down in Close.
-type localBackend struct {
-	opts localOptions
-	mu   sync.Mutex
-	b    *local.Backend
-	err  error
-}
-
-func newLocalBackend(o localOptions) *localBackend { return &localBackend{opts: o} }
-
-// Supports reports whether the backend runs a policy (the real kubelet
-// implements kep753 only).
-func (l *localBackend) Supports(policy string) bool { return local.Supports(policy) }
-
-func (l *localBackend) up(ctx context.Context) (*local.Backend, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.b != nil || l.err != nil {
-		return l.b, l.err
-	}
-	log := l.opts.log
-	if log == nil {
-		log = io.Discard
-	}
-	gates := ""
-	if l.opts.featureGates != "" {
-		gates = ", --feature-gates=" + l.opts.featureGates
-	}
-	fmt.Fprintf(log, "sidebench: starting a local cluster (%d kubelets, Kubernetes %s%s) ...\n", l.opts.nodes, localcluster.DefaultVersion, gates)
-	t0 := time.Now()
-	b, err := local.New(ctx, local.Options{Nodes: l.opts.nodes, Log: log, KeepOnExit: l.opts.keep, Horizon: l.opts.horizon,
-		FeatureGates: l.opts.featureGates})
-	if err != nil {
-		l.err = fmt.Errorf("local backend: %w", err)
-		return nil, l.err
-	}
-	fmt.Fprintf(log, "sidebench: local cluster up in %s (run dir %s)\n", time.Since(t0).Round(time.Millisecond), b.Cluster().RunDir)
-	l.b = b
-	return b, nil
-}
-
-func (l *localBackend) RunTrial(ctx context.Context, t scenario.Trial, sink history.Sink) (TrialStats, error) {
-	b, err := l.up(ctx)
-	if err != nil {
-		return TrialStats{}, err
-	}
-	st, err := b.RunTrial(ctx, t, sink)
-	return TrialStats{Partial: st.Partial}, err
-}
-
-// Close takes the cluster down unless --keep.
-func (l *localBackend) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.b == nil {
-		return nil
-	}
-	log := l.opts.log
-	if log == nil {
-		log = io.Discard
-	}
-	if l.opts.keep {
-		fmt.Fprintf(log, "sidebench: --keep: cluster left in %s (kubeconfig %s); 'sidebench cluster down %s' removes it\n",
-			l.b.Cluster().RunDir, l.b.Cluster().Kubeconfig, l.b.Cluster().RunDir)
-		return nil
-	}
-	t0 := time.Now()
-	err := l.b.Close()
-	fmt.Fprintf(log, "sidebench: local cluster down in %s\n", time.Since(t0).Round(time.Millisecond))
-	l.b = nil
-	return err
+// newLocalBackend is the local backend with the flags' settings (its
+// cluster registers itself in the host record that `cluster status` and
+// `cluster down` read).
+func newLocalBackend(f *backendFlags, log io.Writer) backend.Backend {
+	return local.NewLazy(local.Options{Nodes: f.nodes, Log: log, KeepOnExit: f.keep, Horizon: f.horizon, FeatureGates: f.featureGates})
 }
 
 func newClusterCommand(streams IOStreams) *cobra.Command {

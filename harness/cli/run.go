@@ -6,58 +6,141 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sidebench/sidebench/harness/backend"
+	"github.com/sidebench/sidebench/harness/backend/kube"
 	"github.com/sidebench/sidebench/harness/backend/local"
-	"github.com/sidebench/sidebench/harness/check"
+	simbackend "github.com/sidebench/sidebench/harness/backend/sim"
 	"github.com/sidebench/sidebench/harness/progress"
+	"github.com/sidebench/sidebench/harness/rundir"
+	"github.com/sidebench/sidebench/harness/runner"
 	"github.com/sidebench/sidebench/harness/scenario"
-	"github.com/sidebench/sidebench/reference-impl/api"
+	"github.com/sidebench/sidebench/internal/version"
+	"github.com/sidebench/sidebench/reports/render"
 )
 
 func newTabWriter(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
 
-func parseGatesString(s string) (string, error) {
-	g, err := api.ParseGates(s)
-	if err != nil {
-		return "", err
-	}
-	return g.String(), nil
+// backendFlags pick and configure a backend (run and soak share them).
+type backendFlags struct {
+	backend  string
+	nodes    int
+	nodesSet bool // --nodes given (the kube provider's default is 1)
+	keep     bool
+	horizon  time.Duration
+	kube     kubeOptions
+	// featureGates is --feature-gates for the local cluster: the
+	// Kubernetes gates the run's policies name.
+	featureGates string
 }
 
-// runFlags is the flagpole of `sidebench run`.
+func (f *backendFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.backend, "backend", "", "backend: sim (default), local or kube (default: the scenario's backend.name)")
+	fl.IntVar(&f.nodes, "nodes", 3, "local backend (and kube --provider local): number of kubelets")
+	fl.BoolVar(&f.keep, "keep", false, "local backend: leave the cluster up at the end ('sidebench cluster down' removes it)")
+	fl.DurationVar(&f.horizon, "horizon", 0, "local and kube backends: cap every trial at this wall-clock duration (default: the scenario's horizon, at most 10m)")
+	f.kube.register(cmd)
+}
+
+// prepare finishes the flags once the scenarios are known.
+func (f *backendFlags) prepare(cmd *cobra.Command, scens []*scenario.Scenario) error {
+	f.nodesSet = cmd.Flags().Changed("nodes")
+	if f.nodes < 1 {
+		return usageErr("--nodes must be >= 1")
+	}
+	var policies []string
+	for _, s := range scens {
+		for _, g := range s.PolicyGates() {
+			policies = append(policies, g.String())
+		}
+	}
+	f.featureGates = local.FeatureGates(policies...)
+	if f.kube.kubeconfig == "" {
+		f.kube.kubeconfig = scenarioKubeconfig(scens)
+	}
+	return nil
+}
+
+// options are the backend settings recorded in run.json.
+func (f *backendFlags) options(name string) map[string]string {
+	switch name {
+	case "local":
+		return map[string]string{"nodes": strconv.Itoa(f.nodes), "featureGates": f.featureGates}
+	case "kube":
+		return map[string]string{"provider": f.kube.provider, "image": f.kube.image}
+	}
+	return nil
+}
+
+// newBackend is the composition root: a backend name and its flags give
+// a Backend. Backends that hold resources (a cluster) start them at their
+// first trial, so a run that fails validation starts nothing, and release
+// them in Close.
+func newBackend(name string, f *backendFlags, log io.Writer) (backend.Backend, error) {
+	switch name {
+	case "sim":
+		return simbackend.Backend{Version: version.Get().Short()}, nil
+	case "local":
+		return newLocalBackend(f, log), nil
+	case "kube":
+		o := f.kube
+		o.nodes, o.horizon, o.log = f.nodes, f.horizon, log
+		if !f.nodesSet {
+			o.nodes = 1
+		}
+		if o.provider == "" {
+			if err := kube.CheckConfig(o.kubeconfig, o.context); err != nil {
+				return nil, usageErr("--backend kube: %v", err)
+			}
+		}
+		return newKubeBackend(o), nil
+	}
+	return nil, usageErr("--backend %q: unknown backend (allowed: sim, local, kube)", name)
+}
+
+// runFlags is the flagpole of `sidebench run` (and, with soakFlags, of
+// `soak`).
 type runFlags struct {
-	backend          string
+	backendFlags
 	seed             uint64
 	trials           int
 	parallel         int
 	out              string
 	quiet            bool
+	strict           bool
 	includeLarge     bool
 	progress         string
 	progressInterval time.Duration
-	nodes            int
-	keep             bool
-	horizon          time.Duration
-	kube             kubeOptions
-	nodesSet         bool // --nodes given (the kube provider's default is 1)
 }
 
 func (f *runFlags) register(cmd *cobra.Command) {
+	f.backendFlags.register(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&f.backend, "backend", "", "backend: sim (default), local or kube (default: the scenario's backend.name)")
 	fl.Uint64Var(&f.seed, "seed", 0, "master seed (default: the scenario's seed)")
 	fl.IntVar(&f.trials, "trials", 0, "trials per policy (default: the scenario's trials)")
 	fl.IntVar(&f.parallel, "parallel", 1, "trials run at once")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the result")
+	fl.BoolVar(&f.strict, "strict", false, "fail (exit 1) on INSUFFICIENT DATA and on a partial run's verdicts")
 	fl.StringVar(&f.progress, "progress", "auto", "progress display: auto (bars on a terminal, plain lines otherwise or when CI is set), bars, plain")
 	fl.DurationVar(&f.progressInterval, "progress-interval", 10*time.Second, "period of plain progress lines")
 	_ = fl.MarkHidden("progress-interval")
+}
+
+func (f *runFlags) check() error {
+	if f.parallel < 1 {
+		return usageErr("--parallel must be >= 1")
+	}
+	if f.trials < 0 {
+		return usageErr("--trials must be >= 0")
+	}
+	return nil
 }
 
 func (f *runFlags) reporter(w io.Writer) (*progress.Reporter, error) {
@@ -75,23 +158,52 @@ func (f *runFlags) reporter(w io.Writer) (*progress.Reporter, error) {
 	return progress.New(w, progress.Options{Mode: mode, Interval: f.progressInterval}), nil
 }
 
+// runnerOptions are the runner's options for one backend.
+func (f *runFlags) runnerOptions(name string, be backend.Backend, rep *progress.Reporter, log io.Writer) runner.Options {
+	o := runner.Options{Backend: be, BackendName: name, Parallel: f.parallel, Log: log, Build: version.Get(), Strict: f.strict,
+		Seed: f.seed, Trials: f.trials, BackendOptions: f.options(name)}
+	if rep != nil {
+		o.Progress = progressFeed{rep}
+	}
+	return o
+}
+
+// progressFeed adapts the progress display to the runner's feed.
+type progressFeed struct{ r *progress.Reporter }
+
+func (p progressFeed) AddScenario(label string, trials, pods int) runner.ScenarioProgress {
+	return scenarioFeed{p.r.AddScenario(label, trials, pods)}
+}
+
+type scenarioFeed struct{ *progress.Scenario }
+
 const runLong = `Run every scenario × policy × trial on a backend and write, per scenario, a
 run directory with:
 
   history.jsonl   the history of every trial (run.meta ... run.end)
   pods.jsonl      per-pod latencies (harness/metrics)
   findings.jsonl  the checker's findings (violations, degradations, bounds)
-  summary.json    every number of the run (docs/reports.md), plus a
+  summary.json    every number of the run (docs/reports.md), with a
                   "sidebench" section: per scenario × policy trials, pods,
-                  violations, degradations, pod_startup percentiles and
-                  the criteria verdict; partial: true if interrupted
+                  violations, degradations, pod_startup percentiles, role
+                  and verdict; status complete or partial
   report.md, report.html, junit.xml, PodStartupLatency_*.json
                   the reports (reports/render)
-  journal.jsonl   the committed trials; run.json the invocation
+  journal.jsonl   the committed trials; run.json the invocation and build
 
-and print a result table. Scenarios tagged "large" (the scale envelope,
-soak profiles) are skipped unless --include-large is given. Ctrl-C stops
-cleanly: what was recorded stays on disk, marked partial.
+and print a result table. Every number in every output comes from one
+aggregation: the table, summary.json, the reports, PerfData and junit.xml
+agree. Scenarios tagged "large" (the scale envelope, soak profiles) are
+skipped unless --include-large is given. Ctrl-C stops cleanly: what was
+recorded stays on disk, marked partial.
+
+Policies and verdicts: a scenario's criteria (and criteria.graduation, a
+graduation stage) judge its first policy, or criteria.policies; other
+policies are baselines, measured and not judged; bug replicas
+(kep753+bug:...) pass when the checker catches them and fail when it does
+not. A criterion is PASS, FAIL or INSUFFICIENT DATA (within the limit, but
+the data cannot support the claim yet: the lifecycles still needed are
+printed).
 
 Differential run: --backend sim,local runs the same scenarios with the same
 seeds on each backend in turn (the local cluster is brought up and taken
@@ -109,16 +221,14 @@ containerd; root) or --provider kind, loading --image-archive. Each trial
 gets a namespace labelled sidebench.dev/run, deleted at the end, also after
 Ctrl-C. Faults it cannot inject are listed after the table, never counted.
 
-Criteria (a scenario's criteria:) apply to its first policy, or to
-criteria.policies; baselines such as none are measured, not judged.
-
 Exit codes:
-  0  every criterion met
-  1  a violation or a criterion failed (or the run was interrupted)
+  0  every criterion met (INSUFFICIENT DATA too, unless --strict)
+  1  a violation or a criterion failed, a bug replica was not caught, or
+     the run was interrupted
   2  usage or validation error
-  3  internal error`
+  3  internal error (including: the reports could not be written)`
 
-func newRunCommand(streams IOStreams) *cobra.Command {
+func newRunCommand(streams IOStreams, d deps) *cobra.Command {
 	f := &runFlags{}
 	cmd := &cobra.Command{
 		Use:   "run [flags] FILE...",
@@ -126,18 +236,13 @@ func newRunCommand(streams IOStreams) *cobra.Command {
 		Long:  runLong,
 		Args:  atLeastOne("scenario file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f.nodesSet = cmd.Flags().Changed("nodes")
-			return runRun(cmd.Context(), streams, f, args)
+			return runRun(cmd, streams, d, f, args)
 		},
 	}
 	f.register(cmd)
 	cmd.Flags().Lookup("backend").Usage += "; a list such as sim,local is a differential run"
 	cmd.Flags().StringVar(&f.out, "out", "", "run directory (default reports/runs/<UTC timestamp>-<scenario>; with several scenarios, DIR/<scenario>)")
 	cmd.Flags().BoolVar(&f.includeLarge, "include-large", false, "also run scenarios tagged large")
-	cmd.Flags().IntVar(&f.nodes, "nodes", 3, "local backend (and kube --provider local): number of kubelets")
-	cmd.Flags().BoolVar(&f.keep, "keep", false, "local backend: leave the cluster up at the end ('sidebench cluster down' removes it)")
-	cmd.Flags().DurationVar(&f.horizon, "horizon", 0, "local and kube backends: cap every trial at this wall-clock duration (default: the scenario's horizon, at most 10m)")
-	f.kube.register(cmd)
 	return cmd
 }
 
@@ -178,12 +283,10 @@ func backendName(flag string, s *scenario.Scenario) string {
 	return "sim"
 }
 
-func runRun(ctx context.Context, streams IOStreams, f *runFlags, files []string) error {
-	if f.parallel < 1 {
-		return usageErr("--parallel must be >= 1")
-	}
-	if f.trials < 0 {
-		return usageErr("--trials must be >= 0")
+func runRun(cmd *cobra.Command, streams IOStreams, d deps, f *runFlags, files []string) error {
+	ctx := cmd.Context()
+	if err := f.check(); err != nil {
+		return err
 	}
 	scens, err := loadScenarios(streams, files, f.seed, f.trials)
 	if err != nil {
@@ -200,71 +303,31 @@ func runRun(ctx context.Context, streams IOStreams, f *runFlags, files []string)
 	if len(todo) == 0 {
 		return usageErr("no scenario to run")
 	}
-	if f.nodes < 1 {
-		return usageErr("--nodes must be >= 1")
+	if err := f.prepare(cmd, todo); err != nil {
+		return err
 	}
-	localOpts = localOptions{nodes: f.nodes, keep: f.keep, horizon: f.horizon, log: streams.ErrOut}
-	kubeOpts = f.kube
-	kubeOpts.nodes, kubeOpts.horizon, kubeOpts.log = f.nodes, f.horizon, streams.ErrOut
-	if kubeOpts.kubeconfig == "" {
-		kubeOpts.kubeconfig = scenarioKubeconfig(todo)
-	}
-	if !f.nodesSet {
-		kubeOpts.nodes = 1
-	}
-	if f.quiet {
-		localOpts.log = nil
-		kubeOpts.log = nil
-	}
-	var policies []string
-	for _, s := range todo {
-		for _, g := range s.PolicyGates() {
-			policies = append(policies, g.String())
-		}
-	}
-	localOpts.featureGates = local.FeatureGates(policies...)
 	names, err := splitBackends(f.backend)
 	if err != nil {
 		return err
 	}
-	backends := map[string]Backend{}
-	// Backends that hold resources (the local backend's cluster) are
-	// closed on every way out: normal end, error, Ctrl-C (the context) and
-	// panic (deferred calls run while a panic unwinds).
-	defer func() {
-		for name, be := range backends {
-			if c, ok := be.(interface{ Close() error }); ok {
-				if err := c.Close(); err != nil {
-					fmt.Fprintf(streams.ErrOut, "sidebench: closing backend %s: %v\n", name, err)
-				}
-			}
-		}
-	}()
-	want := names
-	if len(want) == 0 {
-		for _, s := range todo {
-			want = append(want, backendName("", s))
-		}
+	log := streams.ErrOut
+	if f.quiet {
+		log = nil
 	}
-	for _, name := range want {
-		if _, ok := backends[name]; ok {
-			continue
-		}
-		be, err := newBackend(name)
-		if err != nil {
-			return err
-		}
-		backends[name] = be
-	}
-	rep, err := f.reporter(streams.Out)
+	rep, err := f.reporter(streams.ErrOut)
 	if err != nil {
 		return err
 	}
 	stamp := time.Now().UTC().Format("20060102T150405Z")
 	if len(names) > 1 {
-		return runDifferential(ctx, streams, f, todo, names, backends, rep, stamp)
+		return runDifferential(ctx, streams, d, f, todo, names, rep, log, stamp)
 	}
-	res, err := runOnBackend(ctx, streams, f, todo, f.backend, backends, rep, func(s *scenario.Scenario) string {
+	// Scenarios may name different backends (backend.name): each group
+	// runs on its own, in order.
+	var order []string
+	groups := map[string][]runner.Job{}
+	for _, s := range todo {
+		name := backendName(f.backend, s)
 		dir := f.out
 		switch {
 		case dir == "":
@@ -272,19 +335,94 @@ func runRun(ctx context.Context, streams IOStreams, f *runFlags, files []string)
 		case len(todo) > 1:
 			dir = filepath.Join(dir, s.Metadata.Name)
 		}
-		return dir
-	})
-	rep.Close()
-	if err != nil {
-		return err
+		if groups[name] == nil {
+			order = append(order, name)
+		}
+		groups[name] = append(groups[name], runner.Job{Scenario: s, Dir: dir})
 	}
-	writeTable(streams.Out, res.rows)
-	if !f.quiet {
-		for _, d := range res.dirs {
-			fmt.Fprintf(streams.ErrOut, "sidebench: wrote %s\n", d)
+	var results []*runner.Result
+	var runErr error
+	for _, name := range order {
+		if ctx.Err() != nil {
+			break
+		}
+		be, err := d.newBackend(name, &f.backendFlags, log)
+		if err != nil {
+			rep.Close()
+			return err
+		}
+		res, err := runner.Run(ctx, f.runnerOptions(name, be, rep, log), groups[name])
+		closeBackend(streams, name, be)
+		if res != nil {
+			results = append(results, res)
+		}
+		if err != nil {
+			runErr = err
+			break
 		}
 	}
-	return res.exit(ctx, streams)
+	rep.Close()
+	if runErr != nil {
+		return runError(runErr)
+	}
+	var rows []render.StateRow
+	for _, r := range results {
+		rows = append(rows, r.State.State.Rows...)
+	}
+	writeTable(streams.Out, rows)
+	if !f.quiet {
+		for _, r := range results {
+			for _, dir := range r.Dirs {
+				fmt.Fprintf(streams.ErrOut, "sidebench: wrote %s\n", dir)
+			}
+		}
+	}
+	return exitFor(ctx, streams, f.strict, results)
+}
+
+// closeBackend releases a backend's resources (the local cluster, the kube
+// backend's namespaces): on every way out, also after Ctrl-C.
+func closeBackend(streams IOStreams, name string, be backend.Backend) {
+	if c, ok := be.(io.Closer); ok {
+		if err := c.Close(); err != nil {
+			fmt.Fprintf(streams.ErrOut, "sidebench: closing backend %s: %v\n", name, err)
+		}
+	}
+}
+
+// runError maps a runner error to an exit code: bad input the user
+// pointed at is a usage error, the rest internal.
+func runError(err error) error {
+	var ue *rundir.UsageError
+	if errors.As(err, &ue) {
+		return &exitError{code: ExitUsage, err: err}
+	}
+	return asInternal(err)
+}
+
+// exitFor applies the exit-code rules to the results of a run.
+func exitFor(ctx context.Context, streams IOStreams, strict bool, results []*runner.Result) error {
+	partial, fail, insufficient := ctx.Err() != nil, false, false
+	for _, r := range results {
+		partial = partial || r.Partial
+		switch r.State.State.Verdict {
+		case "FAIL":
+			fail = true
+		case "INSUFFICIENT DATA":
+			insufficient = true
+		}
+	}
+	switch {
+	case partial:
+		fmt.Fprintln(streams.ErrOut, "sidebench: interrupted: results are partial (summary.json status: partial)")
+		return silent(ExitFailed)
+	case fail:
+		return silent(ExitFailed)
+	case insufficient && strict:
+		fmt.Fprintln(streams.ErrOut, "sidebench: --strict: INSUFFICIENT DATA fails the run")
+		return silent(ExitFailed)
+	}
+	return nil
 }
 
 // splitBackends parses --backend: empty (each scenario's own backend),
@@ -310,103 +448,71 @@ func splitBackends(flag string) ([]string, error) {
 	return out, nil
 }
 
-// backendResult is what running a list of scenarios on one backend gave.
-type backendResult struct {
-	rows    []row
-	pass    bool
-	partial bool
-	dirs    []string
-	// inv holds, per scenario × policy (rowKey), the checker counts per
-	// invariant, in the order the invariants were first seen.
-	inv map[string][]check.Row
-}
-
-// exit applies the usual exit-code rules to a result.
-func (r *backendResult) exit(ctx context.Context, streams IOStreams) error {
-	switch {
-	case ctx.Err() != nil || r.partial:
-		fmt.Fprintln(streams.ErrOut, "sidebench: interrupted: results are partial (summary.json partial: true)")
-		return silent(ExitFailed)
-	case !r.pass:
-		return silent(ExitFailed)
+// runDifferential runs the scenarios on every backend of names and prints
+// and writes the differential table.
+func runDifferential(ctx context.Context, streams IOStreams, d deps, f *runFlags, todo []*scenario.Scenario, names []string,
+	rep *progress.Reporter, log io.Writer, stamp string) error {
+	base := f.out
+	if base == "" {
+		n := todo[0].Metadata.Name
+		if len(todo) > 1 {
+			n = "differential"
+		}
+		base = filepath.Join("reports", "runs", stamp+"-"+n)
 	}
-	return nil
-}
-
-// runOnBackend runs every scenario of todo on one backend (backendFlag, or
-// each scenario's own when empty), one run directory per scenario (dirOf).
-func runOnBackend(ctx context.Context, streams IOStreams, f *runFlags, todo []*scenario.Scenario, backendFlag string,
-	backends map[string]Backend, rep *progress.Reporter, dirOf func(*scenario.Scenario) string) (*backendResult, error) {
-	res := &backendResult{pass: true, inv: map[string][]check.Row{}}
-	for _, s := range todo {
-		if ctx.Err() != nil {
-			break
-		}
-		dir := dirOf(s)
-		name := backendName(backendFlag, s)
-		info := runInfo{Command: "run", Backend: name, Seed: f.seed, Trials: f.trials, StartedAt: time.Now().UTC(), Version: version()}
-		rd, err := createRunDir(dir, info, []*scenario.Scenario{s})
+	var runs []runner.Options
+	for _, name := range names {
+		be, err := d.newBackend(name, &f.backendFlags, log)
 		if err != nil {
-			return res, asInternal(err)
-		}
-		res.dirs = append(res.dirs, dir)
-		trials := scenario.Expand(s)
-		if sp, ok := backends[name].(interface{ Supports(string) bool }); ok {
-			var keep []scenario.Trial
-			skipped := map[string]bool{}
-			for _, t := range trials {
-				if sp.Supports(t.Policy) {
-					keep = append(keep, t)
-				} else if !skipped[t.Policy] {
-					skipped[t.Policy] = true
-					fmt.Fprintf(streams.ErrOut, "sidebench: %s: policy %s skipped: --backend %s runs real kubelets, which do not implement it\n", s.Metadata.Name, t.Policy, name)
-				}
+			for _, o := range runs {
+				closeBackend(streams, o.BackendName, o.Backend)
 			}
-			trials = keep
+			rep.Close()
+			return err
 		}
-		label := s.Metadata.Name
-		if backendFlag != f.backend {
-			label = name + "/" + label
-		}
-		ps := rep.AddScenario(label, len(trials), len(trials)*s.TotalPods())
-		i := 0
-		next := func() (scenario.Trial, bool) {
-			if i >= len(trials) {
-				return scenario.Trial{}, false
-			}
-			i++
-			return trials[i-1], true
-		}
-		err = rd.execute(ctx, backends[name], next, execOptions{parallel: f.parallel, onCommit: func(o *trialOut) {
-			ps.TrialDone(o.podCount, o.violations)
-		}})
-		ps.Done()
-		sum, serr := rd.writeSummary()
-		rd.mu.Lock()
-		for _, r := range rd.rows {
-			var rows []check.Row
-			for _, id := range r.invOrder {
-				rows = append(rows, *r.inv[id])
-			}
-			res.inv[rowKey(r.Scenario, r.Policy)] = rows
-		}
-		rd.mu.Unlock()
-		rd.close()
-		if err != nil {
-			return res, asInternal(err)
-		}
-		var rw *reportWarning
-		if errors.As(serr, &rw) {
-			fmt.Fprintf(streams.ErrOut, "sidebench: warning: %s: %v\n", dir, rw)
-		} else if serr != nil {
-			return res, asInternal(serr)
-		}
-		reportUnappliedFaults(streams.ErrOut, name, sum.Rows)
-		res.rows = append(res.rows, sum.Rows...)
-		res.pass = res.pass && sum.Pass
-		res.partial = res.partial || sum.Partial
+		runs = append(runs, f.runnerOptions(name, be, rep, log))
 	}
-	return res, nil
+	dr, err := runner.Differential(ctx, runs, todo, func(backend string, s *scenario.Scenario) string {
+		if len(todo) > 1 {
+			return filepath.Join(base, backend, s.Metadata.Name)
+		}
+		return filepath.Join(base, backend)
+	})
+	rep.Close()
+	if err != nil {
+		return runError(err)
+	}
+	var rows []render.StateRow
+	var results []*runner.Result
+	for i, res := range dr.Results {
+		if res == nil {
+			continue
+		}
+		results = append(results, res)
+		for _, r := range res.State.State.Rows {
+			r.Scenario = names[i] + "/" + r.Scenario
+			rows = append(rows, r)
+		}
+	}
+	writeTable(streams.Out, rows)
+	fmt.Fprintln(streams.Out)
+	runner.WriteDiffTable(streams.Out, names, dr.Rows)
+	path := filepath.Join(base, "differential.md")
+	if err := rundir.WriteFileAtomic(path, []byte(dr.Markdown)); err != nil {
+		return asInternal(err)
+	}
+	if !f.quiet {
+		for _, r := range results {
+			for _, dir := range r.Dirs {
+				fmt.Fprintf(streams.ErrOut, "sidebench: wrote %s\n", dir)
+			}
+		}
+		fmt.Fprintf(streams.ErrOut, "sidebench: wrote %s\n", path)
+	}
+	if len(results) < len(names) {
+		return exitFor(ctx, streams, f.strict, append(results, &runner.Result{Partial: true}))
+	}
+	return exitFor(ctx, streams, f.strict, results)
 }
 
 // asInternal marks an unexpected error as internal (exit 3) unless it
@@ -416,28 +522,6 @@ func asInternal(err error) error {
 		return err
 	}
 	return &exitError{code: ExitInternal, err: err}
-}
-
-// reportUnappliedFaults says, per scenario × policy, which fault firings
-// the backend could not inject and why: they are never counted as applied,
-// and a reader of the result table must know the faults it claims to
-// cover did not all happen.
-func reportUnappliedFaults(w io.Writer, backend string, rows []row) {
-	for _, r := range rows {
-		kinds := make([]string, 0, len(r.Faults))
-		for k := range r.Faults {
-			kinds = append(kinds, k)
-		}
-		sort.Strings(kinds)
-		for _, k := range kinds {
-			c := r.Faults[k]
-			if c.NotApplied == 0 {
-				continue
-			}
-			fmt.Fprintf(w, "sidebench: %s/%s on %s: fault %s: %d applied, %d NOT applied: %s\n",
-				r.Scenario, r.Policy, backend, k, c.Applied, c.NotApplied, strings.Join(c.Reasons, "; "))
-		}
-	}
 }
 
 // scenarioKubeconfig is the kubeconfig the scenarios name

@@ -1,15 +1,19 @@
 package cli
 
 import (
-	"context"
-	"errors"
+	"bufio"
 	"fmt"
+	"os"
 	"path/filepath"
-	"sync"
+	"runtime"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sidebench/sidebench/harness/rundir"
+	"github.com/sidebench/sidebench/harness/runner"
 	"github.com/sidebench/sidebench/harness/scenario"
 )
 
@@ -26,69 +30,82 @@ the run directory consistent at all times:
 
   - a trial is committed only once its history, pods and findings are
     appended and fsynced; then its line is appended to journal.jsonl;
-  - every --checkpoint, summary.json is rewritten atomically (temporary file
-    and rename) with the resident set size over time (rss);
-  - after a crash or SIGKILL, 'soak --resume DIR' truncates whatever was
-    written after the last committed trial and continues with the next
-    trial numbers: nothing committed is lost and no trial is counted twice.
+  - every --checkpoint (at the next commit), the reports and summary.json
+    are rewritten atomically with the resident set size over time (rss)
+    and status "running";
+  - after a crash or SIGKILL, 'soak --resume DIR' cuts whatever was written
+    after the last committed trial and continues with the trials not yet
+    committed: nothing committed is lost and no trial is counted twice.
     --duration then bounds the resumed part (default: the original value).
+    A journal line that is corrupt (other than a torn last line), a
+    scenario copy edited since the run started, or a directory another
+    process holds is refused (exit 2) and nothing is changed.
+
+Run and soak share one runner: the same flags, the same policy filter,
+the same verdicts. Soaks run on the sim backend; --backend local and kube
+are refused (a real-kubelet soak needs a cluster kept healthy across
+trials, which is not built yet).
 
 Ctrl-C stops cleanly; trials in flight are committed, marked partial.
 
 Exit codes:
-  0  every criterion met
-  1  a violation or a criterion failed (or the soak was interrupted)
+  0  every criterion met (INSUFFICIENT DATA too, unless --strict)
+  1  a violation or a criterion failed, or the soak was interrupted
   2  usage or validation error
   3  internal error`
 
-func newSoakCommand(streams IOStreams) *cobra.Command {
+func newSoakCommand(streams IOStreams, d deps) *cobra.Command {
 	f := &soakFlags{}
 	cmd := &cobra.Command{
 		Use:   "soak --duration D [flags] FILE...  |  soak --resume DIR",
 		Short: "Run trials with fresh seeds for a long time, crash-safely",
 		Long:  soakLong,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runSoak(cmd.Context(), streams, f, args)
+			return runSoak(cmd, streams, d, f, args)
 		},
 	}
 	f.register(cmd)
 	fl := cmd.Flags()
 	_ = fl.MarkHidden("trials") // a soak runs trials until --duration
 	fl.DurationVar(&f.duration, "duration", 0, "how long to keep starting trials (e.g. 8h)")
-	fl.DurationVar(&f.checkpoint, "checkpoint", 5*time.Minute, "how often to rewrite summary.json and sample RSS")
+	fl.DurationVar(&f.checkpoint, "checkpoint", 5*time.Minute, "how often to rewrite summary.json and the reports and sample RSS")
 	fl.StringVar(&f.out, "out", "", "run directory (default reports/runs/<UTC timestamp>-soak-<first scenario>)")
 	fl.StringVar(&f.resume, "resume", "", "continue the soak in this run directory")
 	return cmd
 }
 
-func runSoak(ctx context.Context, streams IOStreams, f *soakFlags, files []string) error {
-	if f.parallel < 1 {
-		return usageErr("--parallel must be >= 1")
+func runSoak(cmd *cobra.Command, streams IOStreams, d deps, f *soakFlags, files []string) error {
+	ctx := cmd.Context()
+	if err := f.check(); err != nil {
+		return err
 	}
 	if f.checkpoint <= 0 {
 		return usageErr("--checkpoint must be > 0")
 	}
-	var (
-		rd    *runDir
-		scens []*scenario.Scenario
-		err   error
-	)
+	so := runner.SoakOptions{Checkpoint: f.checkpoint, RSS: readRSS, Duration: f.duration}
+	var scens []*scenario.Scenario
+	name := f.backend
 	if f.resume != "" {
 		if len(files) > 0 {
 			return usageErr("soak --resume takes no scenario files (the run directory has them)")
 		}
-		rd, scens, err = openRunDir(f.resume)
+		info, err := rundir.ReadInfo(f.resume)
 		if err != nil {
-			return asInternal(err)
+			return runError(err)
 		}
-		if f.duration == 0 {
-			d, perr := time.ParseDuration(rd.info.Duration)
+		if name != "" && name != info.Backend {
+			return usageErr("--backend %s: the soak in %s runs on %s", name, f.resume, info.Backend)
+		}
+		name = info.Backend
+		if so.Duration == 0 {
+			dur, perr := time.ParseDuration(info.Duration)
 			if perr != nil {
 				return usageErr("--resume: no --duration given and run.json has none")
 			}
-			f.duration = d
+			so.Duration = dur
 		}
-		fmt.Fprintf(streams.ErrOut, "sidebench: resuming %s after %d committed trials\n", f.resume, rd.resumed)
+		f.seed, f.trials = info.Seed, info.Trials
+		so.Dir, so.Resume = f.resume, true
 	} else {
 		if len(files) == 0 {
 			return usageErr("soak: at least one scenario file is required (or --resume DIR)")
@@ -96,125 +113,77 @@ func runSoak(ctx context.Context, streams IOStreams, f *soakFlags, files []strin
 		if f.duration <= 0 {
 			return usageErr("soak: --duration is required (e.g. --duration 8h)")
 		}
+		var err error
 		scens, err = loadScenarios(streams, files, f.seed, 0)
 		if err != nil {
 			return err
 		}
-		dir := f.out
-		if dir == "" {
-			dir = filepath.Join("reports", "runs", time.Now().UTC().Format("20060102T150405Z")+"-soak-"+scens[0].Metadata.Name)
+		if name == "" {
+			name = backendName("", scens[0])
 		}
-		info := runInfo{Command: "soak", Backend: backendName(f.backend, scens[0]), Seed: f.seed, Duration: f.duration.String(),
-			StartedAt: time.Now().UTC(), Version: version()}
-		rd, err = createRunDir(dir, info, scens)
-		if err != nil {
-			return asInternal(err)
+		so.Dir = f.out
+		if so.Dir == "" {
+			so.Dir = filepath.Join("reports", "runs", time.Now().UTC().Format("20060102T150405Z")+"-soak-"+scens[0].Metadata.Name)
+		}
+		so.Scenarios = scens
+		if err := f.prepare(cmd, scens); err != nil {
+			return err
 		}
 	}
-	localOpts = localOptions{nodes: 3, log: streams.ErrOut}
-	be, err := newBackend(rd.info.Backend)
+	if name != "sim" {
+		return usageErr("soak --backend %s: soaks run on the sim backend only (a real-kubelet soak needs one cluster kept healthy across trials, with its kubelets' memory sampled; not built yet); use 'run --backend %s --trials N'", name, name)
+	}
+	log := streams.ErrOut
+	if f.quiet {
+		log = nil
+	}
+	be, err := d.newBackend(name, &f.backendFlags, log)
 	if err != nil {
-		rd.close()
 		return err
 	}
-	if c, ok := be.(interface{ Close() error }); ok {
-		defer c.Close() // the local backend's cluster, on every way out
-	}
-	rep, err := f.reporter(streams.Out)
+	defer closeBackend(streams, name, be)
+	rep, err := f.reporter(streams.ErrOut)
 	if err != nil {
-		rd.close()
 		return err
 	}
-	prog := map[string]interface{ TrialDone(int, int) }{}
-	for _, s := range scens {
-		prog[s.Metadata.Name] = rep.AddScenario(s.Metadata.Name, 0, 0)
+	o := f.runnerOptions(name, be, rep, log)
+	res, err := runner.Soak(ctx, o, so)
+	rep.Close()
+	if err != nil {
+		return runError(err)
 	}
+	if so.Resume && !f.quiet {
+		fmt.Fprintf(streams.ErrOut, "sidebench: resumed %s after %d committed trials\n", so.Dir, res.State.State.Resumes)
+	}
+	writeTable(streams.Out, res.State.State.Rows)
+	if !f.quiet {
+		fmt.Fprintf(streams.ErrOut, "sidebench: wrote %s (%d trials committed)\n", so.Dir, res.State.State.TrialsCommitted)
+	}
+	if ctx.Err() != nil || res.Partial {
+		fmt.Fprintln(streams.ErrOut, "sidebench: interrupted: results are partial (summary.json status: partial); continue with soak --resume")
+		return silent(ExitFailed)
+	}
+	return exitFor(ctx, streams, f.strict, []*runner.Result{res})
+}
 
-	start := time.Now()
-	deadline := start.Add(f.duration)
-	// Trials in order: number n, then scenario, then policy.
-	var per [][]scenario.Trial
-	n, k := 0, 0
-	next := func() (scenario.Trial, bool) {
-		if time.Now().After(deadline) {
-			return scenario.Trial{}, false
-		}
-		if k == 0 {
-			per = per[:0]
-			for _, s := range scens {
-				per = append(per, scenario.ExpandRange(s, n, n+1))
-			}
-		}
-		var flat []scenario.Trial
-		for _, ts := range per {
-			flat = append(flat, ts...)
-		}
-		t := flat[k]
-		k++
-		if k == len(flat) {
-			k, n = 0, n+1
-		}
-		return t, true
-	}
-
-	rd.sampleRSS()
-	var rw *reportWarning
-	if _, err := rd.writeSummary(); err != nil && !errors.As(err, &rw) {
-		rd.close()
-		rep.Close()
-		return asInternal(err)
-	}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var ckErr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(f.checkpoint)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				rd.sampleRSS()
-				var rw *reportWarning
-				if _, err := rd.writeSummary(); err != nil && !errors.As(err, &rw) && ckErr == nil {
-					ckErr = err
+// readRSS returns the process's resident set size (VmRSS), or the Go
+// runtime's obtained memory where /proc is not available.
+func readRSS() int64 {
+	if f, err := os.Open("/proc/self/status"); err == nil {
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+				fs := strings.Fields(rest)
+				if len(fs) > 0 {
+					if kb, err := strconv.ParseInt(fs[0], 10, 64); err == nil {
+						return kb * 1024
+					}
 				}
 			}
 		}
-	}()
-	err = rd.execute(ctx, be, next, execOptions{parallel: f.parallel, onCommit: func(o *trialOut) {
-		prog[o.t.Scenario.Metadata.Name].TrialDone(o.podCount, o.violations)
-	}})
-	close(stop)
-	wg.Wait()
-	rep.Close()
-	rd.sampleRSS()
-	sum, serr := rd.writeSummary()
-	rd.close()
-	if errors.As(serr, &rw) {
-		fmt.Fprintf(streams.ErrOut, "sidebench: warning: %s: %v\n", rd.dir, rw)
-	} else if err == nil {
-		err = serr
 	}
-	if err == nil {
-		err = ckErr
-	}
-	if err != nil {
-		return asInternal(err)
-	}
-	writeTable(streams.Out, sum.Rows)
-	if !f.quiet {
-		fmt.Fprintf(streams.ErrOut, "sidebench: wrote %s (%d trials committed)\n", rd.dir, sum.TrialsCommitted)
-	}
-	switch {
-	case ctx.Err() != nil || sum.Partial:
-		fmt.Fprintln(streams.ErrOut, "sidebench: interrupted: results are partial (summary.json partial: true); continue with soak --resume")
-		return silent(ExitFailed)
-	case !sum.Pass:
-		return silent(ExitFailed)
-	}
-	return nil
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.Sys)
 }

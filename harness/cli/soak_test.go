@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/harness/rundir"
+	"github.com/sidebench/sidebench/reports/render"
 )
 
 // The soak test re-executes the test binary as the sidebench command:
@@ -36,7 +38,7 @@ func TestMain(m *testing.M) {
 }
 
 func journalLines(dir string) int {
-	b, _ := os.ReadFile(filepath.Join(dir, fileJournal))
+	b, _ := os.ReadFile(filepath.Join(dir, rundir.FileJournal))
 	return bytes.Count(b, []byte("\n"))
 }
 
@@ -69,15 +71,15 @@ func TestSoakKillResume(t *testing.T) {
 	}
 	cmd.Wait()
 	before := journalLines(dir)
-	if _, err := os.Stat(filepath.Join(dir, fileSummary)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, render.SummaryFile)); err != nil {
 		t.Fatalf("no summary.json after the kill: %v", err)
 	}
 
-	_, errOut, code := run(t, "soak", "--resume", dir, "--duration", "300ms", "--checkpoint", "50ms", "--quiet")
+	_, errOut, code := run(t, "soak", "--resume", dir, "--duration", "300ms", "--checkpoint", "50ms")
 	if code == ExitUsage || code == ExitInternal {
 		t.Fatalf("resume: exit %d: %s", code, errOut)
 	}
-	if !strings.Contains(errOut, "resuming") {
+	if !strings.Contains(errOut, "resumed") && !strings.Contains(errOut, "resuming") {
 		t.Errorf("stderr: %q", errOut)
 	}
 	after := journalLines(dir)
@@ -87,7 +89,7 @@ func TestSoakKillResume(t *testing.T) {
 
 	// The merged history: one run per committed trial, no duplicates, no
 	// gaps per policy, every run complete.
-	f, err := os.Open(filepath.Join(dir, fileHistory))
+	f, err := os.Open(filepath.Join(dir, rundir.FileHistory))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,10 +137,7 @@ func TestSoakKillResume(t *testing.T) {
 			}
 		}
 	}
-	sum, err := readSummary(filepath.Join(dir, fileSummary))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := readState(t, filepath.Join(dir, render.SummaryFile))
 	if sum.TrialsCommitted != after || len(sum.RSS) == 0 || sum.Resumes != before {
 		t.Errorf("summary: trials=%d (journal %d) rss samples=%d resumedFrom=%d (want %d)", sum.TrialsCommitted, after, len(sum.RSS), sum.Resumes, before)
 	}
@@ -146,7 +145,7 @@ func TestSoakKillResume(t *testing.T) {
 	for _, row := range sum.Rows {
 		pods += row.Pods
 	}
-	if pb, _ := os.ReadFile(filepath.Join(dir, filePods)); bytes.Count(pb, []byte("\n")) != pods {
+	if pb, _ := os.ReadFile(filepath.Join(dir, rundir.FilePods)); bytes.Count(pb, []byte("\n")) != pods {
 		t.Errorf("pods.jsonl has %d records, summary %d pods", bytes.Count(pb, []byte("\n")), pods)
 	}
 }

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -70,6 +71,18 @@ func (s *Scenario) PolicyGates() []api.Gates {
 		out[i] = g.gates
 	}
 	return out
+}
+
+// JudgedPolicies returns the policies the scenario's criteria judge, in
+// canonical form: criteria.policies, or the first policy.
+func (s *Scenario) JudgedPolicies() []string {
+	if len(s.judged) > 0 {
+		return slices.Clone(s.judged)
+	}
+	if len(s.gates) > 0 {
+		return []string{s.gates[0].name}
+	}
+	return nil
 }
 
 // HasTag reports whether the scenario carries tag.

@@ -56,7 +56,9 @@ type Scenario struct {
 	Source []byte `json:"-"`
 
 	gates []policyGates
-	pos   *positions
+	// judged are criteria.policies in canonical form (validated).
+	judged []string
+	pos    *positions
 }
 
 // Metadata names and describes a scenario.

@@ -146,11 +146,14 @@ func validate(s *Scenario, e *errs) {
 	if c.Graduation != "" && !contains(GraduationLevels, c.Graduation) {
 		e.add("criteria.graduation", "%s", unknownName("graduation level", c.Graduation, GraduationLevels))
 	}
+	s.judged = nil
 	for i, p := range c.Policies {
 		g, err := api.ParseGates(p)
 		if err != nil || !seenPol[g.String()] {
 			e.add(idx("criteria.policies", i), "%s", unknownName("policy", p, s.Policies))
+			continue
 		}
+		s.judged = append(s.judged, g.String())
 	}
 }
 

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"math/rand/v2"
 	"time"
 
 	"github.com/sidebench/sidebench/harness/behavior"
@@ -13,17 +12,9 @@ import (
 // fault does not perturb the draws of the others.
 //
 //	container attempt  behavior.ContainerKey(seed, pod, container, attempt)
-//	pod lifetime       Seed(seed).Str(pod).Str("lifetime")
-//	arrivals           Seed(seed).Str("arrival").Str(workload)
-//	fault selection    Seed(seed).Str("fault").Str(label).Uint(index)
-
-func arrivalStream(seed uint64, workload string) *rand.Rand {
-	return behavior.Seed(seed).Str("arrival").Str(workload).Rand()
-}
-
-func faultStream(seed uint64, label string, index int) *rand.Rand {
-	return behavior.Seed(seed).Str("fault").Str(label).Uint(uint64(index)).Rand()
-}
+//	pod lifetime       behavior.LifetimeKey(seed, pod)
+//	arrivals           behavior.ArrivalKey(seed, workload)
+//	fault selection    behavior.FaultKey(seed, label, index)
 
 // drawAttempt samples container c's behaviour for one attempt into its
 // compact plan and returns the start latency. It reuses the engine's RNG
@@ -46,7 +37,7 @@ func (e *engine) drawAttempt(p *pod, c int, attempt uint32, out *plan) time.Dura
 
 // drawLifetime samples a pod's lifetime.
 func (e *engine) drawLifetime(p *pod) int64 {
-	behavior.Seed(e.seed).Str(p.name).Str("lifetime").Reseed(e.pcg)
+	behavior.LifetimeKey(e.seed, p.name).Reseed(e.pcg)
 	return int64(e.wls[p.wl].cfg.Lifetime.Sample(e.rnd))
 }
 

@@ -94,7 +94,7 @@ func (e *engine) onFault(fi int, ev *event) {
 	e.res.FaultsFired++
 	s := f.spec
 	if s.Kind.NodeLevel() {
-		for _, k := range s.Where.PickNodes(len(e.nodes), f.rng) {
+		for _, k := range s.Where.PickNodes(len(e.nodes), f.pick) {
 			e.applyNode(fi, k)
 		}
 	} else {
@@ -106,7 +106,7 @@ func (e *engine) onFault(fi int, ev *event) {
 			e.applyPod(fi, &e.pods[slot])
 		}
 	}
-	if t, ok := s.When.Next(time.Duration(e.now), f.fired, f.rng); ok {
+	if t, ok := s.When.Next(time.Duration(e.now), f.fired, f.sched); ok {
 		e.push(event{t: int64(t), kind: evFault, slot: int32(fi)})
 	}
 }
@@ -115,7 +115,7 @@ func (e *engine) onFault(fi int, ev *event) {
 func (e *engine) onPhase(p *pod, ph faults.PodPhase) {
 	for _, fi := range e.wls[p.wl].onPhase[ph] {
 		f := &e.faults[fi]
-		if f.spec.When.Triggers(ph, time.Duration(e.now), f.fired, f.rng) {
+		if f.spec.When.Triggers(ph, time.Duration(e.now), f.fired, f.sched) {
 			f.fired++
 			e.push(event{t: e.now + int64(f.spec.When.Delay), kind: evFaultPod, slot: p.slot, id: p.id, aux: uint16(fi)})
 		}
@@ -141,7 +141,7 @@ func (e *engine) applyPod(fi int, p *pod) {
 	f := &e.faults[fi]
 	s := f.spec
 	id := e.newFaultID()
-	c := s.Where.PickContainer(&e.wls[p.wl].world, s.Kind, s.Probe, f.rng)
+	c := s.Where.PickContainer(&e.wls[p.wl].world, s.Kind, s.Probe, f.pick)
 	if c < 0 {
 		e.notApplied(fi, id, -1, p, -1, "no container of the pod matches the target")
 		return
@@ -382,11 +382,12 @@ func (e *engine) applyNodeShutdown(fi int, id uint32, k int) {
 		return
 	}
 	e.faultBegin(fi, id, k, nil, -1)
-	n.shuttingDown = true
+	n.shuttingDown, n.critStarted = true, false
 	n.nFault, n.nFaultIdx = id, uint16(fi)
-	e.ev = history.Event{T: e.now, Kind: history.NodeShutdown, Node: n.name, Grace: int64(s.ShutdownGracePeriod)}
+	e.ev = history.Event{T: e.now, Kind: history.NodeShutdown, Node: n.name, Grace: int64(s.ShutdownGracePeriod), CritGrace: int64(s.ShutdownGracePeriodCriticalPods)}
 	e.write()
 	e.shutdownPods(k, false)
+	e.maybeShutdownCritical(k)
 	e.push(event{t: e.now + int64(s.ShutdownGracePeriod-s.ShutdownGracePeriodCriticalPods), kind: evShutdownCritical, slot: int32(k), gen: n.ngen})
 	e.push(event{t: e.now + int64(s.ShutdownGracePeriod), kind: evShutdownEnd, slot: int32(k), gen: n.ngen})
 }
@@ -395,6 +396,12 @@ func (e *engine) applyNodeShutdown(fi int, id uint32, k int) {
 // pods of node k within their node-shutdown budget (INV-F4).
 func (e *engine) shutdownPods(k int, critical bool) {
 	n := &e.nodes[k]
+	if critical {
+		if n.critStarted {
+			return
+		}
+		n.critStarted = true
+	}
 	s := e.faults[n.nFaultIdx].spec
 	for i := 0; i < len(n.pods) && e.err == nil; i++ {
 		p := &e.pods[n.pods[i]]
@@ -407,6 +414,23 @@ func (e *engine) shutdownPods(k int, critical bool) {
 		}
 		e.step(p, &api.Input{Kind: api.InNodeShutdown, Grace: time.Duration(p.shutdown)})
 	}
+}
+
+// maybeShutdownCritical starts the critical group of node k's shutdown
+// as soon as no regular pod is left to terminate: the shutdown manager
+// waits for a group's pods, or its budget, before the next group, and
+// skips an empty one (nodeshutdown_manager.go killPods).
+func (e *engine) maybeShutdownCritical(k int) {
+	n := &e.nodes[k]
+	if !n.shuttingDown || n.critStarted || !n.kubeletUp {
+		return
+	}
+	for _, slot := range n.pods {
+		if p := &e.pods[slot]; !p.spec.Critical && !p.kdone {
+			return
+		}
+	}
+	e.shutdownPods(k, true)
 }
 
 func (e *engine) onShutdownCritical(k int, ev *event) {
@@ -645,8 +669,8 @@ func (e *engine) applyProbeFailure(fi int, id uint32, p *pod, c int) {
 			why = "startup probe already succeeded"
 		case !p.cs[c].startupOK:
 			why = k.String() + " probe waits for the startup probe"
-		case k == api.ProbeLiveness:
-			why = "liveness probes stopped: pod terminating"
+		case e.probeStopped(p, c, k):
+			why = k.String() + " probes of main containers stopped: pod terminating"
 		}
 		e.notApplied(fi, id, -1, p, c, why)
 		return
@@ -690,9 +714,6 @@ func (e *engine) applyImage(fi int, id uint32, p *pod, c int) {
 	case p.m == nil:
 		e.notApplied(fi, id, -1, p, c, "kubelet down or pod finished on its node")
 		return
-	case p.terminating:
-		e.notApplied(fi, id, -1, p, c, "pod terminating: spec changes do not take effect (INV-U1)")
-		return
 	case p.spec.At(c).Image == s.Image:
 		e.notApplied(fi, id, -1, p, c, "image unchanged")
 		return
@@ -702,10 +723,18 @@ func (e *engine) applyImage(fi int, id uint32, p *pod, c int) {
 	e.emitC(history.ContainerImageChanged, p, c)
 	e.ev.Msg = s.Image
 	e.write()
-	if p.cs[c].rec.State == api.StateRunning {
+	switch {
+	case p.m.Terminating() && p.termReason != api.KillSandboxLost:
+		// The API server takes spec updates of a terminating pod and the
+		// kubelet sees them, but it only kills a terminating pod
+		// (SyncTerminatingPod): nothing restarts for the change (INV-U1,
+		// T10; issue 16 A10).
+		e.faultEffect(fi, id, p, c, "spec image changed during pod termination; the kubelet restarts nothing")
+		e.faultEnd(fi, id, p, c)
+	case p.cs[c].rec.State == api.StateRunning:
 		cs := e.podFaults(p, c)
 		cs.imageFault, cs.imageFaultIdx = id+1, uint16(fi)
-	} else {
+	default:
 		e.faultEffect(fi, id, p, c, "spec image changed; container not running, nothing to restart")
 		e.faultEnd(fi, id, p, c)
 	}
@@ -761,7 +790,7 @@ func (e *engine) pickPods(fi int) {
 	if t.PodFraction == 0 && len(e.pods) > 0 {
 		want := max(t.PodCount, 1)
 		for tries := 0; tries < 32*want && len(e.candidate) < want; tries++ {
-			slot := int32(f.rng.IntN(len(e.pods)))
+			slot := int32(f.pick.IntN(len(e.pods)))
 			if !e.eligible(fi, &e.pods[slot]) || slices.Contains(e.candidate, slot) {
 				continue
 			}
@@ -779,7 +808,7 @@ func (e *engine) pickPods(fi int) {
 			all = append(all, int32(i))
 		}
 	}
-	picked := faults.Sample(len(all), t.PickCount(len(all)), f.rng)
+	picked := faults.Sample(len(all), t.PickCount(len(all)), f.pick)
 	for i, j := range picked {
 		all[i] = all[j]
 	}

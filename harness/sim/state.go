@@ -2,14 +2,17 @@ package sim
 
 import (
 	"context"
-	"github.com/sidebench/sidebench/reference-impl/kubelet"
-	"time"
-
 	"math/rand/v2"
 	"strconv"
+	"time"
 
+	"github.com/sidebench/sidebench/reference-impl/kubelet"
+
+	"github.com/sidebench/sidebench/harness/arrival"
+	"github.com/sidebench/sidebench/harness/behavior"
 	"github.com/sidebench/sidebench/harness/faults"
 	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/harness/history/hspec"
 	"github.com/sidebench/sidebench/reference-impl/api"
 )
 
@@ -45,6 +48,7 @@ const (
 	evFaultPod
 	evProbeFaultEnd
 	evRemoved
+	evResized
 )
 
 // node is one simulated node: a kubelet (the machines of its pods), a
@@ -66,8 +70,13 @@ type node struct {
 	nFaultIdx              uint16
 	recrashLeft            bool
 	shuttingDown           bool
+	critStarted            bool     // the shutdown reached its critical pods
 	shutdownBudget         [2]int64 // regular, critical grace budgets
 	shutdownReturn         bool
+	// effective requests of the pods bound here (INV-Q1)
+	usedCPU, usedMem int64
+	// exclusive CPUs not given to a pod (static CPU manager, INV-Q5)
+	freeCPUs kubelet.CPUSet
 }
 
 type probeState struct {
@@ -150,27 +159,37 @@ type pod struct {
 	terminal    bool // a terminal phase was published
 	kdone       bool // the kubelet finished the pod on this node
 	removing    bool
-	inited      bool  // first sandbox created (on-phase "initializing")
-	ran         bool  // phase Running seen
-	terminating bool  // pod.terminating seen
-	nidx        int32 // index in node.pods
+	inited      bool           // first sandbox created (on-phase "initializing")
+	ran         bool           // phase Running seen
+	terminating bool           // pod.terminating seen
+	termReason  api.KillReason // reason of the latest pod.terminating
+	nidx        int32          // index in node.pods
 	deleteGrace int64
 	shutdown    int64 // node-shutdown grace given (0 = none)
 	createdAt   int64
 	status      api.PodStatus // last published status (the API server's copy)
 	fx          []ctrFault    // nil unless a fault touched the pod
+	// exclusive CPUs of the static CPU manager: taken from the node, and
+	// each container's (rendered once); nil without exclusive CPUs
+	cpus     kubelet.CPUSet
+	cpuSets  []kubelet.CPUSet
+	cpuNames []string
 }
 
 type wlState struct {
-	cfg      *Workload
-	spec     *api.PodSpec // shared template (nil slices never mutated)
-	private  bool         // image-change target: each pod gets its own spec copy
+	cfg  *Workload
+	spec *api.PodSpec // shared template (nil slices never mutated)
+	// effective requests of its pods (INV-Q1) and each container's
+	// oom_score_adj (INV-Q3), computed once for the template
+	cpu, mem int64
+	oom      []int32
+	private  bool // image-change target: each pod gets its own spec copy
 	hspec    *history.PodSpec
 	world    faults.Workload
 	beh      []int // per container index: index into cfg.Behavior, -1 = default
 	prefix   string
 	created  int
-	rng      *rand.Rand
+	arrivals arrival.Process
 	lifetime bool
 	grace    int64
 	// on-phase faults per lifecycle stage
@@ -182,7 +201,10 @@ type faultState struct {
 	spec  *faults.Spec
 	label string
 	fired int
-	rng   *rand.Rand
+	// sched draws the firing times, pick the targets: two streams, so
+	// that the schedule is the same on every backend whatever each
+	// backend's pods and nodes let it pick (harness/trial's contract).
+	sched, pick *rand.Rand
 }
 
 type engine struct {
@@ -240,6 +262,9 @@ func newEngine(ctx context.Context, cfg *Config, seed uint64, sink history.Sink,
 		n := &e.nodes[i]
 		n.name = "node-" + strconv.Itoa(i)
 		n.up, n.kubeletUp, n.runtimeUp = true, true, true
+		if cfg.Cluster.CPUManagerStatic {
+			n.freeCPUs = kubelet.CPUSet(1)<<uint(cfg.Cluster.NodeCPU/1000) - 1
+		}
 	}
 	e.wls = make([]wlState, len(cfg.Workloads))
 	total := 0
@@ -249,12 +274,13 @@ func newEngine(ctx context.Context, cfg *Config, seed uint64, sink history.Sink,
 		ws.cfg = w
 		ws.spec = &w.Spec
 		ws.world = faults.WorldOf(w.Name, w.Labels, &w.Spec)
-		ws.hspec = historySpec(w)
-		ns := w.Namespace
-		if ns == "" {
-			ns = "default"
+		ws.hspec = hspec.Of(w.Name, w.Labels, &w.Spec)
+		ws.cpu, ws.mem = kubelet.EffectiveRequests(&w.Spec)
+		ws.oom = make([]int32, w.Spec.Len())
+		for c := range ws.oom {
+			ws.oom[c] = kubelet.OOMScoreAdj(&w.Spec, c, e.memCapacity(), cfg.Gates)
 		}
-		ws.prefix = ns + "/" + w.Name + "-"
+		ws.prefix = history.PodNamePrefix(w.Namespace, w.Name)
 		ws.beh = make([]int, w.Spec.Len())
 		for c := range ws.beh {
 			ws.beh[c] = -1
@@ -265,7 +291,7 @@ func newEngine(ctx context.Context, cfg *Config, seed uint64, sink history.Sink,
 				}
 			}
 		}
-		ws.rng = arrivalStream(seed, w.Name)
+		ws.arrivals = arrival.New(w.Arrival, w.Count, behavior.ArrivalKey(seed, w.Name).Rand())
 		ws.lifetime = !distIsZero(&w.Lifetime)
 		ws.grace = int64(w.DeleteGrace)
 		if ws.grace == 0 {
@@ -277,7 +303,8 @@ func newEngine(ctx context.Context, cfg *Config, seed uint64, sink history.Sink,
 	e.faults = make([]faultState, len(cfg.Faults))
 	for i := range cfg.Faults {
 		f := &cfg.Faults[i]
-		e.faults[i] = faultState{spec: f, label: f.Label(i), rng: faultStream(seed, f.Label(i), i)}
+		e.faults[i] = faultState{spec: f, label: f.Label(i), sched: behavior.FaultKey(seed, f.Label(i), i).Rand(),
+			pick: behavior.FaultTargetKey(seed, f.Label(i), i).Rand()}
 		e.faults[i].match = make([]bool, len(e.wls))
 		for w := range e.wls {
 			ws := &e.wls[w]
@@ -314,45 +341,17 @@ func (e *engine) start() {
 		if w.Count == 0 {
 			continue
 		}
-		e.push(event{t: int64(w.Arrival.Start), kind: evArrive, slot: int32(i)})
+		if at, ok := e.wls[i].arrivals.Peek(); ok {
+			e.push(event{t: int64(at), kind: evArrive, slot: int32(i)})
+		}
 	}
 	for i := range e.faults {
 		f := &e.faults[i]
 		if !f.spec.When.Timed() {
 			continue
 		}
-		if t, ok := f.spec.When.First(f.rng); ok {
+		if t, ok := f.spec.When.First(f.sched); ok {
 			e.push(event{t: int64(t), kind: evFault, slot: int32(i)})
 		}
 	}
-}
-
-// historySpec converts a workload's template to the history's form, once.
-func historySpec(w *Workload) *history.PodSpec {
-	hs := &history.PodSpec{
-		RestartPolicy: w.Spec.RestartPolicy.String(),
-		Grace:         int64(w.Spec.TerminationGracePeriod),
-		Critical:      w.Spec.Critical,
-		Labels:        w.Labels,
-		Workload:      w.Name,
-	}
-	conv := func(c *api.Container) history.ContainerSpec {
-		hc := history.ContainerSpec{Name: c.Name, Role: c.Role.String(), Image: c.Image,
-			Startup: c.StartupProbe != nil, Readiness: c.ReadinessProbe != nil, Liveness: c.LivenessProbe != nil,
-			PostStart: c.PostStart, PreStop: c.PreStop}
-		if c.RestartPolicy != nil {
-			hc.RestartPolicy = c.RestartPolicy.String()
-		}
-		for _, r := range c.RestartRules {
-			hc.Rules = append(hc.Rules, history.RestartRule{Action: r.Action.String(), Operator: r.Operator.String(), Values: append([]int32(nil), r.Values...)})
-		}
-		return hc
-	}
-	for i := range w.Spec.Init {
-		hs.Init = append(hs.Init, conv(&w.Spec.Init[i]))
-	}
-	for i := range w.Spec.Main {
-		hs.Main = append(hs.Main, conv(&w.Spec.Main[i]))
-	}
-	return hs
 }

@@ -33,6 +33,7 @@ func writeMarkdown(w *bufio.Writer, d RunData) {
 	if d.Meta.Partial {
 		p("> **PARTIAL RUN**: the run did not complete; every number below covers only what was recorded.\n\n")
 	}
+	writeHeadline(p, d)
 	p("| run | |\n|---|---|\n")
 	for _, kv := range headerRows(d) {
 		p("| %s | %s |\n", kv[0], mdCell(kv[1]))
@@ -112,9 +113,9 @@ func writeMarkdown(w *bufio.Writer, d RunData) {
 		p("\n")
 	}
 
-	p("## Graduation\n\n")
+	p("## Criteria\n\n")
 	if len(d.Verdicts) == 0 {
-		p("No graduation criteria were evaluated.\n\n")
+		p("No criteria were evaluated.\n\n")
 	} else {
 		p("Overall: **%s**\n\n", overall(d.Verdicts))
 		p("| policy | criterion | status | observed | bound | threshold | more trials needed | message |\n")
@@ -172,6 +173,53 @@ func writeMarkdown(w *bufio.Writer, d RunData) {
 	}
 }
 
+// writeHeadline writes the verdict first: the run's status, then per
+// policy its role and every criterion with its outcome, one line each.
+func writeHeadline(p func(string, ...any), d RunData) {
+	status := "complete"
+	if d.Meta.Partial {
+		status = "PARTIAL"
+	}
+	p("**Verdict: %s** (run %s)\n\n", overall(d.Verdicts), status)
+	for _, pol := range d.Policies {
+		switch d.RoleOf(pol) {
+		case RoleBaseline:
+			p("- `%s`: baseline, measured and not judged\n", pol)
+			continue
+		case RoleBugReplica:
+			p("- `%s`: bug replica, passes when the checker catches it\n", pol)
+		default:
+			p("- `%s`: judged\n", pol)
+		}
+		for _, v := range d.Verdicts {
+			if v.Policy != pol {
+				continue
+			}
+			more := ""
+			if v.MoreTrialsNeeded > 0 {
+				more = fmt.Sprintf(" (≈%d more trials needed)", v.MoreTrialsNeeded)
+			}
+			p("  - **%s** %s: %s%s\n", v.Status, v.Criterion, mdCell(v.Message), more)
+		}
+	}
+	p("\n")
+}
+
+// versionString is the version with the VCS revision, if known.
+func versionString(m Meta) string {
+	if m.Revision == "" {
+		return m.Version
+	}
+	r := m.Revision
+	if len(r) > 12 {
+		r = r[:12]
+	}
+	if m.Modified {
+		r += ", modified"
+	}
+	return m.Version + " (" + r + ")"
+}
+
 // howToRead is the footnote of report.md and report.html.
 var howToRead = []string{
 	"Latencies are in milliseconds. Percentiles are by nearest rank, as ClusterLoader2 computes them: p = sorted[ceil(n·p/100)−1], always an observed value, never interpolated.",
@@ -207,7 +255,7 @@ func headerRows(d RunData) [][2]string {
 		{"policies", strings.Join(d.Policies, ", ")},
 		{"seed", strconv.FormatUint(d.Meta.Seed, 10)},
 		{"backend", d.Meta.Backend},
-		{"version", d.Meta.Version},
+		{"version", versionString(d.Meta)},
 		{"trials", strconv.Itoa(d.Meta.Trials)},
 		{"pods", strconv.Itoa(totalPods(d))},
 	}
@@ -243,7 +291,8 @@ type matrixRow struct {
 	cells      map[string]MatrixCell
 }
 
-// faultColumns lists the faults of the matrix: "none" first, then sorted.
+// faultColumns lists the faults of the matrix: "unattributed" first, then
+// sorted.
 func faultColumns(m []MatrixCell) []string {
 	var cols []string
 	for _, c := range m {

@@ -51,6 +51,119 @@ type RunData struct {
 	Timelines []Timeline
 	// Warnings are shown verbatim (checker, metrics, decoding warnings).
 	Warnings []string
+	// Roles maps each policy to how it is treated: RoleJudged (the
+	// scenario's criteria apply), RoleBaseline (measured, not judged) or
+	// RoleBugReplica (passes when the checker catches it). A policy
+	// missing from the map is judged.
+	Roles map[string]string
+	// PolicyRuns holds each policy's trial count, pods and wall time.
+	PolicyRuns map[string]PolicyRun
+	// State, if set, is written as summary.json's "sidebench" section:
+	// the run's progress and the result table's rows.
+	State *RunState
+}
+
+// PolicyRun is what ran of one policy.
+type PolicyRun struct {
+	Trials, Pods   int
+	ElapsedSeconds float64
+}
+
+// Policy roles (RunData.Roles).
+const (
+	RoleJudged     = "judged"
+	RoleBaseline   = "baseline"
+	RoleBugReplica = "bug-replica"
+)
+
+// RoleOf returns a policy's role (judged when not listed).
+func (d *RunData) RoleOf(policy string) string {
+	if r, ok := d.Roles[policy]; ok {
+		return r
+	}
+	return RoleJudged
+}
+
+// RunState is the "sidebench" section of summary.json: where the run
+// stands and the rows of the result table, computed once by the runner
+// (harness/runner) from the same aggregation as every other number here.
+type RunState struct {
+	Command string `json:"command"`
+	Backend string `json:"backend"`
+	// Status is complete, partial (interrupted, crashed) or running (a
+	// checkpoint of a soak in progress); Partial is Status != complete.
+	Status          string     `json:"status"`
+	Partial         bool       `json:"partial"`
+	StartedAt       string     `json:"startedAt"`
+	UpdatedAt       string     `json:"updatedAt"`
+	TrialsCommitted int        `json:"trialsCommitted"`
+	Resumes         int        `json:"resumedFromTrials,omitempty"`
+	Build           Build      `json:"build"`
+	Rows            []StateRow `json:"rows"`
+	RSS             []RSSPoint `json:"rss,omitempty"`
+	// Verdict is the run's overall verdict over its judged policies and
+	// bug replicas: PASS, FAIL or INSUFFICIENT DATA; Pass is Verdict !=
+	// FAIL and the run complete.
+	Verdict string `json:"verdict"`
+	Pass    bool   `json:"pass"`
+}
+
+// Build identifies the sidebench binary that produced a run.
+type Build struct {
+	Version  string `json:"version"`
+	Revision string `json:"revision,omitempty"`
+	Modified bool   `json:"modified,omitempty"`
+}
+
+// StateRow is one scenario × policy of the result table.
+type StateRow struct {
+	Scenario      string `json:"scenario"`
+	Policy        string `json:"policy"`
+	Role          string `json:"role"`
+	Trials        int    `json:"trials"`
+	PartialTrials int    `json:"partialTrials,omitempty"`
+	Pods          int    `json:"pods"`
+	Violations    int    `json:"violations"`
+	Degradations  int    `json:"degradations"`
+	// PodStartupMs is the pod_startup population every output uses
+	// (faulted pods excluded and counted).
+	PodStartupMs StartupRow `json:"podStartupMs"`
+	// Status is the row's verdict: PASS, FAIL, INSUFFICIENT DATA, or "-"
+	// for a baseline (measured, not judged).
+	Status string `json:"status"`
+	// Criteria are the row's verdicts (the same as the report's).
+	Criteria []StateCriterion      `json:"criteria,omitempty"`
+	Faults   map[string]FaultTally `json:"faults,omitempty"`
+}
+
+// StateCriterion is one criterion's outcome for a row.
+type StateCriterion struct {
+	Name             string `json:"name"`
+	Status           string `json:"status"`
+	Message          string `json:"message"`
+	MoreTrialsNeeded int    `json:"moreTrialsNeeded,omitempty"`
+}
+
+// StartupRow is the pod_startup percentiles of a row.
+type StartupRow struct {
+	N               int     `json:"n"`
+	FaultedExcluded int     `json:"faultedExcluded"`
+	P50             float64 `json:"p50"`
+	P90             float64 `json:"p90"`
+	P99             float64 `json:"p99"`
+}
+
+// FaultTally is how many firings of a fault kind took effect.
+type FaultTally struct {
+	Applied    int      `json:"applied"`
+	NotApplied int      `json:"notApplied,omitempty"`
+	Reasons    []string `json:"reasons,omitempty"`
+}
+
+// RSSPoint is the resident set size at a time into the run.
+type RSSPoint struct {
+	ElapsedSeconds float64 `json:"elapsedSeconds"`
+	Bytes          int64   `json:"bytes"`
 }
 
 // Meta describes the run.
@@ -70,6 +183,11 @@ type Meta struct {
 	Pods int
 	// Extra holds backend facts (kubelet version, node count...).
 	Extra map[string]string
+	// Revision and Modified identify the build (VCS commit, local
+	// changes); ElapsedSeconds is the run's wall time.
+	Revision       string
+	Modified       bool
+	ElapsedSeconds float64
 }
 
 // Latency is one latency metric of one policy: its samples (optional; the
@@ -106,7 +224,8 @@ type InvariantRow struct {
 }
 
 // MatrixCell counts one invariant's findings attributed to one fault
-// ("none" if no fault preceded them) for one policy (check.Cell).
+// ("unattributed" if no fault can have caused them) for one policy
+// (check.Cell).
 type MatrixCell struct {
 	Policy         string
 	ID             string
@@ -127,8 +246,8 @@ type Finding struct {
 	T      int64 // ns on the run's clock
 	Msg    string
 	Excuse string
-	// Fault is the nearest preceding fault ("" if none), FaultID its
-	// instance and FaultT its time (ns).
+	// Fault is the fault that can have caused it ("" if unattributed),
+	// FaultID its instance and FaultT its time (ns).
 	Fault   string
 	FaultID uint32
 	FaultT  int64
@@ -277,19 +396,23 @@ func classRank(c string) int {
 	return 3
 }
 
-// compareFault orders "none" first, then by name.
+// compareFault orders the column of findings no fault explains first
+// ("unattributed", check.Unattributed; "none" in runs written before it was
+// named so), then the faults by name.
 func compareFault(a, b string) int {
 	if a == b {
 		return 0
 	}
-	if a == "none" {
-		return -1
-	}
-	if b == "none" {
+	if noFault(a) != noFault(b) {
+		if noFault(a) {
+			return -1
+		}
 		return 1
 	}
 	return naturalCompare(a, b)
 }
+
+func noFault(f string) bool { return f == "unattributed" || f == "none" }
 
 // naturalCompare orders strings with embedded numbers numerically: S2 < S10.
 func naturalCompare(a, b string) int {

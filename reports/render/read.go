@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -45,8 +46,11 @@ func (s Summary) RunData() RunData {
 		Scenario: s.Scenario,
 		Policies: s.Run.Policies,
 		Meta: Meta{Seed: s.Run.Seed, Trials: s.Run.Trials, Backend: s.Run.Backend, Version: s.Run.Version,
+			Revision: s.Run.Revision, Modified: s.Run.Modified,
 			ScenarioHash: s.Run.ScenarioHash, Partial: s.Run.Partial, Pods: s.Run.Pods, Extra: s.Run.Extra},
+		Roles:    s.Run.Roles,
 		Warnings: s.Warnings,
+		State:    s.Sidebench,
 	}
 	if s.Run.Start != "" {
 		if t, err := time.Parse(time.RFC3339Nano, s.Run.Start); err == nil {
@@ -74,4 +78,27 @@ func (s Summary) RunData() RunData {
 			Msg: f.Msg, Excuse: f.Excuse, Fault: f.Fault, FaultID: f.FaultID, FaultT: f.FaultT, ExcerptLines: f.Excerpt, Elided: f.Elided})
 	}
 	return d
+}
+
+// StateJSON is the summary.json of a run directory that holds several
+// scenarios: only the "sidebench" section (each scenario's full summary
+// is in reports/NAME/).
+func StateJSON(st *RunState) ([]byte, error) {
+	var buf bytes.Buffer
+	err := writeJSON(&buf, struct {
+		Sidebench *RunState `json:"sidebench"`
+	}{st})
+	return buf.Bytes(), err
+}
+
+// ReadState reads the "sidebench" section of a summary.json (nil if it
+// has none).
+func ReadState(r io.Reader) (*RunState, error) {
+	var top struct {
+		Sidebench *RunState `json:"sidebench"`
+	}
+	if err := json.NewDecoder(r).Decode(&top); err != nil {
+		return nil, err
+	}
+	return top.Sidebench, nil
 }

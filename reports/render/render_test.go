@@ -211,6 +211,9 @@ func sampleRun(t *testing.T) RunData {
 	return RunData{
 		Scenario: "sidecar-basic",
 		Policies: []string{"kep753", "none"},
+		Roles:    map[string]string{"kep753": RoleJudged, "none": RoleBaseline},
+		PolicyRuns: map[string]PolicyRun{"kep753": {Trials: 2, Pods: 20, ElapsedSeconds: 1.25},
+			"none": {Trials: 2, Pods: 20, ElapsedSeconds: 0.5}},
 		Meta: Meta{Seed: 42, Trials: 2, Backend: "sim", Version: "v0.1.0", ScenarioHash: "sha256:1f2e",
 			StartUnixNano: 1780000000000000000, Pods: 40, Extra: map[string]string{"nodes": "2", "kubelet": "reference"}},
 		Latencies: []Latency{
@@ -316,8 +319,8 @@ func TestDeterministic(t *testing.T) {
 	if !slices.Equal(na, nb) {
 		t.Fatalf("file lists differ: %v vs %v", na, nb)
 	}
-	want := []string{"summary.json", "report.md", "report.html", "junit.xml",
-		"PodStartupLatency_sidecar-basic_kep753.json", "PodStartupLatency_sidecar-basic_none.json"}
+	want := []string{"report.md", "report.html", "junit.xml",
+		"PodStartupLatency_sidecar-basic_kep753.json", "PodStartupLatency_sidecar-basic_none.json", "summary.json"}
 	if !slices.Equal(na, want) {
 		t.Errorf("files = %v, want %v", na, want)
 	}
@@ -423,9 +426,30 @@ func TestJUnitParses(t *testing.T) {
 	if err := xml.Unmarshal(out, &doc); err != nil {
 		t.Fatal(err)
 	}
-	// run complete (partial: fails) + 6 invariants + 3 criteria.
-	if doc.Tests != 10 || doc.Failures != 4 || doc.Skipped != 1 {
-		t.Errorf("tests=%d failures=%d skipped=%d, want 10/4/1", doc.Tests, doc.Failures, doc.Skipped)
+	// run complete (partial: fails) + per policy "[trials]" + kep753's 4
+	// invariants and 3 criteria; none is a baseline: no invariant cases,
+	// its findings are properties.
+	if doc.Tests != 10 || doc.Failures != 3 || doc.Skipped != 1 {
+		t.Errorf("tests=%d failures=%d skipped=%d, want 10/3/1", doc.Tests, doc.Failures, doc.Skipped)
+	}
+	props := map[string]string{}
+	for _, p := range doc.Suites[0].Properties {
+		props[p.Name] = p.Value
+	}
+	if props["baseline.none.S3"] != "violations=12 degradations=0 boundsExceeded=0 checked=20" || props["role.none"] != "baseline" {
+		t.Errorf("baseline findings are not properties: %v", props)
+	}
+	if doc.Suites[0].Time != "1.750" && doc.Time != "1.750" {
+		// Meta.ElapsedSeconds is 0 in the sample; the policy cases carry
+		// their trials' time.
+	}
+	for _, c := range doc.Suites[0].Cases {
+		if c.Name == "[trials] kep753" && c.Time != "1.250" {
+			t.Errorf("[trials] kep753 time %q, want 1.250", c.Time)
+		}
+		if strings.HasPrefix(c.Name, "[invariant] none") {
+			t.Errorf("baseline policy has an invariant testcase %q", c.Name)
+		}
 	}
 	var s3 *junitCase
 	for i, c := range doc.Suites[0].Cases {
@@ -479,7 +503,7 @@ func TestEmptyRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(names, []string{"summary.json", "report.md", "report.html", "junit.xml"}) {
+	if !slices.Equal(names, []string{"report.md", "report.html", "junit.xml", "summary.json"}) {
 		t.Errorf("files = %v", names)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
@@ -596,5 +620,47 @@ func TestSummaryRoundTrip(t *testing.T) {
 	}
 	if _, err := ReadSummaryJSON(strings.NewReader(`{"schemaVersion": 2}`)); err == nil {
 		t.Errorf("schemaVersion 2 accepted")
+	}
+}
+
+// TestJUnitRoles: junit.xml is green exactly when the run is. A judged
+// policy's violation fails; a baseline's never does; a bug replica fails
+// only when the checker did not catch it.
+func TestJUnitRoles(t *testing.T) {
+	inv := func(pol string, v int) InvariantRow {
+		return InvariantRow{Policy: pol, ID: "INV-S5", Rule: "mains wait for sidecars", Level: "HARD", Checked: 10, Violations: v}
+	}
+	caught := func(pol, status string) Verdict {
+		return Verdict{Policy: pol, Criterion: "caught", Status: status, Message: "m", Observed: math.NaN(), Bound: math.NaN(), Threshold: 1}
+	}
+	for _, tc := range []struct {
+		name     string
+		role     string
+		inv      InvariantRow
+		verdicts []Verdict
+		failures int
+		cases    []string
+	}{
+		{"judged, clean", RoleJudged, inv("p", 0), nil, 0, []string{"[run] complete", "[trials] p", "[invariant] p INV-S5"}},
+		{"judged, violated", RoleJudged, inv("p", 3), nil, 1, []string{"[run] complete", "[trials] p", "[invariant] p INV-S5"}},
+		{"baseline, violated", RoleBaseline, inv("p", 3), nil, 0, []string{"[run] complete", "[trials] p"}},
+		{"bug replica caught", RoleBugReplica, inv("p", 3), []Verdict{caught("p", StatusPass)}, 0, []string{"[run] complete", "[trials] p", "[bug-replica] p caught"}},
+		{"bug replica missed", RoleBugReplica, inv("p", 0), []Verdict{caught("p", StatusFail)}, 1, []string{"[run] complete", "[trials] p", "[bug-replica] p caught"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := RunData{Scenario: "s", Policies: []string{"p"}, Roles: map[string]string{"p": tc.role}, Invariants: []InvariantRow{tc.inv}, Verdicts: tc.verdicts}
+			out := render(t, func(b *bytes.Buffer, d RunData) error { return WriteJUnit(b, d) }, d)
+			var doc junitSuites
+			if err := xml.Unmarshal(out, &doc); err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, c := range doc.Suites[0].Cases {
+				names = append(names, c.Name)
+			}
+			if doc.Failures != tc.failures || !slices.Equal(names, tc.cases) {
+				t.Errorf("failures %d (want %d), cases %q (want %q)", doc.Failures, tc.failures, names, tc.cases)
+			}
+		})
 	}
 }

@@ -26,20 +26,27 @@ type Summary struct {
 	Graduation    SummaryGraduation  `json:"graduation"`
 	Findings      []SummaryFinding   `json:"findings"`
 	Warnings      []string           `json:"warnings"`
+	// Sidebench is the run's state and result table (RunData.State).
+	Sidebench *RunState `json:"sidebench,omitempty"`
 }
 
 // SummaryRun is the run's metadata.
 type SummaryRun struct {
-	Seed         uint64            `json:"seed"`
-	Trials       int               `json:"trials"`
-	Backend      string            `json:"backend"`
-	Version      string            `json:"version"`
-	ScenarioHash string            `json:"scenarioHash,omitempty"`
-	Partial      bool              `json:"partial"`
-	Start        string            `json:"start,omitempty"` // RFC 3339, UTC
-	Pods         int               `json:"pods"`
-	Policies     []string          `json:"policies"`
-	Extra        map[string]string `json:"extra,omitempty"`
+	Seed         uint64   `json:"seed"`
+	Trials       int      `json:"trials"`
+	Backend      string   `json:"backend"`
+	Version      string   `json:"version"`
+	Revision     string   `json:"revision,omitempty"`
+	Modified     bool     `json:"modified,omitempty"`
+	ScenarioHash string   `json:"scenarioHash,omitempty"`
+	Partial      bool     `json:"partial"`
+	Start        string   `json:"start,omitempty"` // RFC 3339, UTC
+	Pods         int      `json:"pods"`
+	Policies     []string `json:"policies"`
+	// Roles says how each policy was treated: judged, baseline or
+	// bug-replica.
+	Roles map[string]string `json:"roles,omitempty"`
+	Extra map[string]string `json:"extra,omitempty"`
 }
 
 // SummaryQuantile is a nearest-rank percentile with its CI and the
@@ -164,8 +171,9 @@ func buildSummary(d RunData) Summary {
 		Scenario:      d.Scenario,
 		Run: SummaryRun{
 			Seed: d.Meta.Seed, Trials: d.Meta.Trials, Backend: d.Meta.Backend, Version: d.Meta.Version,
+			Revision: d.Meta.Revision, Modified: d.Meta.Modified,
 			ScenarioHash: d.Meta.ScenarioHash, Partial: d.Meta.Partial, Start: startTime(d.Meta),
-			Pods: totalPods(d), Policies: nonNil(d.Policies), Extra: d.Meta.Extra,
+			Pods: totalPods(d), Policies: nonNil(d.Policies), Roles: d.Roles, Extra: d.Meta.Extra,
 		},
 		Latencies:  []SummaryLatency{},
 		Invariants: []SummaryInvariant{},
@@ -173,6 +181,7 @@ func buildSummary(d RunData) Summary {
 		Graduation: SummaryGraduation{Overall: overall(d.Verdicts), Verdicts: []SummaryVerdict{}},
 		Findings:   []SummaryFinding{},
 		Warnings:   nonNil(d.Warnings),
+		Sidebench:  d.State,
 	}
 	for _, l := range d.Latencies {
 		s.Latencies = append(s.Latencies, SummaryLatency{

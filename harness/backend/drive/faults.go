@@ -6,10 +6,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sidebench/sidebench/harness/behavior"
 	"github.com/sidebench/sidebench/harness/faults"
 	"github.com/sidebench/sidebench/harness/history"
-	"github.com/sidebench/sidebench/harness/scenario"
+	"github.com/sidebench/sidebench/harness/trial"
+	"k8s.io/utils/clock"
 )
 
 // FaultLog numbers a trial's fault firings, writes their events through
@@ -63,40 +63,40 @@ type Firing struct {
 	Index int    // the fault's position in the scenario
 	Label string // its name (Spec.Label)
 	N     int    // 0 for the first firing of this fault, then 1, 2, ...
-	Rand  faults.Rand
+	// Rand is the fault's target stream (behavior.FaultTargetKey): its
+	// picks never move the firing times.
+	Rand faults.Rand
 }
 
-// ScheduleFaults starts one goroutine per timed fault of s (wg counts
-// them): fire runs at each firing time, from start, until ctx ends or
-// over reports that every pod is gone. Schedules that are not timed are
-// recorded not applied: a real cluster has no virtual clock to hook
-// on-phase faults into.
-func ScheduleFaults(ctx context.Context, wg *sync.WaitGroup, start time.Time, s *scenario.Scenario, seed uint64, backend string,
+// ScheduleFaults starts one goroutine per timed fault of the plan (wg
+// counts them): fire runs at each firing time on clk, from start, until
+// ctx ends or over reports that every pod is gone. The times are the
+// plan's (trial.Plan.FaultSchedule draws them the same way), so they are
+// the sim's for the same seed. Schedules that are not timed are recorded
+// not applied: a real cluster has no virtual clock to hook on-phase faults
+// into.
+func ScheduleFaults(ctx context.Context, clk clock.Clock, wg *sync.WaitGroup, start time.Time, p *trial.Plan, backend string,
 	log *FaultLog, over func() bool, fire func(f Firing)) {
-	specs, err := s.FaultSpecs()
-	if err != nil {
-		return
-	}
-	for i := range specs {
-		sp := specs[i]
+	for i := range p.Faults {
+		sp := &p.Faults[i]
 		label := sp.Label(i)
-		rng := behavior.Seed(seed).Str("fault").Str(label).Uint(uint64(i)).Rand()
 		if !sp.When.Timed() {
-			log.NotApplied(&sp, label, "", "", "", fmt.Sprintf("schedule %s is not supported on the %s backend (only timed schedules)", sp.When.Kind, backend))
+			log.NotApplied(sp, label, "", "", "", fmt.Sprintf("schedule %s is not supported on the %s backend (only timed schedules)", sp.When.Kind, backend))
 			continue
 		}
+		sched, targets := p.FaultStreams(i)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			at, ok := sp.When.First(rng)
+			at, ok := sp.When.First(sched)
 			n := 0
 			for ok {
-				if !SleepUntil(ctx, start.Add(at)) || over() {
+				if !SleepUntil(ctx, clk, start.Add(at)) || over() {
 					return
 				}
-				fire(Firing{Spec: &sp, Index: i, Label: label, N: n, Rand: rng})
+				fire(Firing{Spec: sp, Index: i, Label: label, N: n, Rand: targets})
 				n++
-				at, ok = sp.When.Next(at, n, rng)
+				at, ok = sp.When.Next(at, n, sched)
 			}
 		}()
 	}

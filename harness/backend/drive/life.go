@@ -4,34 +4,35 @@ import (
 	"context"
 	"time"
 
-	"github.com/sidebench/sidebench/harness/behavior"
-	"github.com/sidebench/sidebench/harness/scenario"
+	"k8s.io/utils/clock"
+
+	"github.com/sidebench/sidebench/harness/trial"
 )
 
 // DeleteGrace is the workload's deleteGrace in whole seconds for a delete
 // call (nil: the pod's own grace).
-func DeleteGrace(w *scenario.Workload) *int64 {
+func DeleteGrace(w *trial.Workload) *int64 {
 	if w.DeleteGrace == nil {
 		return nil
 	}
-	g := int64(w.DeleteGrace.D() / time.Second)
+	g := int64(*w.DeleteGrace / time.Second)
 	return &g
 }
 
-// AwaitEnd waits until a created pod should be deleted: its lifetime
-// (drawn from the stream Seed(seed).Str(pod).Str("lifetime"), as on sim),
-// or for a Job-style pod (job) its terminal phase (terminal closed) if
-// that comes first; a pod without a lifetime lives until the horizon. It
-// also returns when the pod is gone (done) or ctx ends; the caller
-// deletes the pod only if ctx is still live.
-func AwaitEnd(ctx context.Context, w *scenario.Workload, seed uint64, pod string, job bool, terminal, done <-chan struct{}) {
+// AwaitEnd waits on clk until a created pod should be deleted: its
+// lifetime from creation (trial.Plan.Lifetime, as on sim), or for a
+// Job-style pod its terminal phase (terminal closed) if that comes first;
+// a pod without a lifetime lives until the horizon. It also returns when
+// the pod is gone (done) or ctx ends; the caller deletes the pod only if
+// ctx is still live.
+func AwaitEnd(ctx context.Context, clk clock.Clock, p *trial.Plan, w int, pod string, terminal, done <-chan struct{}) {
 	var life <-chan time.Time
-	if w.Lifetime != nil && !w.Lifetime.IsZero() && !w.Lifetime.IsNever() {
-		t := time.NewTimer(w.Lifetime.Sample(behavior.Seed(seed).Str(pod).Str("lifetime").Rand()))
+	if d, ok := p.Lifetime(w, pod); ok {
+		t := clk.NewTimer(d)
 		defer t.Stop()
-		life = t.C
+		life = t.C()
 	}
-	if !job {
+	if !p.Workloads[w].Job {
 		// Deleted at its lifetime only. A Job-style pod is deleted once
 		// terminal, or at its lifetime if it has one (as on sim): a pod
 		// whose main is retried by a restart rule may never end.

@@ -56,7 +56,7 @@ func (tr *trial) event(e history.Event) {
 
 // scheduleFaults starts one goroutine per timed fault of the scenario.
 func (tr *trial) scheduleFaults(ctx context.Context) {
-	drive.ScheduleFaults(ctx, &tr.faultWG, tr.start, tr.t.Scenario, tr.t.Seed, "kube", &tr.flog, tr.allDone,
+	drive.ScheduleFaults(ctx, tr.b.clock(), &tr.faultWG, tr.start, tr.p, "kube", &tr.flog, tr.allDone,
 		func(f drive.Firing) { tr.fire(ctx, f.Spec, f.Index, f.Label, f.N, f.Rand) })
 }
 
@@ -303,7 +303,7 @@ func (tr *trial) processChaos(ctx context.Context, sp *faults.Spec, index int, l
 	} else {
 		tr.flog.Event(history.FaultNotApplied, sp, fid, "", "", "", target, "Chaos Mesh did not report the injection within "+effectWait.String())
 	}
-	drive.SleepUntil(ctx, time.Now().Add(sp.Downtime))
+	drive.SleepUntil(ctx, tr.b.clock(), tr.b.clock().Now().Add(sp.Downtime))
 	for _, o := range objs {
 		_ = tr.b.chaos.Delete(context.Background(), o)
 	}
@@ -474,12 +474,9 @@ func (tr *trial) imageChange(ctx context.Context, sp *faults.Spec, label string,
 		if cur == next {
 			next = tr.b.opts.Image
 		}
-		deleting := p.deleting
 		tr.mu.Unlock()
-		if deleting {
-			tr.flog.NotApplied(sp, label, p.rec.Node, p.rec.Name, c.Name, "the pod is terminating")
-			continue
-		}
+		// A terminating pod takes the patch too: the kubelet sees the new
+		// spec and must restart nothing for it (INV-U1, T10; issue 16 A10).
 		fid := tr.flog.NewID()
 		target := p.rec.Name + "/" + c.Name
 		tr.flog.Event(history.FaultBegin, sp, fid, p.rec.Node, p.rec.Name, c.Name, target, label)

@@ -27,6 +27,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/e2e-framework/klient"
 	"sigs.k8s.io/e2e-framework/klient/k8s/resources"
@@ -65,6 +66,9 @@ type Options struct {
 	// runtime-restart then go through PhysicalMachineChaos on clusters
 	// sidebench does not run.
 	PhysicalMachines map[string]string
+	// Clock drives pod arrivals, lifetimes and fault firings (default:
+	// the real clock; tests use a fake one).
+	Clock clock.Clock
 }
 
 // NodeOps are node-level actions, available when sidebench runs the
@@ -103,6 +107,8 @@ type Backend struct {
 	chaos client.Client
 	run   sync.Mutex
 	seq   int
+	// clk drives arrivals, lifetimes and fault firings (Options.Clock).
+	clk clock.Clock
 }
 
 // New connects to the cluster and checks what it offers.
@@ -115,6 +121,9 @@ func New(ctx context.Context, o Options) (*Backend, error) {
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
 	}
 	if o.RunID == "" {
 		var b [4]byte
@@ -138,7 +147,7 @@ func New(ctx context.Context, o Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{opts: o, runID: o.RunID, cl: cl, rest: rc, cs: cs,
+	b := &Backend{opts: o, clk: o.Clock, runID: o.RunID, cl: cl, rest: rc, cs: cs,
 		env: envconf.New().WithClient(kc).WithKubeconfigFile(cl.Kubeconfig)}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -267,4 +276,12 @@ func Leftovers(ctx context.Context, cs kubernetes.Interface, runID string) ([]st
 		out = append(out, "pod/"+p.Namespace+"/"+p.Name)
 	}
 	return out, nil
+}
+
+// clock is the backend's clock (real unless Options.Clock set one).
+func (b *Backend) clock() clock.Clock {
+	if b.clk == nil {
+		return clock.RealClock{}
+	}
+	return b.clk
 }

@@ -8,9 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sidebench/sidebench/harness/agentlog"
-	"github.com/sidebench/sidebench/harness/backend/drive"
 	"github.com/sidebench/sidebench/harness/check"
 	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/harness/history/hspec"
 	"github.com/sidebench/sidebench/reference-impl/api"
 	"github.com/sidebench/sidebench/reference-impl/convert"
 )
@@ -274,7 +274,7 @@ func TestMergedHistoryChecked(t *testing.T) {
 	spec := sidecarSpec(t, corev1.RestartPolicyAlways)
 	run := func(mainAt int64) *check.Report {
 		r := &podRecord{Name: "default/p", Node: "n1", Spec: spec, Observed: []history.Event{
-			ob(0, history.PodCreated, func(e *history.Event) { e.Spec = hspec(spec) }),
+			ob(0, history.PodCreated, func(e *history.Event) { e.Spec = hspecOf(spec) }),
 			ob(1, history.PodScheduled, nil),
 		}, Lines: []agentlog.Line{
 			ln(100, "proxy", 0, agentlog.Exec, ""),
@@ -302,4 +302,4 @@ func TestMergedHistoryChecked(t *testing.T) {
 	}
 }
 
-func hspec(s *api.PodSpec) *history.PodSpec { return drive.HistorySpec("w", nil, s) }
+func hspecOf(s *api.PodSpec) *history.PodSpec { return hspec.Of("w", nil, s) }

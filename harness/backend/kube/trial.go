@@ -20,9 +20,8 @@ import (
 	"github.com/sidebench/sidebench/harness/behavior"
 	"github.com/sidebench/sidebench/harness/faults"
 	"github.com/sidebench/sidebench/harness/history"
-	"github.com/sidebench/sidebench/harness/scenario"
+	trialplan "github.com/sidebench/sidebench/harness/trial"
 	"github.com/sidebench/sidebench/reference-impl/api"
-	"github.com/sidebench/sidebench/reference-impl/convert"
 )
 
 // Supports reports whether the backend runs a policy: a real cluster runs
@@ -58,7 +57,8 @@ func now() int64 { return time.Now().UnixNano() }
 
 // workload is one compiled workload of the trial.
 type workload struct {
-	w      *scenario.Workload
+	w      *trialplan.Workload
+	idx    int    // in the plan
 	keyNS  string // the scenario's namespace: history pod names and behaviour keys
 	spec   api.PodSpec
 	hspec  *history.PodSpec
@@ -93,7 +93,7 @@ type podState struct {
 
 type trial struct {
 	b     *Backend
-	t     scenario.Trial
+	p     *trialplan.Plan
 	id    string
 	ns    string
 	start time.Time
@@ -119,14 +119,14 @@ type trial struct {
 // agent logs of a pod arrive after the watch's events and the history is
 // ordered by time; an interrupted trial (ctx cancelled) still writes what
 // was recorded, as partial, and deletes everything it created.
-func (b *Backend) RunTrial(ctx context.Context, t scenario.Trial, sink history.Sink) (Stats, error) {
+func (b *Backend) RunTrial(ctx context.Context, p *trialplan.Plan, sink history.Sink) (Stats, error) {
 	b.run.Lock()
 	defer b.run.Unlock()
-	if !Supports(t.Policy) {
-		return Stats{}, fmt.Errorf("kube backend: policy %q is not what a real kubelet implements (only kep753)", t.Policy)
+	if !Supports(p.Policy) {
+		return Stats{}, fmt.Errorf("kube backend: policy %q is not what a real kubelet implements (only kep753)", p.Policy)
 	}
 	b.seq++
-	tr := &trial{b: b, t: t, id: fmt.Sprintf("%s-t%d", b.runID, b.seq), pods: map[string]*podState{}}
+	tr := &trial{b: b, p: p, id: fmt.Sprintf("%s-t%d", b.runID, b.seq), pods: map[string]*podState{}}
 	tr.ns = "sb-" + tr.id
 	tr.flog.Emit = tr.event
 	tr.stats.Namespace = tr.ns
@@ -167,7 +167,7 @@ func (b *Backend) RunTrial(ctx context.Context, t scenario.Trial, sink history.S
 	}
 
 	tr.start = time.Now()
-	horizon := t.Scenario.Horizon()
+	horizon := p.Horizon
 	if b.opts.Horizon > 0 && b.opts.Horizon < horizon {
 		horizon = b.opts.Horizon
 	}
@@ -203,32 +203,20 @@ func (b *Backend) RunTrial(ctx context.Context, t scenario.Trial, sink history.S
 
 // compile converts the scenario's workloads.
 func (tr *trial) compile() error {
-	s := tr.t.Scenario
-	for i := range s.Workloads {
-		w := &s.Workloads[i]
-		spec, err := convert.PodSpecFromV1(&w.Template.Spec)
-		if err != nil {
-			return fmt.Errorf("workloads[%d] %q: %w", i, w.Name, err)
-		}
-		keyNS := w.Template.Namespace
-		if keyNS == "" {
-			keyNS = "default"
-		}
+	for i := range tr.p.Workloads {
+		w := &tr.p.Workloads[i]
 		bhs := map[string]behavior.Container{}
-		for j := 0; j < spec.Len(); j++ {
-			name := spec.At(j).Name
-			if bhs[name], err = w.BehaviorOf(name); err != nil {
-				return fmt.Errorf("workloads[%d] %q: container %q: %w", i, w.Name, name, err)
-			}
+		for _, b := range w.Behaviors {
+			bhs[b.Container] = b.Behavior
 		}
-		tmpl, err := agentPodSpec(PodTemplate{Spec: &w.Template.Spec, Behaviors: bhs, Seed: tr.t.Seed, KeyNamespace: keyNS, Image: tr.b.opts.Image})
+		tmpl, err := agentPodSpec(PodTemplate{Spec: &w.Template.Spec, Behaviors: bhs, Seed: tr.p.Seed, KeyNamespace: w.Namespace, Image: tr.b.opts.Image})
 		if err != nil {
 			return fmt.Errorf("workloads[%d] %q: %w", i, w.Name, err)
 		}
-		cw := &workload{w: w, keyNS: keyNS, spec: spec, hspec: drive.HistorySpec(w.Name, w.Template.Labels, &spec),
-			world: faults.WorldOf(w.Name, w.Template.Labels, &spec), tmpl: tmpl,
-			job: spec.RestartPolicy != api.RestartAlways, labels: map[string]string{}}
-		for k, v := range w.Template.Labels {
+		cw := &workload{w: w, idx: i, keyNS: w.Namespace, spec: w.Spec, hspec: w.History,
+			world: faults.WorldOf(w.Name, w.Labels, &w.Spec), tmpl: tmpl,
+			job: w.Job, labels: map[string]string{}}
+		for k, v := range w.Labels {
 			cw.labels[k] = v
 		}
 		cw.labels[LabelRun] = tr.b.runID
@@ -241,24 +229,13 @@ func (tr *trial) compile() error {
 
 // arrive starts one driver goroutine per pod.
 func (tr *trial) arrive(ctx context.Context) {
-	type plan struct {
-		at time.Duration
-		w  *workload
-		i  int
-	}
-	var plans []plan
-	for _, w := range tr.wls {
-		for i, at := range drive.Arrivals(tr.t.Seed, w.w) {
-			plans = append(plans, plan{at, w, i})
-		}
-	}
-	sort.SliceStable(plans, func(i, j int) bool { return plans[i].at < plans[j].at })
-	for _, p := range plans {
-		name := p.w.w.Name + "-" + strconv.Itoa(p.i)
-		ps := &podState{name: name, wl: p.w, conds: map[corev1.PodConditionType]bool{}, ready: map[string]bool{},
+	for _, a := range tr.p.AllArrivals() {
+		w := tr.wls[a.Workload]
+		_, name := history.SplitPodName(a.Pod)
+		ps := &podState{name: name, wl: w, conds: map[corev1.PodConditionType]bool{}, ready: map[string]bool{},
 			exits: map[string]bool{}, streamed: map[string]bool{}, lineKeys: map[agentlog.Key]bool{},
 			done: make(chan struct{}), terminal: make(chan struct{})}
-		ps.rec = podRecord{Name: p.w.keyNS + "/" + name, Spec: &p.w.spec}
+		ps.rec = podRecord{Name: a.Pod, Spec: &w.spec}
 		tr.mu.Lock()
 		tr.pods[name] = ps
 		tr.order = append(tr.order, ps)
@@ -266,7 +243,7 @@ func (tr *trial) arrive(ctx context.Context) {
 		tr.podsWG.Add(1)
 		go func() {
 			defer tr.podsWG.Done()
-			tr.drive(ctx, ps, p.at)
+			tr.drive(ctx, ps, a.At)
 		}()
 	}
 }
@@ -281,7 +258,7 @@ func (ps *podState) observed(e history.Event) {
 }
 
 func (tr *trial) drive(ctx context.Context, ps *podState, at time.Duration) {
-	if !drive.SleepUntil(ctx, tr.start.Add(at)) {
+	if !drive.SleepUntil(ctx, tr.b.clock(), tr.start.Add(at)) {
 		tr.markDone(ps)
 		return
 	}
@@ -300,7 +277,7 @@ func (tr *trial) drive(ctx context.Context, ps *podState, at time.Duration) {
 		tr.markDone(ps)
 		return
 	}
-	drive.AwaitEnd(ctx, w.w, tr.t.Seed, ps.rec.Name, w.job, ps.terminal, ps.done)
+	drive.AwaitEnd(ctx, tr.b.clock(), tr.p, w.idx, ps.rec.Name, ps.terminal, ps.done)
 	if ctx.Err() == nil {
 		tr.delete(ctx, ps, drive.DeleteGrace(w.w))
 	}
@@ -647,8 +624,8 @@ func (tr *trial) write(sink history.Sink, partial bool) error {
 	evs = append(evs, tr.global...)
 	slices.SortStableFunc(evs, func(a, b history.Event) int { return cmp.Compare(a.T, b.T) })
 	meta := history.Event{T: tr.start.UnixNano(), Kind: history.RunMeta, Meta: &history.Meta{
-		Scenario: tr.t.Scenario.Metadata.Name, ScenarioHash: tr.t.Scenario.Hash, Seed: tr.t.Seed, Trial: tr.t.Number,
-		Policy: tr.t.Policy, Backend: "kube", StartUnixNano: tr.start.UnixNano(), ToleranceNanos: int64(DefaultTolerance),
+		Scenario: tr.p.Scenario, ScenarioHash: tr.p.ScenarioHash, Seed: tr.p.Seed, Trial: tr.p.Number,
+		Policy: tr.p.Policy, Backend: "kube", StartUnixNano: tr.start.UnixNano(), ToleranceNanos: int64(DefaultTolerance),
 		Extra: map[string]string{"cluster": tr.b.cl.Name, "namespace": tr.ns, "run": tr.b.runID, "image": tr.b.opts.Image,
 			"nodes": strconv.Itoa(len(tr.nodes)), "chaosMesh": strconv.FormatBool(tr.b.chaos != nil),
 			"statusLagMaxMs": strconv.FormatInt(tr.stats.StatusLagMax.Milliseconds(), 10), "lateStatusChanges": strconv.Itoa(tr.stats.LateStatus),

@@ -11,7 +11,7 @@ import (
 	"github.com/sidebench/sidebench/harness/backend/drive"
 	"github.com/sidebench/sidebench/harness/faults"
 	"github.com/sidebench/sidebench/harness/history"
-	"github.com/sidebench/sidebench/harness/scenario"
+	trialplan "github.com/sidebench/sidebench/harness/trial"
 	"github.com/sidebench/sidebench/reference-impl/api"
 )
 
@@ -26,7 +26,7 @@ import (
 
 // scheduleFaults starts one goroutine per timed fault of the scenario.
 func (tr *trial) scheduleFaults(ctx context.Context) {
-	drive.ScheduleFaults(ctx, &tr.faulWG, tr.start, tr.t.Scenario, tr.t.Seed, "local", &tr.flog, tr.allDone,
+	drive.ScheduleFaults(ctx, tr.b.clock(), &tr.faulWG, tr.start, tr.p, "local", &tr.flog, tr.allDone,
 		func(f drive.Firing) { tr.fire(ctx, f.Spec, f.Label, f.Rand) })
 }
 
@@ -320,21 +320,16 @@ func (tr *trial) nodeIndex(name string) int {
 // and keep it for later trials. If it fails (no dbus-daemon, or a
 // kubelet that takes no inhibitor lock from the fake logind), the
 // scenario's node-shutdown faults are not applied, with the reason.
-func (b *Backend) prepareNodeShutdown(ctx context.Context, sc *scenario.Scenario) {
-	specs, err := sc.FaultSpecs()
-	if err != nil {
-		b.shutdownErr = err
-		return
-	}
+func (b *Backend) prepareNodeShutdown(ctx context.Context, p *trialplan.Plan) {
 	var grace, critical time.Duration
 	found := false
-	for i := range specs {
-		sp := &specs[i]
+	for i := range p.Faults {
+		sp := &p.Faults[i]
 		if sp.Kind != faults.NodeShutdown {
 			continue
 		}
 		if found && (sp.ShutdownGracePeriod != grace || sp.ShutdownGracePeriodCriticalPods != critical) {
-			b.shutdownErr = fmt.Errorf("the node-shutdown faults of %s differ in shutdownGracePeriod/shutdownGracePeriodCriticalPods; the local backend configures every kubelet once", sc.Metadata.Name)
+			b.shutdownErr = fmt.Errorf("the node-shutdown faults of %s differ in shutdownGracePeriod/shutdownGracePeriodCriticalPods; the local backend configures every kubelet once", p.Scenario)
 			return
 		}
 		grace, critical, found = sp.ShutdownGracePeriod, sp.ShutdownGracePeriodCriticalPods, true
@@ -368,8 +363,11 @@ func (tr *trial) nodeShutdown(sp *faults.Spec, label string, k int) {
 		tr.flog.NotApplied(sp, label, n.Name, "", "", "a node that stays down needs a node lifecycle controller (none on the local backend); use return: true")
 		return
 	}
-	if _, _, ok := tr.b.cl.GracefulShutdown(k); !ok {
+	if g, c, ok := tr.b.cl.GracefulShutdown(k); !ok || g != sp.ShutdownGracePeriod || c != sp.ShutdownGracePeriodCriticalPods {
 		why := "graceful node shutdown is not enabled on the kubelets"
+		if ok {
+			why = fmt.Sprintf("the kubelets are configured with shutdownGracePeriod %s/%s, the fault wants %s/%s", g, c, sp.ShutdownGracePeriod, sp.ShutdownGracePeriodCriticalPods)
+		}
 		if tr.b.shutdownErr != nil {
 			why += ": " + tr.b.shutdownErr.Error()
 		}

@@ -14,7 +14,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,15 +23,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
 
 	"github.com/sidebench/sidebench/harness/backend/drive"
 	"github.com/sidebench/sidebench/harness/cri"
 	"github.com/sidebench/sidebench/harness/faults"
 	"github.com/sidebench/sidebench/harness/history"
 	"github.com/sidebench/sidebench/harness/localcluster"
-	"github.com/sidebench/sidebench/harness/scenario"
+	trialplan "github.com/sidebench/sidebench/harness/trial"
 	"github.com/sidebench/sidebench/reference-impl/api"
-	"github.com/sidebench/sidebench/reference-impl/convert"
 )
 
 // Label keys the backend sets on every pod.
@@ -68,6 +67,9 @@ type Options struct {
 	FeatureGates string
 	// OnUp is called once the cluster is up (for a state pointer file).
 	OnUp func(c *localcluster.Cluster)
+	// Clock drives pod arrivals, lifetimes and fault firings (default:
+	// the real clock; tests use a fake one).
+	Clock clock.Clock
 }
 
 // Backend runs trials on one local cluster, one trial at a time.
@@ -79,6 +81,7 @@ type Backend struct {
 	run  sync.Mutex // one trial at a time
 	node []*nodeState
 	seq  int
+	clk  clock.Clock
 	// shutdownErr: why graceful node shutdown could not be enabled.
 	shutdownErr error
 }
@@ -99,13 +102,16 @@ func New(ctx context.Context, o Options) (*Backend, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
 	if o.Version == "" {
 		o.Version = localcluster.DefaultVersion
 	}
 	if o.CacheDir == "" {
 		o.CacheDir = localcluster.DefaultCacheDir(o.Version)
 	}
-	b := &Backend{opts: o, sw: &switchSink{}}
+	b := &Backend{opts: o, clk: o.Clock, sw: &switchSink{}}
 	bins, err := localcluster.Build(ctx, o.Version, o.CacheDir, o.Log)
 	if err != nil {
 		return nil, err
@@ -272,7 +278,8 @@ func now() int64 { return time.Now().UnixNano() }
 
 // workload is one compiled workload of the trial.
 type workload struct {
-	w      *scenario.Workload
+	w      *trialplan.Workload
+	idx    int // in the plan
 	ns     string
 	spec   api.PodSpec
 	hspec  *history.PodSpec
@@ -311,7 +318,7 @@ type podState struct {
 
 type trial struct {
 	b      *Backend
-	t      scenario.Trial
+	p      *trialplan.Plan
 	sink   *trialSink
 	start  time.Time
 	wls    []*workload
@@ -334,15 +341,15 @@ func (tr *trial) emit(e history.Event) {
 
 // RunTrial runs one trial and writes its history to sink (run.meta first,
 // run.end last).
-func (b *Backend) RunTrial(ctx context.Context, t scenario.Trial, sink history.Sink) (Stats, error) {
+func (b *Backend) RunTrial(ctx context.Context, p *trialplan.Plan, sink history.Sink) (Stats, error) {
 	b.run.Lock()
 	defer b.run.Unlock()
-	if !Supports(t.Policy) {
-		return Stats{}, fmt.Errorf("local backend: policy %q is not what a real kubelet implements (only kep753)", t.Policy)
+	if !Supports(p.Policy) {
+		return Stats{}, fmt.Errorf("local backend: policy %q is not what a real kubelet implements (only kep753)", p.Policy)
 	}
-	b.prepareNodeShutdown(ctx, t.Scenario)
+	b.prepareNodeShutdown(ctx, p)
 	b.seq++
-	tr := &trial{b: b, t: t, id: fmt.Sprintf("t%d-%d", b.seq, t.Number), pods: map[string]*podState{},
+	tr := &trial{b: b, p: p, id: fmt.Sprintf("t%d-%d", b.seq, p.Number), pods: map[string]*podState{},
 		sink: &trialSink{next: sink, known: map[string]bool{}, removed: map[string]bool{}}}
 	tr.flog.Emit = tr.emit
 	if err := tr.compile(); err != nil {
@@ -372,13 +379,13 @@ func (b *Backend) RunTrial(ctx context.Context, t scenario.Trial, sink history.S
 	b.sw.set(sinkFunc(tr.onCRI))
 	defer b.sw.set(nil)
 	tr.emit(history.Event{T: tr.start.UnixNano(), Kind: history.RunMeta, Meta: &history.Meta{
-		Scenario: t.Scenario.Metadata.Name, ScenarioHash: t.Scenario.Hash, Seed: t.Seed, Trial: t.Number,
-		Policy: t.Policy, Backend: "local", Version: localcluster.DefaultVersion,
+		Scenario: p.Scenario, ScenarioHash: p.ScenarioHash, Seed: p.Seed, Trial: p.Number,
+		Policy: p.Policy, Backend: "local", Version: localcluster.DefaultVersion,
 		StartUnixNano: tr.start.UnixNano(), ToleranceNanos: int64(DefaultTolerance),
 		Extra: map[string]string{"nodes": strconv.Itoa(len(b.cl.Nodes)), "kubelet": b.opts.Version, "runtime": "sidebench-cri " + cri.Version},
 	}})
 
-	horizon := t.Scenario.Horizon()
+	horizon := p.Horizon
 	if b.opts.Horizon > 0 && b.opts.Horizon < horizon {
 		horizon = b.opts.Horizon
 	}
@@ -435,21 +442,12 @@ func ensureNamespace(ctx context.Context, cs kubernetes.Interface, ns string) er
 // behaviour annotations and the pod spec with probes and hooks rewritten
 // to the CRI server's exec commands.
 func (tr *trial) compile() error {
-	s := tr.t.Scenario
-	for i := range s.Workloads {
-		w := &s.Workloads[i]
-		spec, err := convert.PodSpecFromV1(&w.Template.Spec)
-		if err != nil {
-			return fmt.Errorf("workloads[%d] %q: %w", i, w.Name, err)
-		}
-		ns := w.Template.Namespace
-		if ns == "" {
-			ns = "default"
-		}
-		cw := &workload{w: w, ns: ns, spec: spec, hspec: drive.HistorySpec(w.Name, w.Template.Labels, &spec),
-			world: faults.WorldOf(w.Name, w.Template.Labels, &spec), ann: map[string]string{},
-			job: spec.RestartPolicy != api.RestartAlways, labels: map[string]string{}}
-		for k, v := range w.Template.Labels {
+	for i := range tr.p.Workloads {
+		w := &tr.p.Workloads[i]
+		cw := &workload{w: w, idx: i, ns: w.Namespace, spec: w.Spec, hspec: w.History,
+			world: faults.WorldOf(w.Name, w.Labels, &w.Spec), ann: map[string]string{},
+			job: w.Job, labels: map[string]string{}}
+		for k, v := range w.Labels {
 			cw.labels[k] = v
 		}
 		cw.labels[LabelTrial] = tr.id
@@ -457,19 +455,14 @@ func (tr *trial) compile() error {
 		for k, v := range w.Template.Annotations {
 			cw.ann[k] = v
 		}
-		for j := 0; j < spec.Len(); j++ {
-			name := spec.At(j).Name
-			bh, err := w.BehaviorOf(name)
-			if err != nil {
-				return fmt.Errorf("workloads[%d] %q: container %q: %w", i, w.Name, name, err)
-			}
-			k, v, err := cri.BehaviorAnnotation(name, bh)
+		for _, b := range w.Behaviors {
+			k, v, err := cri.BehaviorAnnotation(b.Container, b.Behavior)
 			if err != nil {
 				return err
 			}
 			cw.ann[k] = v
 		}
-		cw.ann[cri.AnnotationSeed] = strconv.FormatUint(tr.t.Seed, 10)
+		cw.ann[cri.AnnotationSeed] = strconv.FormatUint(tr.p.Seed, 10)
 		cw.tmpl = *RewriteSpec(&w.Template.Spec)
 		tr.wls = append(tr.wls, cw)
 	}
@@ -520,22 +513,10 @@ func RewriteSpec(ps *corev1.PodSpec) *corev1.PodSpec {
 // wait for its removal.
 func (tr *trial) arrive(ctx context.Context) {
 	nodes := len(tr.b.cl.Nodes)
-	type plan struct {
-		at time.Duration
-		w  *workload
-		i  int
-	}
-	var plans []plan
-	for _, w := range tr.wls {
-		for i, at := range drive.Arrivals(tr.t.Seed, w.w) {
-			plans = append(plans, plan{at, w, i})
-		}
-	}
-	sort.SliceStable(plans, func(i, j int) bool { return plans[i].at < plans[j].at })
-	for k, p := range plans {
-		name := p.w.w.Name + "-" + strconv.Itoa(p.i)
-		full := p.w.ns + "/" + name
-		ps := &podState{name: full, wl: p.w, conds: map[corev1.PodConditionType]bool{},
+	for k, a := range tr.p.AllArrivals() {
+		full := a.Pod
+		_, name := history.SplitPodName(full)
+		ps := &podState{name: full, wl: tr.wls[a.Workload], conds: map[corev1.PodConditionType]bool{},
 			started: map[string]bool{}, ready: map[string]bool{}, running: map[string]bool{}, attempt: map[string]uint32{}, done: make(chan struct{}), terminal: make(chan struct{})}
 		tr.mu.Lock()
 		tr.pods[full] = ps
@@ -545,13 +526,13 @@ func (tr *trial) arrive(ctx context.Context) {
 		tr.podsWG.Add(1)
 		go func() {
 			defer tr.podsWG.Done()
-			tr.drive(ctx, ps, name, node, p.at)
+			tr.drive(ctx, ps, name, node, a.At)
 		}()
 	}
 }
 
 func (tr *trial) drive(ctx context.Context, ps *podState, name, node string, at time.Duration) {
-	if !drive.SleepUntil(ctx, tr.start.Add(at)) {
+	if !drive.SleepUntil(ctx, tr.b.clock(), tr.start.Add(at)) {
 		tr.markDone(ps)
 		return
 	}
@@ -578,7 +559,7 @@ func (tr *trial) drive(ctx context.Context, ps *podState, name, node string, at 
 		tr.markDone(ps)
 		return
 	}
-	drive.AwaitEnd(ctx, w.w, tr.t.Seed, ps.name, w.job, ps.terminal, ps.done)
+	drive.AwaitEnd(ctx, tr.b.clock(), tr.p, w.idx, ps.name, ps.terminal, ps.done)
 	if ctx.Err() == nil {
 		tr.delete(ctx, ps, drive.DeleteGrace(w.w))
 	}
@@ -612,7 +593,7 @@ func (tr *trial) delete(ctx context.Context, ps *podState, grace *int64) {
 	ps.deleting, ps.delGrace = true, int64(g)
 	tr.mu.Unlock()
 	tr.emit(history.Event{Kind: history.PodDeleted, Pod: ps.name, Grace: int64(g)})
-	ns, name := drive.SplitName(ps.name)
+	ns, name := history.SplitPodName(ps.name)
 	err := tr.b.cs.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: grace})
 	if err != nil && !apierrors.IsNotFound(err) {
 		fmt.Fprintf(tr.b.opts.Log, "local: delete %s: %v\n", ps.name, err)
@@ -875,7 +856,7 @@ func (tr *trial) onCRI(e *history.Event) error {
 // initialization (INV-RA*), so it is taken from the CRI wire, as Started
 // is. The API's own True is then not written again. Called with tr.mu held.
 func (tr *trial) resetStart(ps *podState, e *history.Event) *history.Event {
-	if e.Kind != history.ContainerExited || !tr.t.Gates.RestartAllContainersOnContainerExits || ps.deleting || ps.conds[corev1.AllContainersRestarting] {
+	if e.Kind != history.ContainerExited || !tr.p.Gates.RestartAllContainersOnContainerExits || ps.deleting || ps.conds[corev1.AllContainersRestarting] {
 		return nil
 	}
 	spec := &ps.wl.spec
@@ -927,4 +908,12 @@ func (tr *trial) cleanup() {
 // drive.WatchPods); synced is closed once the initial list is handled.
 func (tr *trial) watch(ctx context.Context) (<-chan struct{}, error) {
 	return drive.WatchPods(ctx, tr.b.cs.CoreV1().Pods(metav1.NamespaceAll), LabelTrial+"="+tr.id, tr.observe)
+}
+
+// clock is the backend's clock (real unless Options.Clock set one).
+func (b *Backend) clock() clock.Clock {
+	if b.clk == nil {
+		return clock.RealClock{}
+	}
+	return b.clk
 }

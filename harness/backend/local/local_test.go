@@ -9,7 +9,7 @@ import (
 
 	"github.com/sidebench/sidebench/harness/cri"
 	"github.com/sidebench/sidebench/harness/history"
-	"github.com/sidebench/sidebench/harness/scenario"
+	trialplan "github.com/sidebench/sidebench/harness/trial"
 	"github.com/sidebench/sidebench/reference-impl/api"
 	"github.com/sidebench/sidebench/reference-impl/convert"
 )
@@ -118,7 +118,7 @@ func TestResetStartFromCRI(t *testing.T) {
 	}
 	g, _ := api.ParseGates("kep753+ContainerRestartRules+RestartAllContainersOnContainerExits")
 	var got []history.Event
-	tr := &trial{t: scenario.Trial{Gates: g}, sink: &trialSink{known: map[string]bool{"default/p": true}, removed: map[string]bool{}, next: sinkFunc(func(e *history.Event) error { got = append(got, *e); return nil })}}
+	tr := &trial{p: &trialplan.Plan{Gates: g}, sink: &trialSink{known: map[string]bool{"default/p": true}, removed: map[string]bool{}, next: sinkFunc(func(e *history.Event) error { got = append(got, *e); return nil })}}
 	ps := &podState{name: "default/p", created: true, wl: &workload{spec: spec}, conds: map[corev1.PodConditionType]bool{},
 		started: map[string]bool{}, ready: map[string]bool{}, running: map[string]bool{}, attempt: map[string]uint32{}}
 	tr.pods = map[string]*podState{"default/p": ps}

@@ -1,4 +1,4 @@
-package simconfig
+package sim
 
 import (
 	"context"
@@ -6,26 +6,29 @@ import (
 
 	"github.com/sidebench/sidebench/harness/history"
 	"github.com/sidebench/sidebench/harness/scenario"
-	"github.com/sidebench/sidebench/harness/sim"
+	engine "github.com/sidebench/sidebench/harness/sim"
+	"github.com/sidebench/sidebench/harness/trial"
 )
 
 type countSink struct{ n int }
 
 func (c *countSink) Write(*history.Event) error { c.n++; return nil }
 
-// TestShippedCompile compiles every shipped scenario for every policy and
-// runs the first trial of the small ones on the simulator.
-func TestShippedCompile(t *testing.T) {
+// TestShippedScenarios compiles every shipped scenario for every policy
+// into the engine's configuration and runs the first trial of the small
+// ones.
+func TestShippedScenarios(t *testing.T) {
 	for _, name := range scenario.ShippedNames() {
 		s, err := scenario.LoadShipped(name)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		for _, tr := range scenario.ExpandRange(s, 0, 1) {
-			cfg, err := Compile(tr, "test")
+			p, err := trial.Compile(tr)
 			if err != nil {
 				t.Fatalf("%s: %v", tr, err)
 			}
+			cfg := Config(p, "test")
 			if err := cfg.Validate(); err != nil {
 				t.Fatalf("%s: %v", tr, err)
 			}
@@ -33,30 +36,30 @@ func TestShippedCompile(t *testing.T) {
 				continue
 			}
 			var cs countSink
-			res, err := sim.Run(context.Background(), cfg, tr.Seed, &cs)
+			res, err := engine.Run(context.Background(), cfg, tr.Seed, &cs)
 			if err != nil {
 				t.Fatalf("%s: run: %v", tr, err)
 			}
 			if res.PodsCreated != s.TotalPods() {
 				t.Errorf("%s: created %d pods, want %d", tr, res.PodsCreated, s.TotalPods())
 			}
-			t.Logf("%s: %d events, end %v", tr, cs.n, res.End)
 		}
 	}
 }
 
-// TestTestdataCompile compiles the scenario package's example files.
-func TestTestdataCompile(t *testing.T) {
-	for _, f := range []string{"../testdata/valid.yaml", "../testdata/base-override.yaml"} {
+// TestTestdataConfig compiles the scenario package's example files.
+func TestTestdataConfig(t *testing.T) {
+	for _, f := range []string{"../../scenario/testdata/valid.yaml", "../../scenario/testdata/base-override.yaml"} {
 		s, err := scenario.Load(f)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, tr := range scenario.Expand(s) {
-			cfg, err := Compile(tr, "test")
+			p, err := trial.Compile(tr)
 			if err != nil {
 				t.Fatalf("%s: %v", tr, err)
 			}
+			cfg := Config(p, "test")
 			if err := cfg.Validate(); err != nil {
 				t.Fatalf("%s: %v", tr, err)
 			}

@@ -1,0 +1,180 @@
+package rundir
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sidebench/sidebench/harness/scenario"
+)
+
+const tiny = `apiVersion: sidebench.dev/v1alpha1
+kind: Scenario
+metadata: {name: tiny}
+cluster: {nodes: 1}
+workloads:
+- name: web
+  count: 1
+  template:
+    spec:
+      containers: [{name: app, image: app}]
+  behaviors: {default: {startLatency: 100ms}}
+`
+
+// newDir creates a run directory with n committed (synthetic) trials.
+func newDir(t *testing.T, n int) string {
+	t.Helper()
+	s, err := scenario.LoadBytes("tiny.yaml", []byte(tiny))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	d, err := Create(dir, Info{Command: "soak", Backend: "sim"}, []*scenario.Scenario{s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		seg, err := d.NewSegment("tiny", "kep753", i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seg.WriteString(`{"t":0,"k":"run.meta"}` + "\n")
+		seg.Close()
+		if _, err := d.Commit(&Finished{Entry: Entry{Scenario: "tiny", ScenarioHash: s.Hash, Policy: "kep753", Trial: i, Seed: uint64(i), Pods: 1},
+			Segment: seg.Name(), Pods: []byte(`{"pod":"p"}` + "\n")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func snapshot(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	for _, f := range []string{FileHistory, FilePods, FileFindings, FileJournal, FileRun, "scenarios/tiny.yaml"} {
+		b, _ := os.ReadFile(filepath.Join(dir, f))
+		out[f] = b
+	}
+	return out
+}
+
+func unchanged(t *testing.T, dir string, before map[string][]byte) {
+	t.Helper()
+	for f, b := range snapshot(t, dir) {
+		if !bytes.Equal(b, before[f]) {
+			t.Errorf("%s changed although the open was refused", f)
+		}
+	}
+}
+
+func TestOpenResumes(t *testing.T) {
+	dir := newDir(t, 5)
+	d, _, entries, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if len(entries) != 5 || d.Resumed != 5 {
+		t.Fatalf("%d entries, resumed %d", len(entries), d.Resumed)
+	}
+}
+
+// TestOpenRefusesCorruptJournalLine: a corrupt line other than a torn last
+// one is an error naming the line, and nothing is changed (it used to
+// truncate every later trial away).
+func TestOpenRefusesCorruptJournalLine(t *testing.T) {
+	dir := newDir(t, 8)
+	jp := filepath.Join(dir, FileJournal)
+	b, _ := os.ReadFile(jp)
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	lines[3] = append(lines[3][:len(lines[3])-6], '\n') // cut the last 5 bytes of line 4
+	os.WriteFile(jp, bytes.Join(lines, nil), 0o644)
+	before := snapshot(t, dir)
+	_, _, _, err := Open(dir)
+	var ue *UsageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), FileJournal+":4: corrupt journal line") {
+		t.Fatalf("err = %v", err)
+	}
+	unchanged(t, dir, before)
+}
+
+// TestOpenDropsTornLastLine: only a torn last line (a crash while it was
+// written) may be dropped.
+func TestOpenDropsTornLastLine(t *testing.T) {
+	dir := newDir(t, 3)
+	f, _ := os.OpenFile(filepath.Join(dir, FileJournal), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"scenario":"tiny","pol`)
+	f.Close()
+	d, _, entries, err := Open(dir)
+	if err != nil || len(entries) != 3 {
+		t.Fatalf("%d entries, %v", len(entries), err)
+	}
+	d.Close()
+	if b, _ := os.ReadFile(filepath.Join(dir, FileJournal)); bytes.Contains(b, []byte(`"pol`+"\n")) || bytes.HasSuffix(b, []byte(`"pol`)) {
+		t.Error("torn line kept")
+	}
+}
+
+// TestLockRefusesSecondWriter: a second writer is refused and told who
+// holds the directory (two resumes used to interleave trials).
+func TestLockRefusesSecondWriter(t *testing.T) {
+	dir := newDir(t, 2)
+	d, _, _, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, dir)
+	_, _, _, err = Open(dir)
+	var ue *UsageError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "is in use by pid") || !strings.Contains(err.Error(), "soak --resume") {
+		t.Fatalf("second open: %v", err)
+	}
+	unchanged(t, dir, before)
+	d.Close()
+	d2, _, _, err := Open(dir)
+	if err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+	d2.Close()
+}
+
+// TestOpenRefusesEditedScenario: resume verifies the hash recorded at
+// creation (an edited copy used to mix 12-pod and 3-pod trials).
+func TestOpenRefusesEditedScenario(t *testing.T) {
+	dir := newDir(t, 2)
+	p := filepath.Join(dir, "scenarios", "tiny.yaml")
+	b, _ := os.ReadFile(p)
+	os.WriteFile(p, bytes.Replace(b, []byte("count: 1"), []byte("count: 3"), 1), 0o644)
+	before := snapshot(t, dir)
+	_, _, _, err := Open(dir)
+	if err == nil || !strings.Contains(err.Error(), "changed after the run started") {
+		t.Fatalf("err = %v", err)
+	}
+	unchanged(t, dir, before)
+}
+
+// TestOpenRefusesShortDataFile: a data file shorter than the journal says
+// was damaged outside sidebench; nothing is cut.
+func TestOpenRefusesShortDataFile(t *testing.T) {
+	dir := newDir(t, 3)
+	os.Truncate(filepath.Join(dir, FilePods), 5)
+	before := snapshot(t, dir)
+	if _, _, _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "truncated outside sidebench") {
+		t.Fatalf("err = %v", err)
+	}
+	unchanged(t, dir, before)
+}
+
+func TestCreateRefusesNonEmpty(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "x"), nil, 0o644)
+	if _, err := Create(dir, Info{}, nil); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Fatalf("err = %v", err)
+	}
+}

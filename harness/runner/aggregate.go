@@ -1,0 +1,376 @@
+package runner
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/sidebench/sidebench/harness/check"
+	"github.com/sidebench/sidebench/harness/metrics"
+	"github.com/sidebench/sidebench/harness/rundir"
+	"github.com/sidebench/sidebench/harness/scenario"
+	"github.com/sidebench/sidebench/reference-impl/api"
+)
+
+// MaxReportFindings bounds the findings per scenario × policy carried into
+// the reports (findings.jsonl has every one).
+const MaxReportFindings = 50
+
+// Role is how a policy of a scenario is treated.
+type Role string
+
+const (
+	// Judged: the scenario's criteria (and graduation stage) apply.
+	Judged Role = "judged"
+	// Baseline: measured for comparison, never judged (none, the 2019
+	// design, policies not named in criteria.policies).
+	Baseline Role = "baseline"
+	// BugReplica: a deliberately wrong variant; it passes when the
+	// checker catches it.
+	BugReplica Role = "bug-replica"
+)
+
+// RoleOf returns the role of policy pol in scenario s: a bug replica if it
+// names a bug; judged if the scenario's criteria judge it (criteria.policies,
+// or its first policy); a baseline otherwise.
+func RoleOf(s *scenario.Scenario, pol string) Role {
+	for _, g := range s.PolicyGates() {
+		if g.String() == pol && g.Bug != api.BugNone {
+			return BugReplica
+		}
+	}
+	if slices.Contains(s.JudgedPolicies(), pol) {
+		return Judged
+	}
+	return Baseline
+}
+
+// Row is everything committed for one scenario × policy.
+type Row struct {
+	Scenario, Policy string
+	Role             Role
+	Trials           int
+	PartialTrials    int
+	Pods             int
+	Violations       int
+	// ViolatingPods counts pods with at least one violation: the
+	// numerator of the violation rate.
+	ViolatingPods int
+	Degradations  int
+	Bounds        int
+	// Elapsed is the trials' summed wall time.
+	Elapsed  time.Duration
+	inv      map[string]*check.Row
+	invOrder []string
+	matrix   map[[2]string]*check.Cell
+	mxOrder  [][2]string
+	Faults   map[string]*rundir.FaultCount
+	Findings []rundir.FindingRecord // the first MaxReportFindings
+}
+
+// Invariants returns the per-invariant counts in first-seen order.
+func (r *Row) Invariants() []check.Row {
+	out := make([]check.Row, 0, len(r.invOrder))
+	for _, id := range r.invOrder {
+		out = append(out, *r.inv[id])
+	}
+	return out
+}
+
+// Matrix returns the invariant × fault cells in first-seen order.
+func (r *Row) Matrix() []check.Cell {
+	out := make([]check.Cell, 0, len(r.mxOrder))
+	for _, k := range r.mxOrder {
+		out = append(out, *r.matrix[k])
+	}
+	return out
+}
+
+// Aggregate is the one aggregation path: every number of every output
+// (result table, summary.json, report.md/html, PerfData, junit.xml, the
+// criteria and `graduate`) is computed from an Aggregate, over one
+// population per metric (harness/metrics: faulted pods excluded from
+// latency samples and counted apart). It is filled as trials commit, or
+// from run directories (Load).
+type Aggregate struct {
+	scens    []*scenario.Scenario
+	byName   map[string]*scenario.Scenario
+	rows     []*Row
+	index    map[[2]string]*Row
+	lat      *metrics.Aggregator
+	seen     map[rundir.Key]bool
+	Trials   int
+	Partial  bool
+	Resumed  int
+	Warnings []string
+	// AllowMixed lets Load pool run directories whose scenario of the same
+	// name has different content (hash); Mixed records that it did.
+	AllowMixed bool
+	Mixed      bool
+	hashes     map[string]string
+}
+
+// NewAggregate returns an empty aggregate with a row per scenario ×
+// policy (keep filters the policies; nil keeps all).
+func NewAggregate(scens []*scenario.Scenario, keep func(s *scenario.Scenario, policy string) bool) *Aggregate {
+	a := &Aggregate{byName: map[string]*scenario.Scenario{}, index: map[[2]string]*Row{},
+		lat: metrics.NewAggregator(metrics.Options{}), seen: map[rundir.Key]bool{}, hashes: map[string]string{}}
+	for _, s := range scens {
+		a.scens = append(a.scens, s)
+		a.byName[s.Metadata.Name] = s
+		a.hashes[s.Metadata.Name] = s.Hash
+		for _, g := range s.PolicyGates() {
+			if keep == nil || keep(s, g.String()) {
+				a.row(s.Metadata.Name, g.String())
+			}
+		}
+	}
+	return a
+}
+
+// row returns (creating) the row of a scenario × policy.
+func (a *Aggregate) row(scen, pol string) *Row {
+	k := [2]string{scen, pol}
+	if r := a.index[k]; r != nil {
+		return r
+	}
+	role := Baseline
+	if s := a.byName[scen]; s != nil {
+		role = RoleOf(s, pol)
+	}
+	r := &Row{Scenario: scen, Policy: pol, Role: role, inv: map[string]*check.Row{}, matrix: map[[2]string]*check.Cell{}}
+	a.rows = append(a.rows, r)
+	a.index[k] = r
+	return r
+}
+
+// Rows returns the rows in scenario and policy order.
+func (a *Aggregate) Rows() []*Row { return a.rows }
+
+// Row returns one row (nil if unknown).
+func (a *Aggregate) Row(scen, pol string) *Row { return a.index[[2]string{scen, pol}] }
+
+// Scenarios returns the scenarios in order.
+func (a *Aggregate) Scenarios() []*scenario.Scenario { return a.scens }
+
+// Latencies is the latency aggregation (samples and percentiles).
+func (a *Aggregate) Latencies() *metrics.Aggregator { return a.lat }
+
+// AddTrial folds one committed trial in: its journal entry, its pods'
+// records and its findings. It returns false, and adds nothing, when a
+// trial with the same key (scenario hash, policy, seed, number) was
+// already added: pooled run directories count each trial once.
+func (a *Aggregate) AddTrial(e *rundir.Entry, recs []metrics.Record, finds []rundir.FindingRecord) bool {
+	k := e.Key()
+	if a.seen[k] {
+		return false
+	}
+	a.seen[k] = true
+	a.Trials++
+	r := a.row(e.Scenario, e.Policy)
+	r.Trials++
+	if e.Partial {
+		r.PartialTrials++
+		a.Partial = true
+	}
+	r.Pods += e.Pods
+	r.Violations += e.Violations
+	r.ViolatingPods += e.ViolatingPods
+	r.Degradations += e.Degradations
+	r.Elapsed += time.Duration(e.ElapsedNanos)
+	for kind, c := range e.Faults {
+		if r.Faults == nil {
+			r.Faults = map[string]*rundir.FaultCount{}
+		}
+		acc := r.Faults[kind]
+		if acc == nil {
+			acc = &rundir.FaultCount{}
+			r.Faults[kind] = acc
+		}
+		acc.Add(c)
+	}
+	for _, row := range e.Rows {
+		acc := r.inv[row.ID]
+		if acc == nil {
+			acc = &check.Row{ID: row.ID, Rule: row.Rule, Level: row.Level}
+			r.inv[row.ID] = acc
+			r.invOrder = append(r.invOrder, row.ID)
+		}
+		acc.Checked += row.Checked
+		acc.Violations += row.Violations
+		acc.ViolatingPods += row.ViolatingPods
+		acc.Degradations += row.Degradations
+		acc.Bounds += row.Bounds
+		acc.Unknown += row.Unknown
+		r.Bounds += row.Bounds
+	}
+	for _, c := range e.Matrix {
+		mk := [2]string{c.ID, c.Fault}
+		acc := r.matrix[mk]
+		if acc == nil {
+			acc = &check.Cell{ID: c.ID, Fault: c.Fault}
+			r.matrix[mk] = acc
+			r.mxOrder = append(r.mxOrder, mk)
+		}
+		acc.Violations += c.Violations
+		acc.Degradations += c.Degradations
+		acc.Bounds += c.Bounds
+	}
+	for i := range recs {
+		a.lat.Add(&recs[i])
+	}
+	for i := range finds {
+		if len(r.Findings) >= MaxReportFindings {
+			break
+		}
+		r.Findings = append(r.Findings, finds[i])
+	}
+	return true
+}
+
+// trialID is a trial within one run directory (records and findings carry
+// scenario, policy, trial and seed, not the scenario hash).
+type trialID struct {
+	scen, policy string
+	trial        int
+	seed         uint64
+}
+
+// DirStatus says whether a run directory holds a complete run.
+type DirStatus struct {
+	Dir    string
+	Info   rundir.Info
+	Trials int
+	// Complete: the run finished (its final summary says so and covers
+	// every committed trial). A run stopped by Ctrl-C, a crash or a soak
+	// still running is not complete.
+	Complete bool
+}
+
+// Load reads committed trials from run directories into a (new or
+// filled) aggregate. A trial already in the aggregate (same scenario
+// hash, policy, seed and number: a directory given twice, a copy, two
+// soaks with the same seeds) is counted once, and a warning names it.
+func (a *Aggregate) Load(dir string) (DirStatus, error) {
+	st := DirStatus{Dir: dir}
+	info, err := rundir.ReadInfo(dir)
+	if err != nil {
+		return st, err
+	}
+	st.Info = info
+	entries, _, err := rundir.ReadJournal(filepath.Join(dir, rundir.FileJournal))
+	if err != nil {
+		return st, err
+	}
+	if err := a.checkHashes(dir, &info); err != nil {
+		return st, err
+	}
+	n := a.Trials
+	if err := a.loadCommitted(dir, info, entries); err != nil {
+		return st, err
+	}
+	st.Trials = a.Trials - n
+	st.Complete = complete(dir, len(entries))
+	if !st.Complete {
+		a.Partial = true
+	}
+	return st, nil
+}
+
+func maps(m map[metrics.Metric]float64) map[metrics.Metric]float64 {
+	out := make(map[metrics.Metric]float64, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// loadCommitted adds the committed trials of a run directory (its journal
+// entries, pods and findings), skipping trials already counted.
+func (a *Aggregate) loadCommitted(dir string, info rundir.Info, entries []rundir.Entry) error {
+	skip := map[trialID]bool{}
+	take := map[trialID]*rundir.Entry{}
+	dups := 0
+	for i := range entries {
+		e := &entries[i]
+		if e.ScenarioHash == "" {
+			e.ScenarioHash = info.HashOf(e.Scenario)
+		}
+		id := trialID{e.Scenario, e.Policy, e.Trial, e.Seed}
+		if a.seen[e.Key()] {
+			skip[id] = true
+			dups++
+			continue
+		}
+		take[id] = e
+	}
+	if dups > 0 {
+		a.Warnings = append(a.Warnings, dupWarning(dir, dups, len(entries)))
+	}
+	recs := map[trialID][]metrics.Record{}
+	if err := rundir.EachPod(dir, func(r *metrics.Record) error {
+		id := trialID{r.Scenario, r.Policy, r.Trial, r.Seed}
+		if take[id] != nil {
+			c := *r
+			c.LatenciesMs = maps(r.LatenciesMs)
+			c.Faults = slices.Clone(r.Faults)
+			recs[id] = append(recs[id], c)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	finds := map[trialID][]rundir.FindingRecord{}
+	if err := rundir.EachFinding(dir, func(f *rundir.FindingRecord) error {
+		id := trialID{f.Scenario, f.Policy, f.Trial, f.Seed}
+		if take[id] != nil && len(finds[id]) < MaxReportFindings {
+			finds[id] = append(finds[id], *f)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for i := range entries {
+		e := &entries[i]
+		id := trialID{e.Scenario, e.Policy, e.Trial, e.Seed}
+		if take[id] == e {
+			a.AddTrial(e, recs[id], finds[id])
+		}
+	}
+	return nil
+}
+
+// checkHashes refuses to pool a run directory whose scenario has the name
+// of one already loaded but other content, unless AllowMixed; it also
+// learns the directory's scenarios (their criteria and policy roles) from
+// its copies.
+func (a *Aggregate) checkHashes(dir string, info *rundir.Info) error {
+	for _, ref := range info.Scenarios {
+		h, seen := a.hashes[ref.Name]
+		if seen && h != ref.Hash {
+			if !a.AllowMixed {
+				return &rundir.UsageError{Err: fmt.Errorf("%s: scenario %q has other content (sha256 %.12s) than in the runs before (%.12s): pooling them would mix different experiments; pass --allow-mixed to pool them anyway (the result is labelled mixed)", dir, ref.Name, ref.Hash, h)}
+			}
+			if !a.Mixed {
+				a.Warnings = append(a.Warnings, fmt.Sprintf("mixed scenarios: %s: scenario %q has other content (sha256 %.12s, before %.12s); pooled because of --allow-mixed", dir, ref.Name, ref.Hash, h))
+			}
+			a.Mixed = true
+			continue
+		}
+		if seen {
+			continue
+		}
+		a.hashes[ref.Name] = ref.Hash
+		if a.byName[ref.Name] == nil {
+			s, err := scenario.Load(filepath.Join(dir, ref.File))
+			if err != nil {
+				return &rundir.UsageError{Err: err}
+			}
+			s = s.WithOverrides(info.Seed, info.Trials)
+			a.scens = append(a.scens, s)
+			a.byName[ref.Name] = s
+		}
+	}
+	return nil
+}

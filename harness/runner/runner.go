@@ -1,0 +1,490 @@
+// Package runner runs scenarios: it turns them into trials, filters the
+// policies the backend cannot run (one filter), drives each trial through
+// a backend (harness/backend), checks and measures every pod as it
+// finishes, commits each trial to the run directory (harness/rundir), and
+// judges the result (Judge): one pipeline for `run`, `soak` and the
+// differential run, so they cannot disagree.
+//
+// The runner imports no backend: the CLI's composition root passes one in.
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sidebench/sidebench/harness/backend"
+	"github.com/sidebench/sidebench/harness/check"
+	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/harness/metrics"
+	"github.com/sidebench/sidebench/harness/rundir"
+	"github.com/sidebench/sidebench/harness/scenario"
+	"github.com/sidebench/sidebench/harness/trial"
+	"github.com/sidebench/sidebench/internal/version"
+)
+
+// Progress receives the run's progress (harness/progress implements it).
+type Progress interface {
+	AddScenario(label string, trials, pods int) ScenarioProgress
+}
+
+// ScenarioProgress is one scenario's progress: PodsDone as pods finish
+// within a trial (from the checking goroutine), TrialDone as trials
+// commit, Done at the end.
+type ScenarioProgress interface {
+	PodsDone(n int)
+	TrialDone(pods, violations int)
+	Done()
+}
+
+// Options configure a run.
+type Options struct {
+	Backend     backend.Backend
+	BackendName string
+	// Parallel is the number of trials run at once (default 1).
+	Parallel int
+	Progress Progress
+	// Log receives what a user must know beside the result: skipped
+	// policies, faults the backend could not apply. Nil discards.
+	Log   io.Writer
+	Build version.Info
+	// Strict: INSUFFICIENT DATA and partial runs fail.
+	Strict bool
+	// Seed and Trials are the command line's overrides (0: the
+	// scenario's), recorded in run.json for a resume.
+	Seed   uint64
+	Trials int
+	// BackendOptions are recorded in run.json (nodes, feature gates...).
+	BackendOptions map[string]string
+	// Extra are backend facts for the report header.
+	Extra map[string]string
+
+	// onCommit runs after each commit on the committing goroutine (the
+	// soak's checkpoints: the aggregate only changes there).
+	onCommit func()
+	// admit is asked when a worker is about to start a trial (the soak's
+	// deadline): false ends the run there. Asking at the start, not when
+	// the trial is taken from the source, makes a soak's length a
+	// function of its clock alone.
+	admit func() bool
+}
+
+func (o *Options) logf(format string, args ...any) {
+	if o.Log != nil {
+		fmt.Fprintf(o.Log, "sidebench: "+format+"\n", args...)
+	}
+}
+
+// Job is one scenario and the run directory it goes to.
+type Job struct {
+	Scenario *scenario.Scenario
+	Dir      string
+}
+
+// Result is what a run gave.
+type Result struct {
+	Dirs []string
+	// State is the judged result over every scenario of the run (rows in
+	// order, overall verdict).
+	State Outcome
+	// Partial: interrupted or a trial cut short.
+	Partial bool
+}
+
+// Pass reports whether the run passes: complete, no FAIL, and under
+// Strict no INSUFFICIENT DATA.
+func (r *Result) Pass() bool { return r.State.State.Pass }
+
+// ReportError is a failure to write the reports (a full disk): the run's
+// data is committed, but its results could not be written.
+type ReportError struct{ Err error }
+
+func (e *ReportError) Error() string { return "writing the reports: " + e.Err.Error() }
+func (e *ReportError) Unwrap() error { return e.Err }
+
+// Filter returns the trials of s the backend runs, and says (through Log)
+// which policies it skips and why: the one policy filter of run, soak and
+// the differential run.
+func (o *Options) Filter(s *scenario.Scenario) func(s *scenario.Scenario, policy string) bool {
+	said := map[string]bool{}
+	return func(s *scenario.Scenario, policy string) bool {
+		ok, why := backend.Supports(o.Backend, policy)
+		if !ok && !said[policy] {
+			said[policy] = true
+			o.logf("%s: policy %s skipped on --backend %s: %s", s.Metadata.Name, policy, o.BackendName, why)
+		}
+		return ok
+	}
+}
+
+// Run runs each job's scenario (every policy × trial the backend runs)
+// into its run directory, writes its reports, and judges everything.
+func Run(ctx context.Context, o Options, jobs []Job) (*Result, error) {
+	res := &Result{}
+	var all []*Aggregate
+	var metas []Meta
+	for _, j := range jobs {
+		if ctx.Err() != nil {
+			res.Partial = true
+			break
+		}
+		s := j.Scenario
+		keep := o.Filter(s)
+		var trials []scenario.Trial
+		for _, t := range scenario.Expand(s) {
+			if keep(s, t.Policy) {
+				trials = append(trials, t)
+			}
+		}
+		agg := NewAggregate([]*scenario.Scenario{s}, func(s *scenario.Scenario, p string) bool { ok, _ := backend.Supports(o.Backend, p); return ok })
+		started := time.Now()
+		d, err := rundir.Create(j.Dir, o.info("run", started, ""), []*scenario.Scenario{s})
+		if err != nil {
+			return res, err
+		}
+		res.Dirs = append(res.Dirs, j.Dir)
+		var prog ScenarioProgress = nopProgress{}
+		if o.Progress != nil {
+			prog = o.Progress.AddScenario(s.Metadata.Name, len(trials), len(trials)*s.TotalPods())
+		}
+		i := 0
+		next := func() (scenario.Trial, bool) {
+			if i >= len(trials) {
+				return scenario.Trial{}, false
+			}
+			i++
+			return trials[i-1], true
+		}
+		err = o.execute(ctx, d, agg, next, func(string) ScenarioProgress { return prog })
+		prog.Done()
+		status := StatusComplete
+		if ctx.Err() != nil || agg.Partial {
+			status = StatusPartial
+		}
+		m := Meta{Command: "run", Backend: o.BackendName, Status: status, StartedAt: started, Elapsed: time.Since(started),
+			Build: o.Build, Strict: o.Strict, Extra: o.Extra}
+		out := Judge(agg, m)
+		werr := WriteReports(j.Dir, out)
+		cerr := d.Close()
+		if err != nil {
+			return res, err
+		}
+		if werr != nil {
+			return res, &ReportError{werr}
+		}
+		if cerr != nil {
+			return res, cerr
+		}
+		o.reportUnapplied(out)
+		all = append(all, agg)
+		metas = append(metas, m)
+		res.Partial = res.Partial || status != StatusComplete
+	}
+	res.State = JudgeAll(all, metas, o.Strict)
+	if res.Partial {
+		res.State.State.Pass = false
+	}
+	return res, nil
+}
+
+// JudgeAll merges the judged rows of several run directories (one per
+// scenario) into one result table and overall verdict.
+func JudgeAll(aggs []*Aggregate, metas []Meta, strict bool) Outcome {
+	var out Outcome
+	out.State.Pass = true
+	verdict := ""
+	for i, a := range aggs {
+		o := Judge(a, metas[i])
+		out.State.Rows = append(out.State.Rows, o.State.Rows...)
+		out.Runs = append(out.Runs, o.Runs...)
+		out.State.TrialsCommitted += o.State.TrialsCommitted
+		out.State.Pass = out.State.Pass && o.State.Pass
+		verdict = worse(verdict, o.State.Verdict)
+		out.State.Partial = out.State.Partial || o.State.Partial
+	}
+	if verdict == "" {
+		verdict = "PASS"
+	}
+	out.State.Verdict = verdict
+	return out
+}
+
+func worse(a, b string) string {
+	rank := map[string]int{"": 0, "PASS": 1, "INSUFFICIENT DATA": 2, "FAIL": 3}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+// info is the run.json of a new run directory.
+func (o *Options) info(command string, started time.Time, duration string) rundir.Info {
+	return rundir.Info{Command: command, Backend: o.BackendName, Seed: o.Seed, Trials: o.Trials, Duration: duration,
+		StartedAt: started.UTC(), Version: o.Build.Version, Build: o.Build, Options: o.BackendOptions}
+}
+
+// reportUnapplied says, per scenario × policy, which fault firings the
+// backend could not inject and why: they are never counted as applied,
+// and a reader of the result table must know the faults it claims to
+// cover did not all happen.
+func (o *Options) reportUnapplied(out Outcome) {
+	for _, r := range out.State.Rows {
+		for _, k := range sortedKeys(r.Faults) {
+			c := r.Faults[k]
+			if c.NotApplied == 0 {
+				continue
+			}
+			o.logf("%s/%s on %s: fault %s: %d applied, %d NOT applied: %s", r.Scenario, r.Policy, o.BackendName, k, c.Applied, c.NotApplied, joinReasons(c.Reasons))
+		}
+	}
+}
+
+type nopProgress struct{}
+
+func (nopProgress) PodsDone(int)       {}
+func (nopProgress) TrialDone(int, int) {}
+func (nopProgress) Done()              {}
+
+// finished is a trial run but not yet committed.
+type finished struct {
+	rundir.Finished
+	t     scenario.Trial
+	recs  []metrics.Record
+	finds []rundir.FindingRecord
+}
+
+// execute runs trials from next on Parallel workers and commits them in
+// source order. Cancelling ctx stops taking new trials; trials in flight
+// finish as partial and are committed. The first error cancels the rest.
+func (o *Options) execute(parent context.Context, d *rundir.Dir, agg *Aggregate, next func() (scenario.Trial, bool), progOf func(scenario string) ScenarioProgress) error {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	par := max(o.Parallel, 1)
+	checkWorkers := max(runtime.GOMAXPROCS(0)/par, 1)
+	type job struct {
+		seq int
+		t   scenario.Trial
+	}
+	type result struct {
+		seq     int
+		out     *finished
+		err     error
+		skipped bool
+	}
+	committed := func(t scenario.Trial) bool {
+		return agg.seen[rundir.Key{ScenarioHash: t.Scenario.Hash, Policy: t.Policy, Seed: t.Seed, Trial: t.Number}]
+	}
+	jobs := make(chan job)
+	results := make(chan result)
+	closed := make(chan struct{}) // no more trials: the admission said so
+	var closeOnce sync.Once
+	go func() {
+		defer close(jobs)
+		for seq := 0; ctx.Err() == nil; {
+			t, ok := next()
+			if !ok {
+				return
+			}
+			if committed(t) {
+				continue
+			}
+			select {
+			case jobs <- job{seq, t}:
+				seq++
+			case <-ctx.Done():
+				return
+			case <-closed:
+				return
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	var mu sync.Mutex // admit is called from every worker
+	for range par {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				admitted := ctx.Err() == nil
+				if admitted && o.admit != nil {
+					mu.Lock()
+					admitted = o.admit()
+					mu.Unlock()
+					if !admitted {
+						closeOnce.Do(func() { close(closed) })
+					}
+				}
+				if !admitted {
+					results <- result{seq: j.seq, skipped: true}
+					continue
+				}
+				out, err := o.runTrial(ctx, d, j.t, checkWorkers, progOf(j.t.Scenario.Metadata.Name))
+				results <- result{seq: j.seq, out: out, err: err}
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(results) }()
+	pending := map[int]result{}
+	nextSeq := 0
+	var firstErr error
+	for r := range results {
+		pending[r.seq] = r
+		for {
+			r, ok := pending[nextSeq]
+			if !ok {
+				break
+			}
+			delete(pending, nextSeq)
+			nextSeq++
+			switch {
+			case r.skipped || firstErr != nil:
+			case r.err != nil:
+				firstErr = r.err
+				cancel()
+			default:
+				e, err := d.Commit(&r.out.Finished)
+				if err != nil {
+					firstErr = fmt.Errorf("committing %s: %w", r.out.t, err)
+					cancel()
+					continue
+				}
+				agg.AddTrial(&e, r.out.recs, r.out.finds)
+				progOf(e.Scenario).TrialDone(e.Pods, e.Violations)
+				if o.onCommit != nil {
+					o.onCommit()
+				}
+			}
+		}
+	}
+	if parent.Err() != nil {
+		agg.Partial = true
+	}
+	return firstErr
+}
+
+// runTrial compiles and runs one trial into a segment file, checking and
+// measuring its pods as they finish (the history is never held in memory).
+func (o *Options) runTrial(ctx context.Context, d *rundir.Dir, t scenario.Trial, checkWorkers int, prog ScenarioProgress) (*finished, error) {
+	plan, err := trial.Compile(t)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t, err)
+	}
+	f, err := d.NewSegment(plan.Scenario, plan.Policy, plan.Number)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := &finished{t: t}
+	out.Segment = f.Name()
+	hw := history.NewWriter(f)
+	cr := check.NewRunner(check.Workers(checkWorkers))
+	var podsBuf bytes.Buffer
+	rw := metrics.NewRecordWriter(&podsBuf)
+	pods := 0
+	part := history.NewPartitioner(func(meta *history.Meta, pod string, evs []history.Event) error {
+		pods++
+		cr.Add(meta, pod, evs)
+		rec := metrics.FromEvents(meta, pod, evs)
+		out.recs = append(out.recs, rec)
+		prog.PodsDone(1)
+		return rw.Write(&rec)
+	})
+	// Encoding, partitioning, checking and measuring run on their own
+	// goroutine beside the backend (a sim trial is single-threaded).
+	tally := faultTally{}
+	async := history.NewAsyncSink(teeSink{hw, part, tally}, 0)
+	stats, runErr := o.Backend.RunTrial(ctx, plan, async)
+	perr := async.Close()
+	if cerr := part.Close(); perr == nil {
+		perr = cerr
+	}
+	rep := cr.Close()
+	if runErr != nil {
+		return nil, fmt.Errorf("%s: %w", t, runErr)
+	}
+	if perr != nil {
+		return nil, fmt.Errorf("%s: %w", t, perr)
+	}
+	if err := hw.Flush(); err != nil {
+		return nil, err
+	}
+	if err := f.Sync(); err != nil {
+		return nil, err
+	}
+	if err := rw.Flush(); err != nil {
+		return nil, err
+	}
+	e := rundir.Entry{Scenario: plan.Scenario, ScenarioHash: plan.ScenarioHash, Policy: plan.Policy, Trial: plan.Number, Seed: plan.Seed,
+		Pods: pods, Violations: rep.Violations(), ViolatingPods: rep.ViolatingPods, Partial: stats.Partial,
+		ElapsedNanos: int64(stats.Elapsed), Rows: rep.Rows, Matrix: rep.Matrix}
+	for _, row := range rep.Rows {
+		e.Degradations += row.Degradations
+	}
+	if len(tally) > 0 {
+		e.Faults = tally
+	}
+	var fb bytes.Buffer
+	for i := range rep.Findings {
+		fr := rundir.NewFindingRecord(plan.Scenario, plan.Policy, plan.Number, plan.Seed, &rep.Findings[i])
+		b, err := json.Marshal(fr)
+		if err != nil {
+			return nil, err
+		}
+		fb.Write(b)
+		fb.WriteByte('\n')
+		out.finds = append(out.finds, fr)
+	}
+	out.Entry, out.Pods, out.Findings = e, podsBuf.Bytes(), fb.Bytes()
+	return out, nil
+}
+
+type teeSink []history.Sink
+
+func (t teeSink) Write(e *history.Event) error {
+	for _, s := range t {
+		if err := s.Write(e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// faultTally counts fault.effect and fault.not-applied events of a
+// history as it streams by.
+type faultTally map[string]*rundir.FaultCount
+
+func (t faultTally) Write(e *history.Event) error {
+	if e.Kind != history.FaultEffect && e.Kind != history.FaultNotApplied {
+		return nil
+	}
+	c := t[e.Fault]
+	if c == nil {
+		c = &rundir.FaultCount{}
+		t[e.Fault] = c
+	}
+	if e.Kind == history.FaultEffect {
+		c.Applied++
+	} else {
+		c.NotApplied++
+		c.Reason(e.Msg)
+	}
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func joinReasons(rs []string) string { return strings.Join(rs, "; ") }
