@@ -165,7 +165,7 @@ func TestResetStartFromCRI(t *testing.T) {
 // current one is; deletion and removal always are.
 func TestStaleStatusSnapshotSkipped(t *testing.T) {
 	var got []history.Event
-	tr := &trial{sink: &trialSink{known: map[string]bool{"default/p": true}, removed: map[string]bool{}, next: sinkFunc(func(e *history.Event) error { got = append(got, *e); return nil })}}
+	tr := &trial{p: &trialplan.Plan{}, sink: &trialSink{known: map[string]bool{"default/p": true}, removed: map[string]bool{}, next: sinkFunc(func(e *history.Event) error { got = append(got, *e); return nil })}}
 	ps := &podState{name: "default/p", created: true, node: "n", wl: &workload{}, conds: map[corev1.PodConditionType]bool{},
 		started: map[string]bool{}, ready: map[string]bool{}, running: map[string]bool{}, attempt: map[string]uint32{},
 		done: make(chan struct{}), terminal: make(chan struct{})}
