@@ -256,8 +256,9 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 		c.PostStart = api.HookDone
 		if !in.OK && !o.Term.Active {
 			// A failed postStart hook kills the container
-			// (FailedPostStartHook); the restart policy decides the rest.
-			m.issue(now, api.Action{Kind: api.ActStopContainer, Container: in.Container, Grace: maxDuration(m.spec.TerminationGracePeriod, MinimumGracePeriod), Reason: api.KillFailedPostStartHook})
+			// (FailedPostStartHook, planSingleKills); the restart policy
+			// decides the rest.
+			c.PostStart = api.HookFailed
 		}
 	case api.InPreStopDone:
 		c, err := m.container(in.Container)
@@ -334,6 +335,10 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 				return err
 			}
 			c.StartPending = false
+			if in.PullFailed {
+				c.PullBackoff = NextImageBackoff(c.PullBackoff, c.PullFailedAt, now)
+				c.PullFailedAt = now
+			}
 		case api.ActStopContainer:
 			c, err := m.container(in.Container)
 			if err != nil {
