@@ -3,6 +3,7 @@ package cri
 import (
 	"context"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -420,7 +421,7 @@ func TestAttemptsDrawIndependently(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := behaviorFor(map[string]string{k: v}, "app")
-	if err != nil || got != b {
+	if err != nil || !reflect.DeepEqual(got, b) {
 		t.Errorf("annotation round trip: %v %v", got, err)
 	}
 }

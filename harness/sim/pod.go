@@ -83,6 +83,12 @@ func (e *engine) onPodEvent(p *pod, ev *event) {
 		}
 	case evProbeFaultEnd:
 		e.onProbeFaultEnd(p, c, ev)
+	case evPullFailed:
+		if ev.gen == p.mgen && p.m != nil {
+			e.step(p, &api.Input{Kind: api.InActionFailed, Action: api.ActStartContainer, Container: c, PullFailed: true})
+		}
+	case evPullFaultEnd:
+		e.onPullFaultEnd(p, c, ev)
 	}
 }
 
@@ -206,6 +212,9 @@ func (e *engine) trace(p *pod, t *api.TraceEvent, st *api.PodStatus) {
 func (e *engine) emitC(k history.Kind, p *pod, c int) {
 	e.ev = history.Event{T: e.now, Kind: k, Pod: p.name, Node: p.nodeName,
 		Container: p.spec.At(c).Name, Attempt: p.cs[c].rec.Attempt}
+	if len(e.wls[p.wl].onContainer) > 0 {
+		e.evPod, e.evC = p, c
+	}
 }
 
 func (e *engine) emitP(k history.Kind, p *pod) {
