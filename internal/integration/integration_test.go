@@ -262,6 +262,25 @@ const mixedFaults = `
 - {name: image, type: image-change, image: envoy:2, schedule: {type: poisson, rate: 0.2}, target: {container: logs, podCount: 1}}
 - {name: poweroff, type: node-poweroff, return: true, schedule: {type: poisson, rate: 0.02}, target: {nodeCount: 1}, downtime: 5s}
 - {name: shutdown, type: node-shutdown, return: true, shutdownGracePeriod: 20s, shutdownGracePeriodCriticalPods: 5s, schedule: {type: poisson, rate: 0.02}, target: {nodeCount: 1}, downtime: 5s}
+- {name: pull, type: image-pull-failure, window: 4s, schedule: {type: poisson, rate: 0.3}, target: {podCount: 1}}
+- {name: pull-for-good, type: image-pull-failure, schedule: {type: on-phase, phase: initializing, probability: 0.01}, target: {container: logs}}
+- {name: kill, type: container-kill, schedule: {type: poisson, rate: 0.3}, target: {podCount: 1}}
+- {name: kill-term, type: container-kill, signal: TERM, schedule: {type: poisson, rate: 0.2}, target: {podCount: 1}}
+- {name: kill-exit0, type: container-kill, exitCode: 0, schedule: {type: poisson, rate: 0.2}, target: {podCount: 1}}
+- {name: unknown, type: container-unknown, schedule: {type: poisson, rate: 0.3}, target: {podCount: 1}}
+- {name: resize-app, type: resize, resources: {requests: {cpu: 300m}}, schedule: {type: poisson, rate: 0.2}, target: {container: app}}
+- {name: resize-proxy, type: resize, resources: {requests: {memory: 48Mi}}, schedule: {type: poisson, rate: 0.2}, target: {container: proxy}}
+- {name: oom-after-start, type: oom-kill, schedule: {type: on-container, container: proxy, event: started, delay: 200ms, probability: 0.02}, target: {container: proxy}}
+- {name: crash-at-app, type: kubelet-crash, downtime: 1s, schedule: {type: on-container, container: app, event: start-requested, delay: 50ms, probability: 0.002}}
+- {name: kill-at-prestop, type: container-kill, schedule: {type: on-container, container: proxy, event: prestop-begin, delay: 100ms, probability: 0.05}, target: {container: app}}
+`
+
+// mixedBehaviors give the mixed-fault pod the behaviours of issue 16 D:
+// per-attempt behaviour (logs fails its first run), a postStart that
+// fails on app's first run, a failing preStop on proxy.
+const mixedBehaviors = `    logs: {attempts: [{runTime: 1500ms, exitCode: 2}]}
+    app: {postStart: 100ms, attempts: [{postStartFails: true}]}
+    proxy: {startupAfter: 1s, preStop: 500ms, preStopFails: true}
 `
 
 // TestNoFalsePositivesUnderMixedFaults: kep753 under every fault of the
@@ -283,10 +302,10 @@ workloads:
   count: %d
   arrival: {type: poisson, rate: 300}
   lifetime: uniform(min=2s, max=6s)
-%s
+%s%s
 faults: %s
 trials: 1
-`, count, sidecarPod, mixedFaults)
+`, count, strings.Replace(sidecarPod, "    proxy: {startupAfter: 1s, preStop: 500ms}\n", "", 1), mixedBehaviors, mixedFaults)
 	o := runTrial(t, text, "kep753", 0)
 	if o.pods < count {
 		t.Fatalf("only %d lifecycles checked, want >= %d", o.pods, count)

@@ -218,7 +218,12 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 			}
 			c.StartPending = false
 		case api.StateExited, api.StateUnknown:
-			if old.State != in.Record.State || old.Attempt != in.Record.Attempt {
+			// A running attempt the runtime now reports Unknown is the
+			// same attempt: a kill of it in flight goes on (its
+			// StopContainer returns once the process is gone).
+			sameAttempt := old.Attempt == in.Record.Attempt && old.SandboxAttempt == in.Record.SandboxAttempt
+			if !(in.Record.State == api.StateUnknown && old.State == api.StateRunning && sameAttempt) &&
+				(old.State != in.Record.State || !sameAttempt) {
 				resetAttempt(c)
 			}
 			c.StartPending = false
