@@ -259,10 +259,13 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 			return nil
 		}
 		c.PostStart = api.HookDone
-		if !in.OK && !o.Term.Active {
+		if !in.OK {
 			// A failed postStart hook kills the container
-			// (FailedPostStartHook, planSingleKills); the restart policy
-			// decides the rest.
+			// (FailedPostStartHook, planSingleKills; during a pod kill the
+			// kill in progress stops it); the restart policy decides the
+			// rest. It is never Started: the pod worker is inside
+			// startContainer until that kill ends, so no status in
+			// between shows it running.
 			c.PostStart = api.HookFailed
 		}
 	case api.InPreStopDone:
