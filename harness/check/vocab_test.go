@@ -29,8 +29,10 @@ func failedPostStart() *hb {
 	return h.at(1600).req("app").running("app").at(1700).postStart("app").started("app", true).ready("app", true).at(1800).up("worker")
 }
 
+var extraVocab []invCase
+
 func vocabCases() []invCase {
-	return []invCase{
+	return append(extraVocab, []invCase{
 		{name: "INV-H1/a failed postStart kill runs preStop first", id: "INV-H1", clean: true, ev: evs(failedPostStart())},
 		{name: "INV-H1/a failed postStart kill without preStop", id: "INV-H1", want: Violation,
 			ev: func() []history.Event {
@@ -65,7 +67,30 @@ func vocabCases() []invCase {
 		{name: "INV-T3/a main reported Unknown during the kill is still waited for", id: "INV-T3", want: Violation,
 			ev: evs(steady("u", specOf("Always", 10, "sidecar:proxy", "main:app")).
 				at(6000).deleted(10).terminating("PodDeleted", 10).stop("app", 10, "PodDeleted").at(6100).unknown("app").stopExit("proxy", 10, "PodDeleted").at(6500).exited("app", 137))},
-	}
+	}...)
 }
 
 func TestVocabularyInvariants(t *testing.T) { runCases(t, vocabCases()) }
+
+func init() {
+	extraVocab = append(extraVocab,
+		// A main whose restart was cut (record left Created) while the
+		// only sidecar is down: the API shows every main Waiting and the
+		// kubelet publishes Initialized=False (HasAnyRegularContainerStarted
+		// needs a Running or Terminated main).
+		invCase{name: "INV-P2/Initialized False while every main waits in a cut restart", id: "INV-P2", clean: true,
+			ev: evs(steady("w", specOf("Always", 10, "sidecar:proxy", "main:app")).at(3000).exited("app", 0).req("app").
+				at(3100).k(history.ContainerStartFailed, "app").at(3200).exited("proxy", 1).started("proxy", false).cond("Initialized", false))},
+		// A sidecar the runtime reports Unknown while the kubelet is down:
+		// the new kubelet publishes it not Started and kills it
+		// (UnknownState is its own reason).
+		invCase{name: "INV-F1/a sidecar reported Unknown across a kubelet restart", id: "INV-F1", clean: true,
+			ev: evs(steady("f", specOf("Always", 10, "sidecar:proxy", "main:app")).at(3000).nodeEv(history.KubeletDown).
+				at(3500).unknown("proxy").at(4000).nodeEv(history.KubeletUp).started("proxy", false).stop("proxy", 10, "UnknownState"))},
+		invCase{name: "INV-F1/a Started sidecar flaps to false across a kubelet restart", id: "INV-F1", want: Violation,
+			ev: evs(steady("f", specOf("Always", 10, "sidecar:proxy", "main:app")).at(3000).nodeEv(history.KubeletDown).
+				at(4000).nodeEv(history.KubeletUp).started("proxy", false))},
+		invCase{name: "INV-P2/Initialized False while a main runs", id: "INV-P2", want: Violation,
+			ev: evs(steady("w", specOf("Always", 10, "sidecar:proxy", "main:app")).at(3200).exited("proxy", 1).started("proxy", false).cond("Initialized", false))},
+	)
+}

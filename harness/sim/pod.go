@@ -61,6 +61,12 @@ func (e *engine) onPodEvent(p *pod, ev *event) {
 		}
 	case evActionFailed:
 		if ev.gen == p.mgen && p.m != nil {
+			if k := api.ActionKind(ev.aux); k == api.ActStartContainer && p.cs[c].rec.State == api.StateCreated {
+				// A start cut by a runtime restart left its record
+				// Created: the kubelet's relist sees it (a Waiting status
+				// whose last termination is the attempt before).
+				e.step(p, &api.Input{Kind: api.InContainer, Container: c, Record: p.cs[c].rec})
+			}
 			e.step(p, &api.Input{Kind: api.InActionFailed, Action: api.ActionKind(ev.aux), Container: c})
 		}
 	case evLifetime:
