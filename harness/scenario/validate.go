@@ -245,11 +245,14 @@ func validateWorkload(s *Scenario, i int, seen map[string]int, e *errs) {
 			bp = p + ".behaviors." + DefaultBehavior
 		}
 		b, err := w.BehaviorOf(c.Name)
-		if err != nil {
+		if err != nil && !strings.HasPrefix(err.Error(), "attempts[") {
 			e.add(bp, "%v", err)
 			continue
 		}
-		if err := b.Validate(); err != nil {
+		if err == nil {
+			err = b.Validate()
+		}
+		if err != nil {
 			for _, line := range strings.Split(err.Error(), "\n") {
 				field, msg, ok := strings.Cut(line, ": ")
 				if sub, rest, nested := strings.Cut(msg, ": "); ok && strings.HasPrefix(field, "attempts[") && nested && !strings.ContainsAny(sub, " ") {
