@@ -3,7 +3,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test run bench lint vet imports cover e2e image clean
+.PHONY: all build test run bench lint vet imports cover e2e image clean density
 
 all: build
 
@@ -49,6 +49,13 @@ e2e: build
 	./bin/sidebench run --quiet --out $${TMPDIR:-/tmp}/sidebench-report-e2e scenarios/policy-comparison.yaml
 	./scripts/screenshot-report.sh $${TMPDIR:-/tmp}/sidebench-report-e2e/report.html
 	rm -rf $${TMPDIR:-/tmp}/sidebench-report-e2e
+
+## density: the local backend's density benchmark (hack/density.sh; root,
+## about 4 min per size): 20, 40 and 80 real kubelets, idle RSS and CPU per
+## node, then 400 sidecar pods at 20 pods/s (scenarios/local-density.yaml):
+## pods/s, startup p50/p99, checker. Figures in docs/local-backend.md.
+density: build
+	GO=$(GO) ./hack/density.sh $(DENSITY_NODES)
 
 ## image: the sidebench agent as an OCI layout tarball (no registry, no
 ## docker) for kind or `ctr images import` (docs/kube-backend.md), with the
