@@ -324,6 +324,32 @@ func ParseContainerEvent(s string) (ContainerEvent, bool) {
 	return EventNone, false
 }
 
+// EventOfKind maps a history event (its kind name, "container.running",
+// and its boolean) to the container event an OnContainer schedule waits
+// for; EventNone for any other event. Every backend maps its history this
+// way (the package does not import the history's types).
+func EventOfKind(kind string, value bool) ContainerEvent {
+	switch kind {
+	case "container.start-requested":
+		return EventStartRequested
+	case "container.running":
+		return EventRunning
+	case "container.started":
+		if value {
+			return EventStarted
+		}
+	case "container.ready":
+		if value {
+			return EventReady
+		}
+	case "container.exited":
+		return EventExited
+	case "container.prestop-begin":
+		return EventPreStop
+	}
+	return EventNone
+}
+
 // ContainerEventNames lists the events an OnContainer schedule accepts.
 func ContainerEventNames() []string { return append([]string(nil), containerEventNames[1:]...) }
 

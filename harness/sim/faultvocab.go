@@ -179,35 +179,11 @@ func (e *engine) applyResize(fi int, id uint32, p *pod, c int) {
 
 // --- on-container schedule ------------------------------------------------
 
-// containerEventOf maps a history event to the container event an
-// on-container schedule can wait for.
-func containerEventOf(ev *history.Event) faults.ContainerEvent {
-	switch ev.Kind {
-	case history.ContainerStartRequested:
-		return faults.EventStartRequested
-	case history.ContainerRunning:
-		return faults.EventRunning
-	case history.ContainerStarted:
-		if ev.Value {
-			return faults.EventStarted
-		}
-	case history.ContainerReady:
-		if ev.Value {
-			return faults.EventReady
-		}
-	case history.ContainerExited:
-		return faults.EventExited
-	case history.ContainerPreStopBegin:
-		return faults.EventPreStop
-	}
-	return faults.EventNone
-}
-
 // onContainerEvent lets on-container faults react to the container event
 // just written for container c of p: each matching fault fires its delay
 // later on that pod.
 func (e *engine) onContainerEvent(p *pod, c int) {
-	ce := containerEventOf(&e.ev)
+	ce := faults.EventOfKind(e.ev.Kind.String(), e.ev.Value)
 	if ce == faults.EventNone || p.id == 0 {
 		return
 	}

@@ -256,6 +256,15 @@ type trialSink struct {
 	closed  bool
 	err     error
 	dropped int
+	// after sees each event written (set once, before the trial's pods
+	// exist; called with the sink's lock held: it must not block).
+	after func(e *history.Event)
+}
+
+func (s *trialSink) setAfter(f func(e *history.Event)) {
+	s.mu.Lock()
+	s.after = f
+	s.mu.Unlock()
 }
 
 func (s *trialSink) register(pod string) {
@@ -285,6 +294,9 @@ func (s *trialSink) Write(e *history.Event) error {
 	s.last = e.T
 	if err := s.next.Write(e); err != nil {
 		s.err = err
+	}
+	if s.after != nil {
+		s.after(e)
 	}
 	return nil
 }
@@ -349,6 +361,10 @@ type trial struct {
 	// name; otherTrial counts CRI events of other trials' pods dropped.
 	uids       map[string]string
 	otherTrial int
+	// resources are the resources of containers resized in place, by
+	// "pod/container"; trig fires the on-container faults.
+	resources map[string]api.Resources
+	trig      *drive.Triggers
 }
 
 func (tr *trial) emit(e history.Event) {
@@ -369,6 +385,7 @@ func (b *Backend) RunTrial(ctx context.Context, p *trialplan.Plan, sink history.
 	b.prepareNodeShutdown(ctx, p)
 	b.seq++
 	tr := &trial{b: b, p: p, id: fmt.Sprintf("t%d-%d", b.seq, p.Number), pods: map[string]*podState{}, uids: map[string]string{},
+		resources: map[string]api.Resources{}, trig: drive.NewTriggers(p),
 		sink: &trialSink{next: sink, known: map[string]bool{}, removed: map[string]bool{}}}
 	tr.flog.Emit = tr.emit
 	if err := tr.compile(); err != nil {
@@ -414,8 +431,16 @@ func (b *Backend) RunTrial(ctx context.Context, p *trialplan.Plan, sink history.
 	tctx, cancel := context.WithDeadline(ctx, tr.start.Add(horizon))
 	defer cancel()
 
-	tr.arrive(tctx)
 	fctx, stopFaults := context.WithCancel(tctx)
+	if tr.trig.Any() {
+		// On-container faults fire from what the trial records.
+		tr.sink.setAfter(func(e *history.Event) {
+			if e.Container != "" && !e.Kind.IsFault() {
+				go tr.trigger(fctx, *e)
+			}
+		})
+	}
+	tr.arrive(tctx)
 	tr.scheduleFaults(fctx)
 
 	// Wait for every pod to be created and removed, or the horizon.
@@ -979,4 +1004,13 @@ func (b *Backend) clock() clock.Clock {
 		return clock.RealClock{}
 	}
 	return b.clk
+}
+
+// tmplImage is the image of container i (spec order) of the workload's
+// pod template.
+func (w *workload) tmplImage(i int) string {
+	if i < len(w.tmpl.InitContainers) {
+		return w.tmpl.InitContainers[i].Image
+	}
+	return w.tmpl.Containers[i-len(w.tmpl.InitContainers)].Image
 }
