@@ -48,6 +48,9 @@ type container struct {
 	killTimer clock.Timer   // SIGKILL at the end of the grace period
 	killAt    int64
 	stopAsked bool
+	// applied are the resources of the last UpdateContainerResources (nil:
+	// the CreateContainer config's).
+	applied *runtimeapi.LinuxContainerResources
 	lastProbe map[string]string
 }
 
@@ -474,6 +477,11 @@ func (s *Server) ContainerStatus(_ context.Context, req *runtimeapi.ContainerSta
 		Labels: c.config.GetLabels(), Annotations: c.config.GetAnnotations(),
 		Mounts: c.config.GetMounts(), LogPath: logPath,
 	}
+	if r := c.resources(); r != nil {
+		// The applied resources: the kubelet compares them with the
+		// allocated ones to actuate and confirm an in-place resize.
+		st.Resources = &runtimeapi.ContainerResources{Linux: r}
+	}
 	resp := &runtimeapi.ContainerStatusResponse{Status: st}
 	if req.GetVerbose() {
 		resp.Info = map[string]string{"plan": c.plan.String()}
@@ -498,6 +506,7 @@ func (s *Server) UpdateContainerResources(_ context.Context, req *runtimeapi.Upd
 		return &runtimeapi.UpdateContainerResourcesResponse{}, nil
 	}
 	r := req.GetLinux()
+	c.applied = r
 	e := c.event(history.ContainerResized)
 	e.CPU, e.CPULimit = sharesToMilli(r.GetCpuShares()), quotaToMilli(r.GetCpuQuota(), r.GetCpuPeriod())
 	e.MemLimit = r.GetMemoryLimitInBytes()
@@ -533,4 +542,13 @@ func (s *Server) UpdatePodSandboxResources(context.Context, *runtimeapi.UpdatePo
 // ReopenContainerLog is a no-op: simulated containers write no logs.
 func (s *Server) ReopenContainerLog(context.Context, *runtimeapi.ReopenContainerLogRequest) (*runtimeapi.ReopenContainerLogResponse, error) {
 	return &runtimeapi.ReopenContainerLogResponse{}, nil
+}
+
+// resources returns the container's applied Linux resources: the last
+// in-place update, else those of its creation.
+func (c *container) resources() *runtimeapi.LinuxContainerResources {
+	if c.applied != nil {
+		return c.applied
+	}
+	return c.config.GetLinux().GetResources()
 }

@@ -437,11 +437,18 @@ func (tr *trial) resize(ctx context.Context, p *podState, ci int, c string, sp *
 		return "", err
 	}
 	ns, name, _ := strings.Cut(p.name, "/")
+	key := p.name + "/" + c
+	tr.mu.Lock()
+	tr.resizing[key] = true // before the patch: the kubelet may act at once
+	tr.mu.Unlock()
 	if _, err := tr.b.cs.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "resize"); err != nil {
+		tr.mu.Lock()
+		delete(tr.resizing, key)
+		tr.mu.Unlock()
 		return "", fmt.Errorf("resize refused: %w", err)
 	}
 	tr.mu.Lock()
-	tr.resources[p.name+"/"+c] = next
+	tr.resources[key] = next
 	tr.mu.Unlock()
 	tr.emit(history.Event{Kind: history.ContainerResize, Pod: p.name, Node: p.node, Container: c,
 		CPU: next.CPURequest, Mem: next.MemRequest, CPULimit: next.CPULimit, MemLimit: next.MemLimit})

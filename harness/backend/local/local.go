@@ -364,6 +364,7 @@ type trial struct {
 	// resources are the resources of containers resized in place, by
 	// "pod/container"; trig fires the on-container faults.
 	resources map[string]api.Resources
+	resizing  map[string]bool // "pod/container" whose resize the kubelet has not acted on
 	trig      *drive.Triggers
 }
 
@@ -385,7 +386,7 @@ func (b *Backend) RunTrial(ctx context.Context, p *trialplan.Plan, sink history.
 	b.prepareNodeShutdown(ctx, p)
 	b.seq++
 	tr := &trial{b: b, p: p, id: fmt.Sprintf("t%d-%d", b.seq, p.Number), pods: map[string]*podState{}, uids: map[string]string{},
-		resources: map[string]api.Resources{}, trig: drive.NewTriggers(p),
+		resources: map[string]api.Resources{}, resizing: map[string]bool{}, trig: drive.NewTriggers(p),
 		sink: &trialSink{next: sink, known: map[string]bool{}, removed: map[string]bool{}}}
 	tr.flog.Emit = tr.emit
 	if err := tr.compile(); err != nil {
@@ -869,6 +870,18 @@ func (tr *trial) onCRI(e *history.Event) error {
 		c := *e
 		c.Reason = "RestartAllContainers"
 		e = &c
+	}
+	// Likewise a stop of a container whose in-place resize is pending,
+	// outside a deletion, is the kubelet's restart for its resizePolicy
+	// (computePodResizeAction; the reference writes ResizeRestart).
+	key := e.Pod + "/" + e.Container
+	if e.Kind == history.ContainerStopRequested && e.Reason == "" && tr.resizing[key] && !ps.deleting {
+		c := *e
+		c.Reason = "ResizeRestart"
+		e = &c
+	}
+	if e.Kind == history.ContainerRunning || e.Kind == history.ContainerResized || e.Kind == history.ContainerExited {
+		delete(tr.resizing, key)
 	}
 	var term *history.Event
 	if (e.Kind == history.ContainerPreStopBegin || e.Kind == history.ContainerStopRequested) && !ps.terminating {
