@@ -50,7 +50,7 @@ type container struct {
 	stopAsked bool
 	// applied are the resources of the last UpdateContainerResources (nil:
 	// the CreateContainer config's).
-	applied *runtimeapi.LinuxContainerResources
+	applied   *runtimeapi.LinuxContainerResources
 	lastProbe map[string]string
 }
 
