@@ -40,14 +40,17 @@ imports:
 ## on `--backend kube --provider local` (the local cluster with containerd +
 ## runc from Debian, installed if missing; real containers of the agent image),
 ## the checker on their histories, the interrupt/SIGINT cleanup tests, and
-## the leftover check. Then renders a sim run's report.html in headless
-## Chromium (installed from Debian if missing) and checks it is not blank.
+## the leftover check. Then renders two sim runs' report.html in headless
+## Chromium (installed from Debian if missing) and checks the verdict banner,
+## at least 4 figures (inline SVG plots) and a non-blank rendering.
 e2e: build
 	GO=$(GO) ./hack/e2e.sh
 	GO=$(GO) ./hack/e2e-kube.sh
 	rm -rf $${TMPDIR:-/tmp}/sidebench-report-e2e
-	./bin/sidebench run --quiet --out $${TMPDIR:-/tmp}/sidebench-report-e2e scenarios/policy-comparison.yaml
-	./scripts/screenshot-report.sh $${TMPDIR:-/tmp}/sidebench-report-e2e/report.html
+	for s in policy-comparison bug-replicas; do \
+		./bin/sidebench run --quiet --out $${TMPDIR:-/tmp}/sidebench-report-e2e/$$s scenarios/$$s.yaml && \
+		./scripts/screenshot-report.sh $${TMPDIR:-/tmp}/sidebench-report-e2e/$$s/report.html || exit 1; \
+	done
 	rm -rf $${TMPDIR:-/tmp}/sidebench-report-e2e
 
 ## density: the local backend's density benchmark (hack/density.sh; root,

@@ -58,10 +58,15 @@ func checkP5(p *Pod, hits []Hit) []Hit {
 			a := &ct.Att[k]
 			// The prober disables readiness and liveness until the
 			// container is started (worker.go doProbe).
-			if ct.Spec.Startup {
+			// An attempt whose start failed (the runtime was down) never
+			// ran: the probes that follow belong to the next attempt.
+			if ct.Spec.Startup && a.Running != none {
 				end := a.Exited
 				if end == none {
 					end = p.n()
+				}
+				if k+1 < len(ct.Att) {
+					end = min(end, ct.Att[k+1].Start())
 				}
 				for _, i := range ct.Ev {
 					e := &p.Ev[i]

@@ -90,6 +90,20 @@ func semanticsCases() []invCase {
 		{name: "INV-P5/readiness probed before the startup probe succeeded", id: "INV-P5", want: Violation,
 			ev: evs(newPod("p", specOf("Always", 30, "sidecar:proxy+startup+ready", "main:app")).at(0).created().at(10).sandbox().
 				at(20).req("proxy").running("proxy").at(500).probe("proxy", "readiness", "success").at(900).probe("proxy", "startup", "success").started("proxy", true))},
+		// Found in the soak profile: a start request that failed (runtime
+		// down) is an attempt that never ran; the probes of the attempt
+		// that ran after it are not its own.
+		{name: "INV-P5/start failed while the runtime was down, the retried start probed after startup success", id: "INV-P5", clean: true,
+			ev: evs(newPod("p", specOf("Always", 30, "sidecar:proxy+startup+live", "main:app")).at(0).created().at(10).sandbox().
+				at(20).req("proxy").add(history.Event{Kind: history.ContainerStartFailed, Container: "proxy", Msg: "runtime restarted"}).
+				at(1020).add(history.Event{Kind: history.ContainerStartFailed, Container: "proxy", Msg: "runtime down"}).
+				at(6000).req("proxy").at(7000).running("proxy").at(8000).probe("proxy", "startup", "success").started("proxy", true).
+				probe("proxy", "liveness", "success"))},
+		{name: "INV-P5/the retried start's liveness probe runs before its startup success", id: "INV-P5", want: Violation,
+			ev: evs(newPod("p", specOf("Always", 30, "sidecar:proxy+startup+live", "main:app")).at(0).created().at(10).sandbox().
+				at(20).req("proxy").add(history.Event{Kind: history.ContainerStartFailed, Container: "proxy", Msg: "runtime restarted"}).
+				at(6000).req("proxy").at(7000).running("proxy").at(7500).probe("proxy", "liveness", "success").
+				at(8000).probe("proxy", "startup", "success").started("proxy", true))},
 		{name: "INV-P5/liveness kill with the probe-level grace", id: "INV-P5", clean: true,
 			ev: evs(steady("p", liveApp()).at(5000).probe("app", "liveness", "failure").stop("app", 5, "LivenessProbe").exited("app", 0).at(5100).up("app"))},
 		{name: "INV-P5/liveness kill with the pod's grace instead of the probe's", id: "INV-P5", want: Violation,
