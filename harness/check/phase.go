@@ -192,11 +192,32 @@ func checkP2(p *Pod, hits []Hit) []Hit {
 				}
 			}
 		}
-		if !e.Value && ran && (p.Sandboxes[sb].End == none || p.Sandboxes[sb].End > i) {
+		if !e.Value && ran && (p.Sandboxes[sb].End == none || p.Sandboxes[sb].End > i) && !p.mainsWaitingAt(i) {
 			hits = append(hits, p.at(i, p.firstMainStart(sb), "Initialized flapped to False after a main container started"))
 		}
 	}
 	return hits
+}
+
+// mainsWaitingAt reports whether, at event i, every main's latest attempt
+// was created but never ran (a restart whose start was cut, its record
+// left Created). The API then shows every main Waiting, and
+// GeneratePodInitializedCondition (status/generate.go) falls back to the
+// init containers: HasAnyRegularContainerStarted needs a Running or
+// Terminated main, so an unstarted sidecar makes Initialized False.
+func (p *Pod) mainsWaitingAt(i int32) bool {
+	for _, m := range p.Mains {
+		var last *Attempt
+		for k := range p.Ctrs[m].Att {
+			if a := &p.Ctrs[m].Att[k]; a.Start() != none && a.Start() < i {
+				last = a
+			}
+		}
+		if last == nil || last.Req == none || (last.Running != none && last.Running < i) || (last.Exited != none && last.Exited < i) {
+			return false
+		}
+	}
+	return len(p.Mains) > 0
 }
 
 func checkP3(p *Pod, hits []Hit) []Hit {

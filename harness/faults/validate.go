@@ -75,6 +75,19 @@ func (s *Spec) Validate(i int, w *World) error {
 		if sc.Probability < 0 || sc.Probability > 1 {
 			return fail(false, "schedule on-phase: probability must be in [0,1], got %g", sc.Probability)
 		}
+	case OnContainer:
+		if sc.Container == "" {
+			return fail(false, "schedule on-container: container must name the container whose event triggers the fault")
+		}
+		if sc.Event == EventNone || int(sc.Event) >= len(containerEventNames) {
+			return fail(false, "schedule on-container: event must be one of %s", strings.Join(ContainerEventNames(), ", "))
+		}
+		if sc.Delay < 0 {
+			return fail(false, "schedule on-container: delay must be >= 0, got %v", sc.Delay)
+		}
+		if sc.Probability < 0 || sc.Probability > 1 {
+			return fail(false, "schedule on-container: probability must be in [0,1], got %g", sc.Probability)
+		}
 	default:
 		return fail(false, "unknown schedule kind %d", sc.Kind)
 	}
@@ -124,6 +137,36 @@ func (s *Spec) Validate(i int, w *World) error {
 		if s.Image == "" {
 			return fail(false, "image must be set")
 		}
+	case ImagePullFailure:
+		if s.Window < 0 {
+			return fail(false, "window must be >= 0 (0: the pulls fail for good), got %v", s.Window)
+		}
+	case ContainerKill:
+		if s.HasExitCode && s.Signal != 0 {
+			return fail(false, "signal and exitCode are exclusive: a process is killed by a signal or exits with a code")
+		}
+		if s.Signal < 0 || s.Signal > 31 {
+			return fail(false, "signal must be in 1..31, got %d", s.Signal)
+		}
+		if s.HasExitCode && (s.ExitCode < 0 || s.ExitCode > 255) {
+			return fail(false, "exitCode must be in 0..255, got %d", s.ExitCode)
+		}
+	case Resize:
+		rp := &s.Resources
+		if rp.Empty() {
+			return fail(false, "resources must set at least one request or limit")
+		}
+		for _, v := range []*int64{rp.CPURequest, rp.CPULimit, rp.MemRequest, rp.MemLimit} {
+			if v != nil && *v < 0 {
+				return fail(false, "resources must not be negative")
+			}
+		}
+		if rp.CPURequest != nil && rp.CPULimit != nil && *rp.CPULimit > 0 && *rp.CPURequest > *rp.CPULimit {
+			return fail(false, "resources: the cpu request %dm exceeds the cpu limit %dm", *rp.CPURequest, *rp.CPULimit)
+		}
+		if rp.MemRequest != nil && rp.MemLimit != nil && *rp.MemLimit > 0 && *rp.MemRequest > *rp.MemLimit {
+			return fail(false, "resources: the memory request %d exceeds the memory limit %d", *rp.MemRequest, *rp.MemLimit)
+		}
 	}
 
 	// Target.
@@ -150,10 +193,10 @@ func (s *Spec) Validate(i int, w *World) error {
 	}
 	podSelective := t.Workload != "" || len(t.Labels) > 0
 	containerSelective := t.Container != "" || t.Role != 0
-	if s.Kind.NodeLevel() && !(sc.Kind == OnPhase) && (podSelective || containerSelective) && s.Kind != ContainerGC {
-		return fail(true, "a %s fault with a timed schedule selects nodes only; pod and container selectors need schedule on-phase", s.Kind)
+	if s.Kind.NodeLevel() && sc.Timed() && (podSelective || containerSelective) && s.Kind != ContainerGC {
+		return fail(true, "a %s fault with a timed schedule selects nodes only; pod and container selectors need schedule on-phase or on-container", s.Kind)
 	}
-	needPods := podSelective || !s.Kind.NodeLevel() || sc.Kind == OnPhase
+	needPods := podSelective || !s.Kind.NodeLevel() || !sc.Timed()
 	if needPods {
 		matched := 0
 		for j := range w.Workloads {
@@ -178,6 +221,22 @@ func (s *Spec) Validate(i int, w *World) error {
 				}
 			}
 			return fail(true, "%s", what)
+		}
+		if sc.Kind == OnContainer {
+			// The trigger container must exist in a pod the fault hits.
+			found := false
+			for j := range w.Workloads {
+				wl := &w.Workloads[j]
+				if !t.MatchPod(wl) || (!s.Kind.NodeLevel() && len(t.Containers(wl, s.Kind, s.Probe)) == 0) {
+					continue
+				}
+				for _, c := range wl.Containers {
+					found = found || c.Name == sc.Container
+				}
+			}
+			if !found {
+				return fail(true, "schedule on-container: no pod the fault can hit has a container %q", sc.Container)
+			}
 		}
 	}
 	return nil

@@ -400,6 +400,7 @@ var (
 	textUnmarshaler = reflect.TypeOf((*encoding.TextUnmarshaler)(nil)).Elem()
 	behaviorType    = reflect.TypeOf(Behavior{})
 	containerType   = reflect.TypeOf(behavior.Container{})
+	attemptType     = reflect.TypeOf(behavior.Attempt{})
 )
 
 type fieldInfo struct {
@@ -474,8 +475,8 @@ func checkShape(v any, t reflect.Type, path string, e *errs, depth int) any {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t == behaviorType {
-		t = containerType // a Behavior entry holds behavior.Container fields
+	if t == behaviorType || t == attemptType {
+		t = containerType // a Behavior entry or attempt overlay holds behavior.Container fields
 	}
 	if !reflect.PointerTo(t).Implements(jsonUnmarshaler) && reflect.PointerTo(t).Implements(textUnmarshaler) {
 		var text string

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,13 +17,14 @@ import (
 	"github.com/sidebench/sidebench/harness/faults"
 	"github.com/sidebench/sidebench/reference-impl/api"
 	"github.com/sidebench/sidebench/reference-impl/convert"
+	"github.com/sidebench/sidebench/reference-impl/kubelet"
 )
 
 // Allowed values of enumerations.
 var (
 	BackendNames     = []string{"sim", "local", "kube"}
 	ArrivalTypes     = []string{"constant", "poisson", "burst"}
-	ScheduleTypes    = []string{"once", "every", "poisson", "on-phase"}
+	ScheduleTypes    = []string{"once", "every", "poisson", "on-phase", "on-container"}
 	GraduationLevels = []string{"alpha", "beta", "ga"}
 	RuntimeModes     = []string{"keep-containers", "kill-containers"}
 	ProbeNames       = []string{"startup", "readiness", "liveness"}
@@ -241,13 +245,19 @@ func validateWorkload(s *Scenario, i int, seen map[string]int, e *errs) {
 			bp = p + ".behaviors." + DefaultBehavior
 		}
 		b, err := w.BehaviorOf(c.Name)
-		if err != nil {
+		if err != nil && !strings.HasPrefix(err.Error(), "attempts[") {
 			e.add(bp, "%v", err)
 			continue
 		}
-		if err := b.Validate(); err != nil {
+		if err == nil {
+			err = b.Validate()
+		}
+		if err != nil {
 			for _, line := range strings.Split(err.Error(), "\n") {
 				field, msg, ok := strings.Cut(line, ": ")
+				if sub, rest, nested := strings.Cut(msg, ": "); ok && strings.HasPrefix(field, "attempts[") && nested && !strings.ContainsAny(sub, " ") {
+					field, msg = field+"."+sub, rest // attempts[n]: exitCode: ...
+				}
 				if ok && !strings.ContainsAny(field, " ") {
 					e.add(bp+"."+field, "container %q: %s", c.Name, msg)
 				} else {
@@ -304,7 +314,8 @@ func (w *Workload) BehaviorOf(name string) (behavior.Container, error) {
 			c.RunTime = behavior.Fixed(DefaultInitRunTime)
 		}
 	}
-	return c, nil
+	// Attempt overlays apply on top of all of the above.
+	return c, c.Resolve()
 }
 
 // DefaultInitRunTime is the run time of a regular init container whose
@@ -460,6 +471,9 @@ func (s *Scenario) faultSpec(i int, e *errs) faults.Spec {
 			e.add(p+".schedule.phase", "%s", unknownName("phase", sc.Phase, PhaseNames))
 		}
 	}
+	if sp.When.Kind == faults.OnContainer || sc.Container != "" || sc.Event != "" {
+		s.onContainerSchedule(p, sc, &sp, e)
+	}
 
 	t := &f.Target
 	sp.Where = faults.Target{Nodes: t.Nodes, NodeCount: t.NodeCount, NodeFraction: t.NodeFraction,
@@ -558,6 +572,13 @@ func (s *Scenario) faultSpec(i int, e *errs) faults.Spec {
 	}
 	sp.Window = f.Window.D()
 	sp.Image = f.Image
+	s.killParams(p, f, &sp, e)
+	if f.Resources != nil {
+		sp.Resources = resizePatch(f.Resources)
+	}
+	if sp.Kind == faults.Resize {
+		s.checkResize(p, f, &sp, e)
+	}
 	return sp
 }
 
@@ -571,4 +592,123 @@ func dedupe(in []string) []string {
 		}
 	}
 	return out
+}
+
+// onContainerSchedule compiles an on-container schedule's container and
+// event.
+func (s *Scenario) onContainerSchedule(p string, sc *Schedule, sp *faults.Spec, e *errs) {
+	if sp.When.Kind != faults.OnContainer {
+		e.add(p+".schedule", "container and event belong to schedule type on-container, not %s", sp.When.Kind)
+		return
+	}
+	if sc.Event == "" {
+		e.add(p+".schedule.event", "required for on-container: one of %s", strings.Join(faults.ContainerEventNames(), ", "))
+	} else if ev, ok := faults.ParseContainerEvent(sc.Event); ok {
+		sp.When.Event = ev
+	} else {
+		e.add(p+".schedule.event", "%s", unknownName("container event", sc.Event, faults.ContainerEventNames()))
+	}
+	if sc.Container == "" {
+		e.add(p+".schedule.container", "required for on-container: the container whose event triggers the fault")
+		return
+	}
+	var all []string
+	for j := range s.Workloads {
+		ps := &s.Workloads[j].Template.Spec
+		for _, c := range append(append([]corev1.Container(nil), ps.InitContainers...), ps.Containers...) {
+			all = append(all, c.Name)
+		}
+	}
+	if !slices.Contains(all, sc.Container) {
+		e.add(p+".schedule.container", "%s", unknownName("container", sc.Container, dedupe(all)))
+		return
+	}
+	sp.When.Container = sc.Container
+}
+
+// killParams compiles a container-kill's signal and exit code.
+func (s *Scenario) killParams(p string, f *Fault, sp *faults.Spec, e *errs) {
+	if f.Signal != "" {
+		name := strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(f.Signal)), "SIG")
+		if n, ok := faults.SignalNames[name]; ok {
+			sp.Signal = n
+		} else if n, err := strconv.Atoi(name); err == nil && n >= 1 && n <= 31 {
+			sp.Signal = n
+		} else {
+			names := make([]string, 0, len(faults.SignalNames))
+			for k := range faults.SignalNames {
+				names = append(names, k)
+			}
+			sort.Strings(names)
+			e.add(p+".signal", "%s", unknownName("signal", f.Signal, append(names, "a number in 1..31")))
+		}
+	}
+	if f.ExitCode != nil {
+		sp.ExitCode, sp.HasExitCode = *f.ExitCode, true
+	}
+	if (f.Signal != "" || f.ExitCode != nil) && sp.Kind != faults.ContainerKill && sp.Kind != faults.KindInvalid {
+		e.add(p+".signal", "signal and exitCode belong to container-kill, not %s", sp.Kind)
+	}
+	if f.Resources != nil && sp.Kind != faults.Resize && sp.Kind != faults.KindInvalid {
+		e.add(p+".resources", "resources belong to resize, not %s", sp.Kind)
+	}
+}
+
+// resizePatch turns a resize's resources into a patch (millicores, bytes).
+func resizePatch(r *ResizeResources) faults.ResourcePatch {
+	var rp faults.ResourcePatch
+	get := func(l corev1.ResourceList, name corev1.ResourceName, milli bool) *int64 {
+		q, ok := l[name]
+		if !ok {
+			return nil
+		}
+		v := q.Value()
+		if milli {
+			v = q.MilliValue()
+		}
+		return &v
+	}
+	rp.CPURequest, rp.CPULimit = get(r.Requests, corev1.ResourceCPU, true), get(r.Limits, corev1.ResourceCPU, true)
+	rp.MemRequest, rp.MemLimit = get(r.Requests, corev1.ResourceMemory, false), get(r.Limits, corev1.ResourceMemory, false)
+	return rp
+}
+
+// checkResize rejects a resize the API server would refuse: resources
+// other than cpu and memory, and a resize that changes the pod's QoS class
+// ("Pod QoS is immutable", pkg/apis/core/validation ValidatePodResize).
+func (s *Scenario) checkResize(p string, f *Fault, sp *faults.Spec, e *errs) {
+	if f.Resources == nil {
+		e.add(p+".resources", "required for resize: requests and/or limits of cpu and memory")
+		return
+	}
+	for _, l := range []corev1.ResourceList{f.Resources.Requests, f.Resources.Limits} {
+		for name := range l {
+			if name != corev1.ResourceCPU && name != corev1.ResourceMemory {
+				e.add(p+".resources", "only cpu and memory can be resized in place, not %q", name)
+			}
+		}
+	}
+	for j := range s.Workloads {
+		wl := &s.Workloads[j]
+		spec, err := convert.PodSpecFromV1(&wl.Template.Spec)
+		if err != nil {
+			continue
+		}
+		world := faults.WorldOf(wl.Name, wl.Template.Labels, &spec)
+		if !sp.Where.MatchPod(&world) {
+			continue
+		}
+		before := kubelet.PodQOS(&spec)
+		for _, c := range sp.Where.Containers(&world, sp.Kind, 0) {
+			resized := spec
+			resized.Init = append([]api.Container(nil), spec.Init...)
+			resized.Main = append([]api.Container(nil), spec.Main...)
+			resized.At(c).Resources = sp.Resources.Apply(spec.At(c).Resources)
+			if after := kubelet.PodQOS(&resized); after != before {
+				e.add(p+".resources", "resizing container %q of workload %q would change the pod's QoS class from %s to %s; the API server refuses that (Pod QoS is immutable)",
+					spec.At(c).Name, wl.Name, before, after)
+				return
+			}
+		}
+	}
 }
