@@ -1,6 +1,10 @@
 package check
 
-import "github.com/sidebench/sidebench/harness/history"
+import (
+	"sort"
+
+	"github.com/sidebench/sidebench/harness/history"
+)
 
 // Completion, phase and conditions, SEMANTICS.md §2.3–2.4.
 // §5: garbage-collected container records are a known way to lose phase
@@ -192,18 +196,35 @@ func checkP3(p *Pod, hits []Hit) []Hit {
 
 // readyAt reports whether container c was ready at event i: its last
 // ready event up to i's instant says true and it has not exited since.
+//
+// Events of i's instant count whatever their order (a status update is
+// several events in any order), except an exit after i in the file: the
+// history orders an instant's events causally, so that exit, and what
+// follows it, happened after the status i was published. (A process that
+// crashes in the nanosecond it started, as the sim draws at a 1µs
+// crashMTBF, is Running, published Ready, then exits, all at one instant;
+// counting the exit made a false INV-P3 violation.)
+//
+// It binary-searches the container's events: a pod with many restarts or
+// outages has many Ready conditions, and a scan from the start for each
+// made the check quadratic.
 func (p *Pod) readyAt(c int, i int32) (int32, bool) {
-	last, ready := none, false
-	for _, j := range p.Ctrs[c].Ev {
-		if p.T(j) > p.T(i) {
+	evs := p.Ctrs[c].Ev
+	ti := p.T(i)
+	hi := sort.Search(len(evs), func(k int) bool { return p.T(evs[k]) > ti })
+	for k := sort.Search(hi, func(k int) bool { return p.T(evs[k]) >= ti }); k < hi; k++ {
+		if evs[k] > i && p.Ev[evs[k]].Kind == history.ContainerExited {
+			hi = k
 			break
 		}
-		switch p.Ev[j].Kind {
+	}
+	for k := hi - 1; k >= 0; k-- {
+		switch j := evs[k]; p.Ev[j].Kind {
 		case history.ContainerReady:
-			last, ready = j, p.Ev[j].Value
+			return j, p.Ev[j].Value
 		case history.ContainerExited:
-			last, ready = j, false
+			return j, false
 		}
 	}
-	return last, ready
+	return none, false
 }
