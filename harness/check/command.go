@@ -34,6 +34,7 @@ func checkFiles(paths []string, byPolicy bool, opts ...Option) ([]*Report, error
 	var (
 		keys     []string
 		runners  = map[string]*Runner{}
+		metas    = map[string]*history.Meta{}
 		warnings []string
 	)
 	runnerFor := func(meta *history.Meta) *Runner {
@@ -45,6 +46,7 @@ func checkFiles(paths []string, byPolicy bool, opts ...Option) ([]*Report, error
 		if r == nil {
 			r = NewRunner(opts...)
 			runners[key] = r
+			metas[key] = meta
 			keys = append(keys, key)
 		}
 		return r
@@ -52,7 +54,11 @@ func checkFiles(paths []string, byPolicy bool, opts ...Option) ([]*Report, error
 	closeAll := func() []*Report {
 		out := make([]*Report, 0, len(keys))
 		for _, k := range keys {
-			out = append(out, runners[k].Close())
+			rep := runners[k].Close()
+			if rep.Meta == nil {
+				rep.Meta = metas[k] // a run without pods
+			}
+			out = append(out, rep)
 		}
 		return out
 	}
@@ -66,7 +72,9 @@ func checkFiles(paths []string, byPolicy bool, opts ...Option) ([]*Report, error
 			closeAll()
 			return nil, err
 		}
-		err = history.ForEachPod(history.NewReader(f), add)
+		// A run with a run.meta but no pod (what a SIGKILLed run leaves)
+		// gets its report too: it shows 0 pods checked.
+		err = forEachPod(history.NewReader(f), func(meta *history.Meta) { runnerFor(meta) }, add)
 		f.Close()
 		switch {
 		case errors.Is(err, history.ErrTruncated):
@@ -84,11 +92,41 @@ func checkFiles(paths []string, byPolicy bool, opts ...Option) ([]*Report, error
 	return reps, nil
 }
 
+// forEachPod is history.ForEachPod that also reports each run.meta.
+func forEachPod(r *history.Reader, onRun func(*history.Meta), fn history.PodFunc) error {
+	p := history.NewPartitioner(fn)
+	var e history.Event
+	for {
+		err := r.Read(&e)
+		switch {
+		case err == io.EOF:
+			return p.Close()
+		case errors.Is(err, history.ErrTruncated):
+			if cerr := p.Close(); cerr != nil {
+				return cerr
+			}
+			return err
+		case err != nil:
+			p.Close()
+			return err
+		}
+		if e.Kind == history.RunMeta {
+			onRun(e.Meta)
+		}
+		if err := p.Write(&e); err != nil {
+			p.Close()
+			return err
+		}
+	}
+}
+
 // RunCheckCommand is `sidebench check FILE...`: it prints, per scenario ×
 // policy, the table per invariant and the first findings, and returns the
-// exit code: 1 if any violation, 2 if the input is unreadable, 0 otherwise
-// (degradations, bounds exceeded and unknowns do not fail the check; the
-// table shows them).
+// exit code: 1 if any violation, or if a report checked no pod at all (an
+// empty or metadata-only history, which is what a SIGKILLed run leaves:
+// nothing was verified, so it must not pass); 2 if the input is unreadable
+// or malformed; 0 otherwise (degradations, bounds exceeded and unknowns do
+// not fail the check; the table shows them).
 func RunCheckCommand(stdout, stderr io.Writer, paths []string) (exitCode int) {
 	if len(paths) == 0 {
 		fmt.Fprintln(stderr, "check: no history files given")
@@ -108,6 +146,14 @@ func RunCheckCommand(stdout, stderr io.Writer, paths []string) (exitCode int) {
 		}
 		rep.WriteText(stdout, 10)
 		if rep.Violations() > 0 {
+			exitCode = 1
+		}
+		if rep.Pods == 0 {
+			what := strings.Join(paths, ", ")
+			if m := rep.Meta; m != nil {
+				what = fmt.Sprintf("scenario=%s policy=%s in %s", m.Scenario, m.Policy, what)
+			}
+			fmt.Fprintf(stderr, "check: no pods checked (%s): the history holds no pod events\n", what)
 			exitCode = 1
 		}
 	}

@@ -106,7 +106,9 @@ func runExplain(streams IOStreams, f *explainFlags, target string) error {
 		return nil
 	})
 	if err != nil && !errors.Is(err, history.ErrTruncated) {
-		return asInternal(fmt.Errorf("explain: %s: %w", histPath, err))
+		// The history is unreadable or malformed: an input error, as for
+		// `check` (exit 2), not an internal one.
+		return usageErr("explain: %s: %v", histPath, err)
 	}
 	if len(hits) == 0 {
 		sort.Strings(names)

@@ -47,8 +47,10 @@ func newCheckCommand(streams IOStreams) *cobra.Command {
 		Use:   "check HISTORY...",
 		Short: "Re-check ordering invariants over recorded histories",
 		Long: `Check the ordering invariants (SEMANTICS.md) over history files
-(history.jsonl), offline. Exit code 1 if any violation, 2 if a file cannot
-be read.`,
+(history.jsonl), offline. Exit code 1 if any violation, or if no pod was
+checked (an empty or metadata-only history, such as a killed run leaves:
+"no pods checked"); 2 if a file cannot be read or is malformed (a broken
+line, an unknown kind, a line over 4 MiB, t going backwards within a run).`,
 		Args: atLeastOne("history file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if code := check.RunCheckCommand(streams.Out, streams.ErrOut, args); code != 0 {
