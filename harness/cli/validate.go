@@ -11,17 +11,33 @@ import (
 )
 
 func newValidateCommand(streams IOStreams) *cobra.Command {
-	return &cobra.Command{
+	var maxMemory string
+	cmd := &cobra.Command{
 		Use:   "validate FILE...",
 		Short: "Check scenario files without running them",
 		Long: `Decode and validate scenario files strictly. Every problem is reported as
 FILE:LINE:COL: FIELD.PATH: message, with the allowed values and, for a typo,
-the closest valid name. Exit code 2 if any file is invalid.`,
+the closest valid name. A scenario whose estimated memory (live pods, nodes,
+the longest pod history, what a run keeps per trial) exceeds the memory
+budget is refused, naming the field that drives the estimate; the budget is
+the machine's memory (or the cgroup's or address-space limit, if lower)
+unless --max-memory sets another. Exit code 2 if any file is invalid.`,
 		Args: atLeastOne("scenario file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			budget := scenario.DefaultBudget()
+			if maxMemory != "" {
+				b, err := scenario.ParseBytes(maxMemory)
+				if err != nil {
+					return usageErr("validate: --max-memory: %v", err)
+				}
+				budget.Bytes, budget.Source = b, "--max-memory"
+			}
 			bad := 0
 			for _, f := range args {
 				s, err := scenario.Load(f)
+				if err == nil {
+					err = s.CheckBudget(budget)
+				}
 				if err != nil {
 					bad++
 					fmt.Fprintln(streams.ErrOut, err)
@@ -40,6 +56,8 @@ the closest valid name. Exit code 2 if any file is invalid.`,
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&maxMemory, "max-memory", "", "memory budget, e.g. 8GiB (default: the machine's memory)")
+	return cmd
 }
 
 func newCheckCommand(streams IOStreams) *cobra.Command {
