@@ -37,19 +37,22 @@ func checkFiles(paths []string, byPolicy bool, opts ...Option) ([]*Report, error
 		metas    = map[string]*history.Meta{}
 		warnings []string
 	)
-	runnerFor := func(meta *history.Meta) *Runner {
+	runnerFor := func(meta *history.Meta) (*Runner, error) {
 		key := ""
 		if byPolicy && meta != nil {
 			key = meta.Scenario + "\x00" + meta.Policy
 		}
 		r := runners[key]
 		if r == nil {
+			if len(keys) >= MaxReports {
+				return nil, fmt.Errorf("more than %d scenario × policy combinations: check fewer histories at once", MaxReports)
+			}
 			r = NewRunner(opts...)
 			runners[key] = r
 			metas[key] = meta
 			keys = append(keys, key)
 		}
-		return r
+		return r, nil
 	}
 	closeAll := func() []*Report {
 		out := make([]*Report, 0, len(keys))
@@ -63,8 +66,15 @@ func checkFiles(paths []string, byPolicy bool, opts ...Option) ([]*Report, error
 		return out
 	}
 	add := func(meta *history.Meta, pod string, evs []history.Event) error {
-		runnerFor(meta).Add(meta, pod, evs)
-		return nil
+		r, err := runnerFor(meta)
+		if err == nil {
+			r.Add(meta, pod, evs)
+		}
+		return err
+	}
+	onRun := func(meta *history.Meta) error {
+		_, err := runnerFor(meta)
+		return err
 	}
 	for _, path := range paths {
 		f, err := os.Open(path)
@@ -74,7 +84,7 @@ func checkFiles(paths []string, byPolicy bool, opts ...Option) ([]*Report, error
 		}
 		// A run with a run.meta but no pod (what a SIGKILLed run leaves)
 		// gets its report too: it shows 0 pods checked.
-		err = forEachPod(history.NewReader(f), func(meta *history.Meta) { runnerFor(meta) }, add)
+		err = forEachPod(history.NewReader(f), onRun, add)
 		f.Close()
 		switch {
 		case errors.Is(err, history.ErrTruncated):
@@ -85,15 +95,21 @@ func checkFiles(paths []string, byPolicy bool, opts ...Option) ([]*Report, error
 		}
 	}
 	if len(keys) == 0 {
-		runnerFor(nil)
+		runnerFor(nil) // cannot fail: no key yet
 	}
 	reps := closeAll()
 	reps[0].Warnings = append(reps[0].Warnings, warnings...)
 	return reps, nil
 }
 
-// forEachPod is history.ForEachPod that also reports each run.meta.
-func forEachPod(r *history.Reader, onRun func(*history.Meta), fn history.PodFunc) error {
+// MaxReports bounds the scenario × policy reports of one check: each holds
+// a Runner (and its goroutines), and a history of runs with a new scenario
+// name on every line would otherwise create hundreds of thousands.
+const MaxReports = 1000
+
+// forEachPod is history.ForEachPod that also reports each run.meta; an
+// error from onRun stops it, with the line.
+func forEachPod(r *history.Reader, onRun func(*history.Meta) error, fn history.PodFunc) error {
 	p := history.NewPartitioner(fn)
 	var e history.Event
 	for {
@@ -111,7 +127,10 @@ func forEachPod(r *history.Reader, onRun func(*history.Meta), fn history.PodFunc
 			return err
 		}
 		if e.Kind == history.RunMeta {
-			onRun(e.Meta)
+			if err := onRun(e.Meta); err != nil {
+				p.Close()
+				return &history.LineError{Line: r.Line(), Err: err}
+			}
 		}
 		if err := p.Write(&e); err != nil {
 			p.Close()

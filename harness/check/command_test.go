@@ -1,6 +1,7 @@
 package check
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,5 +57,26 @@ func TestCheckCommandRunWithoutPods(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "policy=kep753 ") || !strings.Contains(out.String(), "policy=none ") {
 		t.Fatalf("stdout lacks a table:\n%s", out.String())
+	}
+}
+
+// Every scenario × policy gets a report with its own Runner: a history
+// whose every run names a new scenario is refused past MaxReports, naming
+// the line, instead of starting a Runner per line.
+func TestCheckCommandTooManyReports(t *testing.T) {
+	var b strings.Builder
+	for i := range MaxReports + 1 {
+		fmt.Fprintf(&b, `{"t":0,"k":"run.meta","meta":{"scenario":"s%d","seed":1,"trial":0,"policy":"kep753","backend":"sim","version":"v"}}`+"\n", i)
+		b.WriteString(`{"t":0,"k":"pod.scheduled","pod":"default/p0","node":"n"}` + "\n")
+	}
+	path := filepath.Join(t.TempDir(), "h.jsonl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb strings.Builder
+	code := RunCheckCommand(&out, &errb, []string{path})
+	want := fmt.Sprintf("history line %d: more than %d scenario × policy combinations", 2*MaxReports+1, MaxReports)
+	if code != 2 || !strings.Contains(errb.String(), want) {
+		t.Fatalf("exit %d, stderr %q; want 2 and %q", code, errb.String(), want)
 	}
 }

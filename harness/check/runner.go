@@ -100,6 +100,7 @@ type Runner struct {
 	res  podResult
 
 	// Parallel mode.
+	big     *worker // checks long histories in Add's goroutine
 	stored  []atomic.Int64
 	jobs    chan job
 	results chan *podResult
@@ -128,6 +129,9 @@ const maxInflightEvents = 1 << 20
 // maxPooledEvents bounds the event buffers kept for reuse, so one huge
 // pod does not pin its copy.
 const maxPooledEvents = 1 << 16
+
+// bigPod is the history length from which Add checks a pod itself.
+const bigPod = 1 << 14
 
 // budget is a counting semaphore over events.
 type budget struct {
@@ -207,6 +211,17 @@ func (r *Runner) Add(meta *history.Meta, pod string, events []history.Event) {
 		return
 	}
 	r.slots <- struct{}{}
+	if len(events) >= bigPod {
+		// A long history is checked here rather than copied for a worker:
+		// the copy would cost as much as the check.
+		if r.big == nil {
+			r.big = &worker{checkers: r.checkers, stored: r.stored, cap: r.cap}
+		}
+		res := &podResult{seq: r.seq}
+		r.big.check(meta, pod, events, res)
+		r.results <- res
+		return
+	}
 	w := r.inflight.acquire(len(events))
 	buf, _ := r.pool.Get().(*[]history.Event)
 	if buf == nil {

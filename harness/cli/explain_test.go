@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,4 +33,35 @@ func TestExplainMalformedHistory(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzExplain runs `sidebench explain` on an arbitrary run directory (a
+// history and a findings file): whatever the bytes, it exits 0 (printed a
+// timeline) or 2 (no such pod, or an unreadable history), never 3 or a
+// panic. `make test` runs it for a few seconds; testdata/fuzz/FuzzExplain
+// is its committed corpus.
+func FuzzExplain(f *testing.F) {
+	hist, _ := filepath.Glob(filepath.Join("..", "check", "testdata", "*.jsonl"))
+	bad, _ := filepath.Glob(filepath.Join("..", "check", "testdata", "malformed", "*.jsonl"))
+	finding := []byte(`{"scenario":"golden","policy":"kep753","trial":0,"pod":"default/web-0","id":"INV-S1","class":"violation","msg":"m"}` + "\n")
+	for _, p := range append(hist, bad...) {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b, finding)
+		}
+	}
+	f.Fuzz(func(t *testing.T, history, findings []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, fileHistory), history, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, fileFindings), findings, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"--pod", "web-0", "--all"}, {"--pod", "default/job-0", "--trial", "0", "--policy", "kep753"}} {
+			_, stderr, code := run(t, append([]string{"explain", dir}, args...)...)
+			if code != ExitOK && code != ExitUsage {
+				t.Fatalf("explain %v: exit %d: %s", args, code, stderr)
+			}
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sort"
 	"unsafe"
 )
 
@@ -101,10 +102,13 @@ const seqEventSize = int64(unsafe.Sizeof(seqEvent{}))
 
 // sharedLog holds the node-level or cluster-wide events live pods may see.
 // Entry i has the absolute index base+i; a pod remembers the absolute
-// index at which it started seeing the log.
+// index at which it started seeing the log. Sequence numbers and events
+// are kept apart so that a run of entries is copied into a pod's history
+// in one move.
 type sharedLog struct {
 	base    uint64
-	ev      []seqEvent
+	seq     []uint64
+	ev      []Event
 	members map[*podBuf]struct{} // pods bound to the node (node logs only)
 	// compactAt is the length at which the log next drops the entries no
 	// live pod can see.
@@ -113,12 +117,17 @@ type sharedLog struct {
 
 func (l *sharedLog) end() uint64 { return l.base + uint64(len(l.ev)) }
 
+func (l *sharedLog) add(seq uint64, e *Event) {
+	l.seq = append(l.seq, seq)
+	l.ev = append(l.ev, *e)
+}
+
 // since returns the entries from absolute index from on.
-func (l *sharedLog) since(from uint64) []seqEvent {
+func (l *sharedLog) since(from uint64) ([]uint64, []Event) {
 	if from < l.base {
 		from = l.base // cannot happen: compaction keeps what pods see
 	}
-	return l.ev[from-l.base:]
+	return l.seq[from-l.base:], l.ev[from-l.base:]
 }
 
 // compact drops the entries before absolute index keep.
@@ -126,11 +135,13 @@ func (l *sharedLog) compact(keep uint64) {
 	if keep > l.base {
 		n := int(keep - l.base)
 		rest := copy(l.ev, l.ev[n:])
+		copy(l.seq, l.seq[n:])
 		clear(l.ev[rest:])
-		l.ev = l.ev[:rest]
+		l.ev, l.seq = l.ev[:rest], l.seq[:rest]
 		l.base = keep
-		if cap(l.ev) > 4*max(rest, 1024) {
-			l.ev = slices.Clip(slices.Clone(l.ev)) // give back a big array
+		if cap(l.ev) > 4*max(rest, 1024) { // give back a big array
+			l.ev = slices.Clip(slices.Clone(l.ev))
+			l.seq = slices.Clip(slices.Clone(l.seq))
 		}
 	}
 	l.compactAt = max(2*len(l.ev), len(l.ev)+1024)
@@ -237,7 +248,7 @@ func (p *Partitioner) Write(e *Event) error {
 		}
 	case e.Node != "":
 		if l := p.nodes[e.Node]; l != nil {
-			l.ev = append(l.ev, seqEvent{p.seq, *e})
+			l.add(p.seq, e)
 			if len(l.ev) >= l.compactAt {
 				keep := l.end()
 				for pb := range l.members {
@@ -249,7 +260,7 @@ func (p *Partitioner) Write(e *Event) error {
 	default:
 		if len(p.pods) > 0 {
 			l := &p.cluster
-			l.ev = append(l.ev, seqEvent{p.seq, *e})
+			l.add(p.seq, e)
 			if len(l.ev) >= l.compactAt {
 				keep := l.end()
 				for _, pb := range p.pods {
@@ -357,7 +368,8 @@ func (p *Partitioner) finish(pb *podBuf, end *Event) {
 			err = p.fn(p.meta, pb.name, evs)
 		}
 		p.err = err
-		clear(evs) // let Spec/Meta pointers be collected
+		// The buffer is reused as is: its stale Spec pointers pin at most
+		// the specs of one pod, and clearing it cost as much as filling it.
 		if cap(evs) > 1<<16 {
 			p.out = nil // do not pin one huge history
 		} else {
@@ -371,7 +383,7 @@ func (p *Partitioner) finish(pb *podBuf, end *Event) {
 				delete(p.nodes, pb.node)
 				if len(p.freeLogs) < 64 && cap(l.ev) <= 4096 {
 					clear(l.ev)
-					l.ev, l.base = l.ev[:0], 0
+					l.ev, l.seq, l.base = l.ev[:0], l.seq[:0], 0
 					p.freeLogs = append(p.freeLogs, l)
 				}
 			}
@@ -395,43 +407,51 @@ func (p *Partitioner) assemble(pb *podBuf) ([]Event, error) {
 			return nil, err
 		}
 	}
-	var nodeEv []seqEvent
+	var nodeSeq, clusterSeq []uint64
+	var nodeEv, clusterEv []Event
 	if pb.node != "" {
 		if l := p.nodes[pb.node]; l != nil {
-			nodeEv = l.since(pb.nodeFrom)
+			nodeSeq, nodeEv = l.since(pb.nodeFrom)
 		}
 	}
-	clusterEv := p.cluster.since(pb.clusterFrom)
+	clusterSeq, clusterEv = p.cluster.since(pb.clusterFrom)
 	out := p.out[:0]
 	if n := len(own) + len(nodeEv) + len(clusterEv); cap(out) < n {
 		out = make([]Event, 0, n)
 	}
+	const done = uint64(1<<64 - 1)
+	next := func(seq []uint64, i int) uint64 {
+		if i < len(seq) {
+			return seq[i]
+		}
+		return done
+	}
+	// upTo is how many of seq[i:] come before limit.
+	upTo := func(seq []uint64, i int, limit uint64) int {
+		return sort.Search(len(seq)-i, func(k int) bool { return seq[i+k] >= limit })
+	}
 	i, j, k := 0, 0, 0
-	for i < len(own) || j < len(nodeEv) || k < len(clusterEv) {
-		next := uint64(1<<64 - 1)
-		src := 0
+	for {
+		so, sn, sc := done, next(nodeSeq, j), next(clusterSeq, k)
 		if i < len(own) {
-			next, src = own[i].seq, 1
+			so = own[i].seq
 		}
-		if j < len(nodeEv) && nodeEv[j].seq < next {
-			next, src = nodeEv[j].seq, 2
-		}
-		if k < len(clusterEv) && clusterEv[k].seq < next {
-			src = 3
-		}
-		switch src {
-		case 1:
+		switch {
+		case so == done && sn == done && sc == done:
+			return out, nil
+		case so < sn && so < sc:
 			out = append(out, own[i].ev)
 			i++
-		case 2:
-			out = append(out, nodeEv[j].ev)
-			j++
+		case sn < sc:
+			n := upTo(nodeSeq, j, min(so, sc))
+			out = append(out, nodeEv[j:j+n]...)
+			j += n
 		default:
-			out = append(out, clusterEv[k].ev)
-			k++
+			n := upTo(clusterSeq, k, min(so, sn))
+			out = append(out, clusterEv[k:k+n]...)
+			k += n
 		}
 	}
-	return out, nil
 }
 
 // endRun delivers every live pod, appending end (run.end) if non-nil.
