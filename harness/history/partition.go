@@ -77,6 +77,11 @@ type Partitioner struct {
 	// events in bursts, so this skips most map lookups.
 	last *podBuf
 
+	// want, if set, says which pods to keep (OnlyPods); skip holds the
+	// refused ones of the current run.
+	want func(string) bool
+	skip map[string]struct{}
+
 	// Recycled own-event buffers of delivered pods.
 	free      [][]seqEvent
 	freeBytes int64
@@ -174,6 +179,14 @@ type PartitionOption func(*Partitioner)
 // never spills.
 func SpillAfter(bytes int64) PartitionOption { return func(p *Partitioner) { p.spillAfter = bytes } }
 
+// OnlyPods restricts the Partitioner to the pods want accepts: want is
+// called once per pod history, at its first event, and the events of a pod
+// it refuses are dropped, not buffered (explain needs one pod of a
+// history, not all of them assembled).
+func OnlyPods(want func(pod string) bool) PartitionOption {
+	return func(p *Partitioner) { p.want = want }
+}
+
 // SpillDir sets the directory of the spill file (default os.TempDir()).
 func SpillDir(dir string) PartitionOption { return func(p *Partitioner) { p.spillDir = dir } }
 
@@ -226,6 +239,9 @@ func (p *Partitioner) Write(e *Event) error {
 		if pb == nil || pb.name != e.Pod {
 			pb = p.pods[e.Pod]
 			if pb == nil {
+				if p.want != nil && !p.wanted(e) {
+					break
+				}
 				pb = p.newPod(e.Pod)
 			}
 			p.last = pb
@@ -306,6 +322,27 @@ func (p *Partitioner) recycle(b []seqEvent) {
 
 // maxFreeBytes bounds the recycled buffers kept for new pods.
 const maxFreeBytes = 8 << 20
+
+// wanted asks want about a pod seen for the first time in this run, and
+// remembers a refusal until the pod's history would end.
+func (p *Partitioner) wanted(e *Event) bool {
+	if _, skipped := p.skip[e.Pod]; skipped {
+		if e.Kind == PodRemoved {
+			delete(p.skip, e.Pod) // a later event starts a new history
+		}
+		return false
+	}
+	if p.want(e.Pod) {
+		return true
+	}
+	if e.Kind != PodRemoved {
+		if p.skip == nil {
+			p.skip = make(map[string]struct{})
+		}
+		p.skip[e.Pod] = struct{}{}
+	}
+	return false
+}
 
 // bind attaches pb to node's log from now on.
 func (p *Partitioner) bind(pb *podBuf, node string) {
@@ -472,6 +509,7 @@ func (p *Partitioner) endRun(end *Event) {
 	clear(p.order)
 	p.cluster.compact(p.cluster.end())
 	clear(p.nodes)
+	clear(p.skip)
 }
 
 // spillAll moves every live pod's buffered events to the spill file.
@@ -513,8 +551,8 @@ func (p *Partitioner) spillAll() {
 //	if err := history.ForEachPod(r, fn); err != nil && !errors.Is(err, history.ErrTruncated) {
 //		return err
 //	}
-func ForEachPod(r *Reader, fn PodFunc) error {
-	p := NewPartitioner(fn)
+func ForEachPod(r *Reader, fn PodFunc, opts ...PartitionOption) error {
+	p := NewPartitioner(fn, opts...)
 	var e Event
 	for {
 		err := r.Read(&e)

@@ -429,3 +429,30 @@ func TestPartitionSpillsAndRestores(t *testing.T) {
 		t.Errorf("spill files left behind: %v", left)
 	}
 }
+
+// OnlyPods delivers the wanted pods' histories exactly as without it, and
+// nothing of the others.
+func TestPartitionOnlyPods(t *testing.T) {
+	data := encodeAll(t, sampleRun())
+	var all, some []delivery
+	if err := ForEachPod(NewReader(bytes.NewReader(data)), collect(&all)); err != nil {
+		t.Fatal(err)
+	}
+	asked := map[string]int{}
+	want := func(pod string) bool { asked[pod]++; return pod == "default/web-1" }
+	if err := ForEachPod(NewReader(bytes.NewReader(data)), collect(&some), OnlyPods(want)); err != nil {
+		t.Fatal(err)
+	}
+	var expect []delivery
+	for _, d := range all {
+		if d.pod == "default/web-1" {
+			expect = append(expect, d)
+		}
+	}
+	if len(expect) == 0 || !reflect.DeepEqual(some, expect) {
+		t.Fatalf("got %d histories, want the %d of web-1", len(some), len(expect))
+	}
+	if asked["default/web-0"] != 2 { // once per run: web-0 is in both
+		t.Errorf("want asked %v", asked)
+	}
+}

@@ -121,7 +121,8 @@ type Scenario struct {
 
 // Scenarios returns the adversarial scenarios that are not fixtures of
 // harness/scenario (those are read from testdata by the corpus test).
-func Scenarios() []Scenario {
+// scale shrinks the one whose cost is its number of entries.
+func Scenarios(scale float64) []Scenario {
 	var out []Scenario
 	// Deep nesting with long keys: the old position index cost depth² ×
 	// key length (3.4 MB: 1.7 GB).
@@ -133,14 +134,16 @@ func Scenarios() []Scenario {
 	out = append(out, Scenario{"deep-nesting", []byte(b.String())})
 	// Deep flow nesting, within the size limit.
 	out = append(out, Scenario{"deep-flow", []byte("apiVersion: sidebench.dev/v1alpha1\nkind: Scenario\nmetadata: " + strings.Repeat("[", 1<<20) + "\n")})
-	// Many workloads and faults: 4 MB of small entries.
+	// Many workloads and faults: 4 MB of small entries (validation was
+	// quadratic in them).
+	size := int(float64(4<<20) * scale)
 	var m strings.Builder
 	m.WriteString("apiVersion: sidebench.dev/v1alpha1\nkind: Scenario\nmetadata: {name: many}\ncluster: {nodes: 2}\nworkloads:\n")
-	for i := 0; m.Len() < 3<<20; i++ {
+	for i := 0; m.Len() < size*3/4; i++ {
 		fmt.Fprintf(&m, "- name: w%d\n  count: 1\n  template: {spec: {containers: [{name: app, image: a}]}}\n  behaviors: {default: {}}\n", i)
 	}
 	m.WriteString("faults:\n")
-	for i := 0; m.Len() < 4<<20-200; i++ {
+	for i := 0; m.Len() < size-200; i++ {
 		fmt.Fprintf(&m, "- {name: f%d, type: oom-kill, schedule: {at: 1s}}\n", i)
 	}
 	out = append(out, Scenario{"many-entries", []byte(m.String())})
@@ -180,7 +183,7 @@ func WriteAll(dir string, scale float64) (map[string]string, error) {
 		}
 		paths[h.Name] = p
 	}
-	for _, s := range Scenarios() {
+	for _, s := range Scenarios(scale) {
 		p := filepath.Join(dir, s.Name+".yaml")
 		if err := os.WriteFile(p, s.Data, 0o644); err != nil {
 			return nil, err
