@@ -211,6 +211,23 @@ func checkP3(p *Pod, hits []Hit) []Hit {
 func (p *Pod) readyAt(c int, i int32) (int32, bool) {
 	evs := p.Ctrs[c].Ev
 	ti := p.T(i)
+	if len(evs) <= 32 { // the usual pod: a scan is cheaper than searching
+		last, ready := none, false
+		for _, j := range evs {
+			tj := p.T(j)
+			k := p.Ev[j].Kind
+			if tj > ti || tj == ti && j > i && k == history.ContainerExited {
+				break
+			}
+			switch k {
+			case history.ContainerReady:
+				last, ready = j, p.Ev[j].Value
+			case history.ContainerExited:
+				last, ready = j, false
+			}
+		}
+		return last, ready
+	}
 	hi := sort.Search(len(evs), func(k int) bool { return p.T(evs[k]) > ti })
 	for k := sort.Search(hi, func(k int) bool { return p.T(evs[k]) >= ti }); k < hi; k++ {
 		if evs[k] > i && p.Ev[evs[k]].Kind == history.ContainerExited {

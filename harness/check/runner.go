@@ -135,9 +135,10 @@ const bigPod = 1 << 14
 
 // budget is a counting semaphore over events.
 type budget struct {
-	mu    sync.Mutex
-	cond  sync.Cond
-	avail int
+	mu      sync.Mutex
+	cond    sync.Cond
+	avail   int
+	waiting int
 }
 
 func newBudget(n int) *budget {
@@ -152,7 +153,9 @@ func (b *budget) acquire(n int) int {
 	n = min(max(n, 1), maxInflightEvents)
 	b.mu.Lock()
 	for b.avail < n {
+		b.waiting++
 		b.cond.Wait()
+		b.waiting--
 	}
 	b.avail -= n
 	b.mu.Unlock()
@@ -162,8 +165,11 @@ func (b *budget) acquire(n int) int {
 func (b *budget) release(n int) {
 	b.mu.Lock()
 	b.avail += n
+	wake := b.waiting > 0
 	b.mu.Unlock()
-	b.cond.Broadcast()
+	if wake {
+		b.cond.Broadcast()
+	}
 }
 
 // NewRunner returns a Runner over the registered checkers.
