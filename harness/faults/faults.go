@@ -11,6 +11,7 @@ package faults
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/sidebench/sidebench/reference-impl/api"
@@ -528,5 +529,55 @@ func (s *Schedule) jitter(r Rand) time.Duration {
 
 func (s *Schedule) exp(r Rand) time.Duration {
 	u := r.Float64()
-	return time.Duration(-logOneMinus(u) / s.Rate * float64(time.Second))
+	ns := -logOneMinus(u) / s.Rate * float64(time.Second)
+	if !(ns < maxGapNanos) { // a rate so low that the gap overflows (or NaN)
+		return time.Duration(maxGapNanos)
+	}
+	return time.Duration(ns)
+}
+
+// maxGapNanos caps one Poisson gap so that At plus the gap cannot
+// overflow; Validate rejects rates low enough to reach it.
+const maxGapNanos = float64(math.MaxInt64 / 2)
+
+// MaxPoissonGap is the largest multiple of the mean a Poisson gap reaches
+// (-ln(1-u) for the largest u below 1 a Rand returns, 1-2^-53, is 36.7).
+const MaxPoissonGap = 37
+
+// FiringRate returns the mean firings per second of a timed schedule while
+// it is active: 1/Interval (Every), Rate (Poisson), 0 (Once, OnPhase).
+func (s *Schedule) FiringRate() float64 {
+	switch s.Kind {
+	case Every:
+		if s.Interval > 0 {
+			return float64(time.Second) / float64(s.Interval)
+		}
+	case Poisson:
+		return s.Rate
+	}
+	return 0
+}
+
+// Firings returns the expected number of firings of a timed schedule in a
+// trial of the given length: within [At, min(Until, length)], at most Max.
+// OnPhase schedules depend on pods and return 0.
+func (s *Schedule) Firings(length time.Duration) float64 {
+	end := length
+	if s.Until > 0 && s.Until < end {
+		end = s.Until
+	}
+	if s.Kind == OnPhase || s.At > end {
+		return 0
+	}
+	n := 1.0
+	if s.Kind != Once {
+		n = s.FiringRate() * (end - s.At).Seconds()
+		if s.Kind == Every {
+			n++ // the first firing, at At
+		}
+	}
+	if s.Max > 0 {
+		n = math.Min(n, float64(s.Max))
+	}
+	return n
 }

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -62,10 +63,16 @@ func (s *Spec) Validate(i int, w *World) error {
 			return fail(false, "schedule every: jitter must be >= 0, got %v", sc.Jitter)
 		}
 	case Poisson:
-		if !(sc.Rate > 0) {
-			return fail(false, "schedule poisson: rate must be > 0, got %g", sc.Rate)
+		if !(sc.Rate > 0) || math.IsInf(sc.Rate, 0) {
+			return fail(false, "schedule poisson: rate must be a finite number > 0, got %g", sc.Rate)
+		}
+		if gap := MaxPoissonGap / sc.Rate * float64(time.Second); gap >= maxGapNanos {
+			return fail(false, "schedule poisson: rate %g per second is too low: one gap between firings may reach %.3gs, beyond the longest duration (about 292 years)", sc.Rate, gap/float64(time.Second))
 		}
 	case OnPhase:
+		if math.IsNaN(sc.Probability) {
+			return fail(false, "schedule on-phase: probability must be in [0,1], got NaN")
+		}
 		if sc.Phase == PhaseNone || int(sc.Phase) >= len(podPhaseNames) {
 			return fail(false, "schedule on-phase: phase must be initializing, running or terminating")
 		}
@@ -174,7 +181,7 @@ func (s *Spec) Validate(i int, w *World) error {
 	if t.NodeCount < 0 || t.PodCount < 0 {
 		return fail(true, "counts must be >= 0")
 	}
-	if t.NodeFraction < 0 || t.NodeFraction > 1 || t.PodFraction < 0 || t.PodFraction > 1 {
+	if !(t.NodeFraction >= 0 && t.NodeFraction <= 1 && t.PodFraction >= 0 && t.PodFraction <= 1) { // NaN fails too
 		return fail(true, "fractions must be in [0,1]")
 	}
 	if w.Nodes <= 0 {
@@ -204,12 +211,9 @@ func (s *Spec) Validate(i int, w *World) error {
 			if !t.MatchPod(wl) {
 				continue
 			}
-			if s.Kind.NodeLevel() && s.Kind != ContainerGC {
+			if (s.Kind.NodeLevel() && s.Kind != ContainerGC) || len(t.Containers(wl, s.Kind, s.Probe)) > 0 {
 				matched++
-				continue
-			}
-			if len(t.Containers(wl, s.Kind, s.Probe)) > 0 {
-				matched++
+				break // one is enough: scanning on made validation quadratic
 			}
 		}
 		if matched == 0 {

@@ -3,6 +3,7 @@ package scenario
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"sort"
@@ -204,10 +205,16 @@ func validateWorkload(s *Scenario, i int, seen map[string]int, e *errs) {
 	if a.Start < 0 {
 		e.add(p+".arrival.start", "must be >= 0")
 	}
+	if w.Count >= 1 {
+		checkArrivalSpan(s, w, p, e)
+	}
 	if a.Type != "burst" && (a.Size != 0 || a.Every != 0) {
 		e.add(p+".arrival", "size and every apply to type: burst only")
 	}
 
+	if !checkGraceSeconds(&w.Template.Spec, p+".template.spec", e) {
+		return
+	}
 	spec, err := convert.PodSpecFromV1(&w.Template.Spec)
 	if err != nil {
 		e.add(specErrPath(p+".template.spec", &w.Template.Spec, err), "%s", specErrMsg(err))
@@ -283,6 +290,99 @@ func validateWorkload(s *Scenario, i int, seen map[string]int, e *errs) {
 	if w.DeleteGrace != nil && *w.DeleteGrace < 0 {
 		e.add(p+".deleteGrace", "must be >= 0")
 	}
+}
+
+// maxDurationSeconds is the longest whole number of seconds a
+// time.Duration holds (about 292 years). The kubelet converts grace periods
+// with time.Duration(seconds) * time.Second, so a larger value overflows
+// (9223372036854775807 became "-1s").
+const maxDurationSeconds = math.MaxInt64 / int64(time.Second)
+
+// checkGraceSeconds rejects grace periods no duration can hold, before the
+// conversion that would overflow them. It reports whether all were fine.
+func checkGraceSeconds(ps *corev1.PodSpec, path string, e *errs) bool {
+	ok := true
+	check := func(g *int64, field string) {
+		if g != nil && *g > maxDurationSeconds {
+			e.add(field, "must be at most %d seconds (about 292 years, the longest duration the kubelet can represent), got %d", maxDurationSeconds, *g)
+			ok = false
+		}
+	}
+	check(ps.TerminationGracePeriodSeconds, path+".terminationGracePeriodSeconds")
+	for _, list := range []struct {
+		name string
+		cs   []corev1.Container
+	}{{"initContainers", ps.InitContainers}, {"containers", ps.Containers}} {
+		for j := range list.cs {
+			c := &list.cs[j]
+			for _, pr := range []struct {
+				name string
+				p    *corev1.Probe
+			}{{"startupProbe", c.StartupProbe}, {"readinessProbe", c.ReadinessProbe}, {"livenessProbe", c.LivenessProbe}} {
+				if pr.p != nil {
+					check(pr.p.TerminationGracePeriodSeconds, fmt.Sprintf("%s.%s[%d].%s.terminationGracePeriodSeconds", path, list.name, j, pr.name))
+				}
+			}
+		}
+	}
+	return ok
+}
+
+// maxPoissonGapFactor bounds one Poisson gap in units of the mean: a
+// draw is -ln(1-u)/rate with u < 1-2^-53, so one gap is below 37/rate.
+const maxPoissonGapFactor = 37
+
+// checkArrivalSpan rejects arrivals whose times cannot be represented or,
+// for deterministic arrivals, fall after the trial's horizon: a pod
+// "arriving" at 10^300 seconds overflowed to time 0 (issue 15: rate 1e-300
+// silently created every pod at t=0), and a pod due after the horizon is
+// never created at all.
+func checkArrivalSpan(s *Scenario, w *Workload, p string, e *errs) {
+	a := &w.Arrival
+	maxSec := float64(math.MaxInt64) / float64(time.Second)
+	var last float64 // seconds after start of the last arrival
+	var field, how string
+	switch a.Type {
+	case "constant":
+		if !(a.Rate > 0) {
+			return // all at once
+		}
+		last = float64(w.Count-1) / a.Rate
+		field, how = p+".arrival.rate", fmt.Sprintf("at %g pods per second, pod %d of %d arrives %s after the first", a.Rate, w.Count, w.Count, fmtSeconds(last))
+	case "poisson":
+		if !(a.Rate > 0) {
+			return
+		}
+		if g := maxPoissonGapFactor / a.Rate; g > maxSec {
+			e.add(p+".arrival.rate", "%g pods per second is too low: one gap between arrivals may reach %s, more than the longest duration (about 292 years)", a.Rate, fmtSeconds(g))
+		}
+		return
+	case "burst":
+		if a.Size < 1 || a.Every <= 0 {
+			return
+		}
+		bursts := (w.Count + a.Size - 1) / a.Size
+		last = float64(bursts-1) * a.Every.D().Seconds()
+		field, how = p+".arrival.every", fmt.Sprintf("with %d bursts every %v, the last burst comes %s after the first", bursts, a.Every, fmtSeconds(last))
+	default:
+		return
+	}
+	start := a.Start.D().Seconds()
+	switch {
+	case last+start > maxSec:
+		e.add(field, "%s, more than the longest duration (about 292 years)", how)
+	case time.Duration((last+start)*float64(time.Second)) > s.Horizon():
+		e.add(field, "%s: after the trial's horizon (backend.horizon %v), so those pods would never be created; raise the rate or the horizon", how, s.Horizon())
+	}
+}
+
+// fmtSeconds formats a number of seconds as a duration when one can hold
+// it, else in seconds.
+func fmtSeconds(sec float64) string {
+	if sec < float64(math.MaxInt64)/float64(time.Second) {
+		return time.Duration(sec * float64(time.Second)).Round(time.Millisecond).String()
+	}
+	return fmt.Sprintf("%.3gs", sec)
 }
 
 // BehaviorOf returns the effective behaviour of a container:
