@@ -3,16 +3,23 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test run bench lint vet imports cover e2e image clean
+.PHONY: all build test run bench lint vet imports cover e2e image clean density
 
 all: build
 
 build:
 	$(GO) build -buildvcs=auto -o bin/sidebench ./cmd/sidebench
 
-## test: unit, golden and sim tests (the README's test command).
+## test: unit, golden and sim tests (the README's test command), then each
+## fuzzer for FUZZTIME on its committed corpus (testdata/fuzz): scenario
+## files, check input, explain input.
+FUZZTIME ?= 4s
+FUZZ = $(GO) test -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 50x
 test: vet
 	$(GO) test -count=1 $(PKGS)
+	$(FUZZ) -fuzz '^FuzzLoad$$' ./harness/scenario/
+	$(FUZZ) -fuzz '^FuzzCheck$$' ./harness/check/
+	$(FUZZ) -fuzz '^FuzzExplain$$' ./harness/cli/
 
 ## run: run every shipped scenario on the embedded sim backend.
 run: build
@@ -52,6 +59,13 @@ e2e: build
 		./scripts/screenshot-report.sh $${TMPDIR:-/tmp}/sidebench-report-e2e/$$s/report.html || exit 1; \
 	done
 	rm -rf $${TMPDIR:-/tmp}/sidebench-report-e2e
+
+## density: the local backend's density benchmark (hack/density.sh; root,
+## about 4 min per size): 20, 40 and 80 real kubelets, idle RSS and CPU per
+## node, then 400 sidecar pods at 20 pods/s (scenarios/local-density.yaml):
+## pods/s, startup p50/p99, checker. Figures in docs/local-backend.md.
+density: build
+	GO=$(GO) ./hack/density.sh $(DENSITY_NODES)
 
 ## image: the sidebench agent as an OCI layout tarball (no registry, no
 ## docker) for kind or `ctr images import` (docs/kube-backend.md), with the

@@ -66,10 +66,28 @@ func checkF4(p *Pod, hits []Hit) []Hit {
 			if j < w.Idx || !terminal(ph.Phase) {
 				continue
 			}
+			// killPods' status function sets Failed "unless it was
+			// already in a successful terminal phase"; the terminal
+			// getPhase of a pod whose mains all exited 0 is Succeeded,
+			// which a real kubelet v1.37.2 publishes
+			// (nodeshutdown_manager.go killPods).
+			// The reason is racy on a real kubelet: SyncTerminatingPod
+			// publishes the status function's Failed/Terminated, then,
+			// once the containers are gone, a regenerated status without
+			// the reason (generateAPIPodStatus does not carry it over);
+			// whether the first reaches the API depends on the status
+			// manager's batching. A Failed phase without a reason is
+			// therefore the kubelet's, not a broken guarantee.
 			switch {
 			case succeeded && ph.Phase == "Succeeded":
+			case ph.Phase == "Succeeded" && p.mainsSucceeded(j):
+			case ph.Phase == "Failed" && ph.Reason == "":
 			case ph.Phase != "Failed" || ph.Reason != "Terminated":
-				hits = append(hits, p.at(j, sd, "phase %s (reason %q) after a node-shutdown kill, want Failed/Terminated", ph.Phase, ph.Reason))
+				want := "Failed/Terminated"
+				if p.mainsSucceeded(j) {
+					want += " or Succeeded"
+				}
+				hits = append(hits, p.at(j, sd, "phase %s (reason %q) after a node-shutdown kill, want %s", ph.Phase, ph.Reason, want))
 			}
 			break
 		}

@@ -54,20 +54,26 @@ func (s *Server) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) 
 			ok, why := s.waitHook(ctx, c, d, req.GetTimeout())
 			s.mu.Lock()
 			defer s.mu.Unlock()
+			if ok && c.plan.PostStartFails {
+				ok, why = false, "FailedPostStartHook"
+			}
 			e := c.event(history.ContainerPostStartDone)
 			e.Value, e.Msg = ok, why
-			s.emit(e)
+			s.emit(c.sb, e)
 			return hookResult(ok, why), nil
 		case HookPreStop:
-			s.emit(c.event(history.ContainerPreStopBegin))
+			s.emit(c.sb, c.event(history.ContainerPreStopBegin))
 			d := c.plan.PreStop
 			s.mu.Unlock()
 			ok, why := s.waitHook(ctx, c, d, req.GetTimeout())
 			s.mu.Lock()
 			defer s.mu.Unlock()
+			if ok && c.plan.PreStopFails {
+				ok, why = false, "FailedPreStopHook"
+			}
 			e := c.event(history.ContainerPreStopEnd)
 			e.Msg = why
-			s.emit(e)
+			s.emit(c.sb, e)
 			return hookResult(ok, why), nil
 		}
 	}
@@ -86,15 +92,15 @@ func hookResult(ok bool, why string) *runtimeapi.ExecSyncResponse {
 func (s *Server) waitHook(ctx context.Context, c *container, d time.Duration, timeoutSec int64) (bool, string) {
 	var timer <-chan time.Time
 	if d != behavior.Never {
-		t := time.NewTimer(d)
+		t := s.cfg.Clock.NewTimer(d)
 		defer t.Stop()
-		timer = t.C
+		timer = t.C()
 	}
 	var timeout <-chan time.Time
 	if timeoutSec > 0 {
-		t := time.NewTimer(time.Duration(timeoutSec) * time.Second)
+		t := s.cfg.Clock.NewTimer(time.Duration(timeoutSec) * time.Second)
 		defer t.Stop()
-		timeout = t.C
+		timeout = t.C()
 	}
 	select {
 	case <-timer:
@@ -109,7 +115,7 @@ func (s *Server) waitHook(ctx context.Context, c *container, d time.Duration, ti
 }
 
 func (s *Server) probeLocked(c *container, kind string) *runtimeapi.ExecSyncResponse {
-	elapsed := time.Duration(s.cfg.Now() - c.startedAt)
+	elapsed := time.Duration(s.now() - c.startedAt)
 	var ok bool
 	switch kind {
 	case ProbeStartup:
@@ -129,7 +135,7 @@ func (s *Server) probeLocked(c *container, kind string) *runtimeapi.ExecSyncResp
 		c.lastProbe[kind] = result
 		e := c.event(history.ProbeResult)
 		e.Probe, e.Result = kind, result
-		s.emit(e)
+		s.emit(c.sb, e)
 	}
 	if ok {
 		return &runtimeapi.ExecSyncResponse{}

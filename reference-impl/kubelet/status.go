@@ -27,10 +27,12 @@ func (p *planner) status() api.PodStatus {
 		}
 	}
 	st.Phase = p.phase(st.Started)
-	if p.obs.Pod.Shutdown && p.obs.Pod.Done {
+	if p.obs.Pod.Shutdown && p.obs.Pod.Done && st.Phase != api.PhaseSucceeded {
 		// INV-F4: pods killed by graceful node shutdown are Failed with
-		// reason Terminated (a pod that had already succeeded is not
-		// killed, so Shutdown is never set for it).
+		// reason Terminated, "unless it was already in a successful
+		// terminal phase" (nodeshutdown_manager.go killPods): a pod whose
+		// mains all exited 0 keeps the Succeeded of its terminal getPhase,
+		// as a real kubelet v1.37.2 publishes it (local-node-shutdown).
 		st.Phase, st.Reason = api.PhaseFailed, "Terminated"
 	}
 	st.Initialized = p.initializedCondition(st.Started, st.Phase)
@@ -81,7 +83,11 @@ func (p *planner) initializedCondition(started api.Set, ph api.Phase) bool {
 			continue
 		}
 		c := &p.obs.Containers[i]
-		if s := c.Record.State; s == api.StateRunning || s == api.StateExited || (s == api.StateNone && c.Gone) {
+		// A running container the runtime now reports Unknown is
+		// published Terminated (ContainerStatusUnknown, 137:
+		// convertToAPIContainerStatuses), which counts as well.
+		if s := c.Record.State; s == api.StateRunning || s == api.StateExited || (s == api.StateNone && c.Gone) ||
+			(s == api.StateUnknown && c.Record.StartedAt != 0) {
 			return true
 		}
 	}
@@ -253,6 +259,17 @@ func (p *planner) countMain(i int, running, waiting, stopped, succeeded, unknown
 		// (ContainerStatusUnknown).
 		*stopped++
 		return
+	case api.StateCreated:
+		if r.LastExited {
+			// Waiting, with the previous attempt as its last termination
+			// (a restart whose start failed): getPhase counts it stopped
+			// but never succeeded — succeeded counts State.Terminated
+			// with exit 0 only — so a finished pod is Failed. (1M mixed
+			// faults: a restart cut by a runtime restart, then deletion,
+			// published Succeeded: INV-C2, T8.)
+			*stopped++
+			return
+		}
 	}
 	if code, ok := p.lastExit(i); ok {
 		*stopped++
