@@ -54,14 +54,14 @@ func TestCompactRoundTrip(t *testing.T) {
 	for i := 0; i < 20000; i++ {
 		e := randomEvent(r, pb)
 		want = append(want, e)
-		p.add(pb, &e)
-		if pb.recs[len(pb.recs)-1].ext < 0 {
+		p.addOwn(pb, &e)
+		if pb.own[len(pb.own)-1].ext < 0 {
 			compact++
 		}
 	}
-	for i := range pb.recs {
+	for i := range pb.own {
 		var got Event
-		p.syms.expand(&pb.recs[i], pb, &got)
+		p.syms.expand(&pb.own[i].rec, pb, &got)
 		if got.String() != want[i].String() || got.Spec != want[i].Spec || got.Meta != want[i].Meta {
 			t.Fatalf("event %d:\n got %s\nwant %s", i, got.String(), want[i].String())
 		}

@@ -268,7 +268,12 @@ func (o *Options) execute(parent context.Context, d *rundir.Dir, agg *Aggregate,
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	par := max(o.Parallel, 1)
-	checkWorkers := max(runtime.GOMAXPROCS(0)/par, 1)
+	// Each trial's pipeline keeps two goroutines busy besides its checkers
+	// (the backend and the history encoder; partitioning, checking and
+	// measuring share a third): checkers get the cores left over. On two
+	// cores the checking is synchronous: handing pods to checker
+	// goroutines cost more CPU than the checking (BenchmarkConsume).
+	checkWorkers := max(runtime.GOMAXPROCS(0)/par-2, 1)
 	type job struct {
 		seq int
 		t   scenario.Trial
