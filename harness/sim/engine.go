@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/sidebench/sidebench/harness/history"
 	"github.com/sidebench/sidebench/reference-impl/api"
@@ -108,6 +109,7 @@ func (e *engine) loop() {
 			}
 			ev = e.q.pop()
 			e.now = ev.t
+			e.prefetchNext()
 		}
 		n++
 		e.res.Events++
@@ -116,6 +118,43 @@ func (e *engine) loop() {
 			return
 		}
 		e.dispatch(&ev)
+	}
+}
+
+// prefetchNext starts loading the state the next events will touch,
+// so that its cache misses overlap this event's work instead of stalling
+// the next one: the pod of the next event's successors (near[1], near[2]
+// of the calendar's heap), and the machine and container of the next
+// event (whose pod was requested one event earlier).
+func (e *engine) prefetchNext() {
+	near := e.q.near
+	for i := 1; i <= 2 && i < len(near); i++ {
+		if n := &near[i]; n.kind >= evBind {
+			a := uintptr(unsafe.Pointer(&e.pods[n.slot]))
+			prefetch(a)
+			prefetch(a + 64)
+			prefetch(a + 128)
+		}
+	}
+	if len(near) == 0 {
+		return
+	}
+	n := &near[0]
+	if n.kind < evBind {
+		return
+	}
+	p := &e.pods[n.slot]
+	if km, ok := p.m.(*kubelet.Machine); ok {
+		a := uintptr(unsafe.Pointer(km))
+		prefetch(a)
+		prefetch(a + 64)
+		prefetch(a + 128)
+		prefetch(a + 192)
+	}
+	if c := int(n.c); c < len(p.cs) {
+		a := uintptr(unsafe.Pointer(&p.cs[c]))
+		prefetch(a)
+		prefetch(a + 64)
 	}
 }
 

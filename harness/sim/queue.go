@@ -23,23 +23,26 @@ func (a *event) less(b *event) bool {
 	return a.t < b.t || (a.t == b.t && a.seq < b.seq)
 }
 
-// Calendar geometry: buckets of 2^bucketShift ns (about 1 ms) and a year
-// of 2^yearBits buckets (about 69 s). Almost every timer of a pod
-// lifecycle (API delays, start latencies, probe periods, grace periods)
-// falls within the year; the few beyond it (long lifetimes) wait in a
-// heap.
+// Calendar geometry: buckets of 2^bucketShift ns (about 2 ms) and a year
+// of 2^yearBits buckets (about 34 s; yearBits >= 12 for the two-level
+// bitmap). Almost every timer of a pod lifecycle (API delays, start
+// latencies, probe periods, grace periods, most lifetimes) falls within
+// the year; the few beyond it wait in a heap. Chosen by measurement:
+// narrower buckets scan more empty ones, wider ones make the current
+// bucket's heap deeper (the sift-down was the sim's largest instruction
+// count with 16-ms buckets at 100k pods).
 const (
-	bucketShift = 24
-	yearBits    = 12
+	bucketShift = 21
+	yearBits    = 14
 	yearBuckets = 1 << yearBits
 )
 
 // queue orders events by (t, seq), exactly as one min-heap would, but
 // shaped for a discrete-event simulation with many near-future timers: a
-// calendar queue (Brown 1988) with one-millisecond buckets. A push is an
+// calendar queue (Brown 1988) with two-millisecond buckets. A push is an
 // append to its bucket; a pop takes the minimum of a small heap holding
-// only the current bucket's events, so the hot data is the few hundred
-// events of the next millisecond rather than a heap of every pending
+// only the current bucket's events, so the hot data is the few dozen
+// events of the next milliseconds rather than a heap of every pending
 // event (the 4-ary heap's sift-down over 10^5-10^6 events was the sim's
 // largest cache-miss cost at 100k pods).
 //
@@ -56,7 +59,8 @@ type queue struct {
 	next    int64 // absolute number of the year's first bucket
 	buckets [yearBuckets][]event
 	full    [yearBuckets / 64]uint64 // bit set: bucket non-empty
-	nfull   int                      // events in buckets
+	words   [yearBuckets / 64 / 64]uint64 // bit set: word of full non-zero
+	nfull   int                           // events in buckets
 	far     evHeap
 }
 
@@ -84,6 +88,7 @@ func (q *queue) place(e event) {
 	i := b & (yearBuckets - 1)
 	q.buckets[i] = append(q.buckets[i], e)
 	q.full[i>>6] |= 1 << (i & 63)
+	q.words[i>>12] |= 1 << ((i >> 6) & 63)
 	q.nfull++
 }
 
@@ -123,7 +128,9 @@ func (q *queue) advance() {
 		// storage the bucket's: no copy.
 		evs := q.buckets[i]
 		q.nfull -= len(evs)
-		q.full[i>>6] &^= 1 << (i & 63)
+		if q.full[i>>6] &^= 1 << (i & 63); q.full[i>>6] == 0 {
+			q.words[i>>12] &^= 1 << ((i >> 6) & 63)
+		}
 		q.buckets[i], q.near = q.near[:0], evHeap(evs)
 		q.near.init()
 		q.migrate()
@@ -138,18 +145,28 @@ func (q *queue) migrate() {
 }
 
 // nextFull returns the absolute number of the first non-empty bucket of
-// the year; some bucket is non-empty.
+// the year; some bucket is non-empty. Two levels of bitmaps make the
+// search a few word scans however sparse the year is.
 func (q *queue) nextFull() int64 {
 	start := q.next & (yearBuckets - 1)
+	// The rest of start's word of buckets.
 	w := start >> 6
-	// The rest of start's word, then whole words around the circle.
 	if m := q.full[w] &^ (1<<(start&63) - 1); m != 0 {
 		return q.abs(w<<6 + int64(bits.TrailingZeros64(m)))
 	}
-	for k := int64(1); k <= int64(len(q.full)); k++ {
-		ww := (w + k) & int64(len(q.full)-1)
-		if m := q.full[ww]; m != 0 {
-			return q.abs(ww<<6 + int64(bits.TrailingZeros64(m)))
+	// The following words of start's summary word, then whole summary
+	// words around the circle (the last one covers the buckets before
+	// start).
+	sw := w >> 6
+	if m := q.words[sw] &^ (1<<((w&63)+1) - 1); m != 0 {
+		ww := sw<<6 + int64(bits.TrailingZeros64(m))
+		return q.abs(ww<<6 + int64(bits.TrailingZeros64(q.full[ww])))
+	}
+	for k := int64(1); k <= int64(len(q.words)); k++ {
+		s := (sw + k) & int64(len(q.words)-1)
+		if m := q.words[s]; m != 0 {
+			ww := s<<6 + int64(bits.TrailingZeros64(m))
+			return q.abs(ww<<6 + int64(bits.TrailingZeros64(q.full[ww])))
 		}
 	}
 	panic("sim: queue: no full bucket")
