@@ -58,7 +58,7 @@ type queue struct {
 	nearEnd int64
 	next    int64 // absolute number of the year's first bucket
 	buckets [yearBuckets][]event
-	full    [yearBuckets / 64]uint64 // bit set: bucket non-empty
+	full    [yearBuckets / 64]uint64      // bit set: bucket non-empty
 	words   [yearBuckets / 64 / 64]uint64 // bit set: word of full non-zero
 	nfull   int                           // events in buckets
 	far     evHeap
