@@ -77,8 +77,20 @@ func NewStream(seed uint64, keys ...string) *rand.Rand {
 
 // ContainerKey is the stream of one container attempt's behaviour.
 func ContainerKey(seed uint64, pod, container string, attempt uint32) StreamKey {
-	return Seed(seed).Str(pod).Str(container).Uint(uint64(attempt))
+	return PodKey(seed, pod).Container(container, attempt)
 }
+
+// PodKey is what a pod's streams (its containers' attempts, its lifetime)
+// have in common: a host drawing many of them computes it once per pod.
+func PodKey(seed uint64, pod string) StreamKey { return Seed(seed).Str(pod) }
+
+// Container is ContainerKey from the pod's PodKey.
+func (k StreamKey) Container(container string, attempt uint32) StreamKey {
+	return k.Str(container).Uint(uint64(attempt))
+}
+
+// Lifetime is LifetimeKey from the pod's PodKey.
+func (k StreamKey) Lifetime() StreamKey { return k.Str("lifetime") }
 
 // ArrivalKey is the stream of a workload's arrival process.
 func ArrivalKey(seed uint64, workload string) StreamKey {
@@ -87,7 +99,7 @@ func ArrivalKey(seed uint64, workload string) StreamKey {
 
 // LifetimeKey is the stream of a pod's lifetime (creation to deletion).
 func LifetimeKey(seed uint64, pod string) StreamKey {
-	return Seed(seed).Str(pod).Str("lifetime")
+	return PodKey(seed, pod).Lifetime()
 }
 
 // FaultKey is the stream of the firing times of the fault at position

@@ -21,7 +21,7 @@ import (
 // (reseeded), so it does not allocate.
 func (e *engine) drawAttempt(p *pod, c int, attempt uint32, out *plan) time.Duration {
 	ws := &e.wls[p.wl]
-	behavior.ContainerKey(e.seed, p.name, p.spec.At(c).Name, attempt).Reseed(e.pcg)
+	p.key.Container(p.spec.At(c).Name, attempt).Reseed(e.pcg) // behavior.ContainerKey
 	b := &defaultBehavior
 	if j := ws.beh[c]; j >= 0 {
 		b = &ws.cfg.Behavior[j].Behavior
@@ -38,7 +38,7 @@ func (e *engine) drawAttempt(p *pod, c int, attempt uint32, out *plan) time.Dura
 
 // drawLifetime samples a pod's lifetime.
 func (e *engine) drawLifetime(p *pod) int64 {
-	behavior.LifetimeKey(e.seed, p.name).Reseed(e.pcg)
+	p.key.Lifetime().Reseed(e.pcg) // behavior.LifetimeKey
 	return int64(e.wls[p.wl].cfg.Lifetime.Sample(e.rnd))
 }
 

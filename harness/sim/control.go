@@ -5,6 +5,7 @@ import (
 
 	"github.com/sidebench/sidebench/reference-impl/kubelet"
 
+	"github.com/sidebench/sidebench/harness/behavior"
 	"github.com/sidebench/sidebench/harness/history"
 	"github.com/sidebench/sidebench/reference-impl/api"
 )
@@ -46,6 +47,7 @@ func (e *engine) createPod(w int) {
 	p.node = -1
 	e.nameBuf = history.AppendPodName(e.nameBuf[:0], ws.prefix, ws.created)
 	p.name = string(e.nameBuf)
+	p.key = behavior.PodKey(e.seed, p.name)
 	ws.created++
 	e.arrivalsLeft--
 	if ws.private {

@@ -155,6 +155,10 @@ type pod struct {
 	wgen     uint32 // wake timer generation
 	wakeAt   int64  // armed wake time (api.Never = none)
 
+	// key is the part of the pod's random streams common to all of them
+	// (behavior.PodKey), computed once.
+	key behavior.StreamKey
+
 	// runtime
 	sandbox   api.Sandbox
 	sbGen     uint32
