@@ -569,3 +569,37 @@ func TestWriterRefusesOverlongLine(t *testing.T) {
 		t.Fatalf("stream after the refused line: %v %v", got, err)
 	}
 }
+
+// TestWriterSpecCacheEqualsAppendEvent: pod.created lines written with
+// the Writer's spec cache (shared specs, a change of spec, a spec beside
+// other fields) are the bytes AppendEvent gives.
+func TestWriterSpecCacheEqualsAppendEvent(t *testing.T) {
+	a := &PodSpec{Main: []ContainerSpec{{Name: "app", Role: "main"}}, RestartPolicy: "Always", Labels: map[string]string{"b": "2", "a": "1"}}
+	b := &PodSpec{Init: []ContainerSpec{{Name: "proxy", Role: "sidecar", Startup: true}}, Main: []ContainerSpec{{Name: "app", Role: "main"}}, RestartPolicy: "Never"}
+	events := []Event{
+		{T: 1, Kind: PodCreated, Pod: "ns/p1", Spec: a},
+		{T: 2, Kind: PodCreated, Pod: "ns/p2", Spec: a},
+		{T: 3, Kind: PodCreated, Pod: "ns/p3", Spec: b},
+		{T: 4, Kind: PodCreated, Pod: "ns/p4", Spec: a, Msg: "note \"quoted\""},
+		{T: 5, Kind: ContainerRunning, Pod: "ns/p4", Container: "app"},
+		{T: 6, Kind: PodCreated, Pod: "ns/p5", Spec: a},
+	}
+	var got bytes.Buffer
+	w := NewWriter(&got)
+	var want []byte
+	for i := range events {
+		if err := w.Write(&events[i]); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if want, err = AppendEvent(want, &events[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want) {
+		t.Fatalf("Writer:\n%s\nAppendEvent:\n%s", got.Bytes(), want)
+	}
+}

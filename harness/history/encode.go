@@ -24,6 +24,11 @@ type Writer struct {
 	w   io.Writer
 	buf []byte
 	err error
+	// spec and specJSON cache the encoding of the last pod.created spec:
+	// backends share one *PodSpec per workload, so most pods' specs are
+	// the same value (a spec is not modified once written).
+	spec     *PodSpec
+	specJSON []byte
 }
 
 // NewWriter returns a Writer that writes to w.
@@ -38,7 +43,13 @@ func (w *Writer) Write(e *Event) error {
 		return w.err
 	}
 	n := len(w.buf)
-	b, err := AppendEvent(w.buf, e)
+	var b []byte
+	var err error
+	if e.Spec != nil && e.Meta == nil {
+		b, err = w.appendWithSpec(e)
+	} else {
+		b, err = AppendEvent(w.buf, e)
+	}
 	if err == nil && len(b)-n-1 > MaxLineBytes {
 		err = fmt.Errorf("history: event %s at t=%d encodes to %d bytes, more than the %d a line may hold", e.Kind, e.T, len(b)-n-1, MaxLineBytes)
 	}
@@ -51,6 +62,28 @@ func (w *Writer) Write(e *Event) error {
 		return w.Flush()
 	}
 	return nil
+}
+
+// appendWithSpec is AppendEvent for a pod.created event, with the spec's
+// JSON taken from the cache when it is the last one written.
+func (w *Writer) appendWithSpec(e *Event) ([]byte, error) {
+	if e.Spec != w.spec {
+		js, err := json.Marshal(e.Spec)
+		if err != nil {
+			return w.buf, fmt.Errorf("history: encode spec of %s: %w", e.Pod, err)
+		}
+		w.spec, w.specJSON = e.Spec, js
+	}
+	c := *e
+	c.Spec = nil
+	b, err := AppendEvent(w.buf, &c)
+	if err != nil {
+		return b, err
+	}
+	b = b[:len(b)-2] // "}\n": the spec comes last (no meta)
+	b = append(b, `,"spec":`...)
+	b = append(b, w.specJSON...)
+	return append(b, '}', '\n'), nil
 }
 
 // Flush writes buffered lines to the underlying writer. Lines are always
