@@ -17,6 +17,9 @@ const flushAt = 32 << 10
 // It is a Sink. Output is byte-deterministic: keys are written in a fixed
 // order and Spec/Meta maps are sorted by encoding/json.
 //
+// A PodSpec must not be modified once written: the Writer reuses the
+// encoding of the last one.
+//
 // Writer buffers; call Flush before closing the underlying writer. It is
 // not safe for concurrent use. After an I/O error every later call returns
 // that error.

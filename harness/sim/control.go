@@ -50,11 +50,7 @@ func (e *engine) createPod(w int) {
 	p.key = behavior.PodKey(e.seed, p.name)
 	ws.created++
 	e.arrivalsLeft--
-	if ws.private {
-		p.spec = copySpec(ws.spec)
-	} else {
-		p.spec = ws.spec
-	}
+	p.spec = ws.spec // shared until a change (resize, image) copies it
 	nc := ws.spec.Len()
 	if cap(cs) >= nc {
 		cs = cs[:nc]

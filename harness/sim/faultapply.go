@@ -727,7 +727,10 @@ func (e *engine) applyImage(fi int, id uint32, p *pod, c int) {
 		return
 	}
 	e.faultBegin(fi, id, -1, p, c)
-	p.spec.At(c).Image = s.Image // the pod's own copy of the spec
+	if p.spec == e.wls[p.wl].spec {
+		p.spec = copySpec(p.spec) // the pod's own spec from now on
+	}
+	p.spec.At(c).Image = s.Image
 	e.emitC(history.ContainerImageChanged, p, c)
 	e.ev.Msg = s.Image
 	e.write()

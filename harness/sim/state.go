@@ -196,7 +196,6 @@ type wlState struct {
 	// oom_score_adj (INV-Q3), computed once for the template
 	cpu, mem int64
 	oom      []int32
-	private  bool // image-change target: each pod gets its own spec copy
 	hspec    *history.PodSpec
 	world    faults.Workload
 	beh      []int // per container index: index into cfg.Behavior, -1 = default
@@ -332,9 +331,6 @@ func newEngine(ctx context.Context, cfg *Config, seed uint64, sink history.Sink,
 				continue
 			}
 			e.faults[i].match[w] = true
-			if f.Kind == faults.ImageChange {
-				ws.private = true
-			}
 			if f.When.Kind == faults.OnPhase {
 				ws.onPhase[f.When.Phase] = append(ws.onPhase[f.When.Phase], i)
 			}
