@@ -25,7 +25,7 @@ import (
 
 // shipped loads a shipped scenario with its workload count replaced by
 // count (0: as shipped) and trials trials (0: as shipped).
-func shipped(b *testing.B, name string, count, trials int) *scenario.Scenario {
+func shipped(b testing.TB, name string, count, trials int) *scenario.Scenario {
 	b.Helper()
 	data, err := fs.ReadFile(scenario.ShippedFS, name+".yaml")
 	if err != nil {
@@ -59,7 +59,7 @@ type runStats struct {
 }
 
 // runOnce runs s through runner.Run into a fresh directory under dir.
-func runOnce(b *testing.B, s *scenario.Scenario, parallel int, dir string) runStats {
+func runOnce(b testing.TB, s *scenario.Scenario, parallel int, dir string) runStats {
 	b.Helper()
 	out := filepath.Join(dir, fmt.Sprintf("run-%d", time.Now().UnixNano()))
 	reset := perfstat.ResetPeakRSS()

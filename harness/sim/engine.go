@@ -110,6 +110,7 @@ func (e *engine) loop() {
 			ev = e.q.pop()
 			e.now = ev.t
 			e.prefetchNext()
+			e.prefetchObserved(&ev)
 		}
 		n++
 		e.res.Events++
@@ -155,6 +156,24 @@ func (e *engine) prefetchNext() {
 		a := uintptr(unsafe.Pointer(&p.cs[c]))
 		prefetch(a)
 		prefetch(a + 64)
+	}
+}
+
+// prefetchObserved starts loading the machine's view of the containers of
+// the event about to run (the planner reads every container's on each
+// step); its machine was requested one event earlier (prefetchNext).
+func (e *engine) prefetchObserved(ev *event) {
+	if ev.kind < evBind {
+		return
+	}
+	if km, ok := e.pods[ev.slot].m.(*kubelet.Machine); ok {
+		cs := km.Observed().Containers
+		if n := len(cs); n > 0 {
+			a := uintptr(unsafe.Pointer(&cs[0]))
+			for off := uintptr(0); off < uintptr(n)*unsafe.Sizeof(cs[0]); off += 64 {
+				prefetch(a + off)
+			}
+		}
 	}
 }
 
