@@ -268,12 +268,16 @@ func (o *Options) execute(parent context.Context, d *rundir.Dir, agg *Aggregate,
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	par := max(o.Parallel, 1)
-	// Each trial's pipeline keeps two goroutines busy besides its checkers
-	// (the backend and the history encoder; partitioning, checking and
-	// measuring share a third): checkers get the cores left over. On two
-	// cores the checking is synchronous: handing pods to checker
-	// goroutines cost more CPU than the checking (BenchmarkConsume).
-	checkWorkers := max(runtime.GOMAXPROCS(0)/par-2, 1)
+	// A trial runs as a pipeline when there are cores to spare for it: the
+	// backend, the history encoder, and the partitioning, checking and
+	// measuring on three goroutines; checkers get the cores left over
+	// beyond those (on two cores the checking is synchronous: handing
+	// pods to checker goroutines cost more CPU than the checking,
+	// BenchmarkConsume). Parallel trials that fill the cores run each on
+	// one goroutine instead: the stages' hand-offs would only add work.
+	procs := runtime.GOMAXPROCS(0)
+	pipeline := procs > par
+	checkWorkers := max(procs/par-2, 1)
 	type job struct {
 		seq int
 		t   scenario.Trial
@@ -331,7 +335,7 @@ func (o *Options) execute(parent context.Context, d *rundir.Dir, agg *Aggregate,
 					results <- result{seq: j.seq, skipped: true}
 					continue
 				}
-				out, err := o.runTrial(ctx, d, j.t, checkWorkers, progOf(j.t.Scenario.Metadata.Name))
+				out, err := o.runTrial(ctx, d, j.t, pipeline, checkWorkers, progOf(j.t.Scenario.Metadata.Name))
 				results <- result{seq: j.seq, out: out, err: err}
 			}
 		}()
@@ -379,7 +383,7 @@ func (o *Options) execute(parent context.Context, d *rundir.Dir, agg *Aggregate,
 
 // runTrial compiles and runs one trial into a segment file, checking and
 // measuring its pods as they finish (the history is never held in memory).
-func (o *Options) runTrial(ctx context.Context, d *rundir.Dir, t scenario.Trial, checkWorkers int, prog ScenarioProgress) (*finished, error) {
+func (o *Options) runTrial(ctx context.Context, d *rundir.Dir, t scenario.Trial, pipeline bool, checkWorkers int, prog ScenarioProgress) (*finished, error) {
 	plan, err := trial.Compile(t)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t, err)
@@ -404,14 +408,22 @@ func (o *Options) runTrial(ctx context.Context, d *rundir.Dir, t scenario.Trial,
 		prog.PodsDone(1)
 		return rw.Write(&rec)
 	})
-	// Encoding runs on its own goroutine, partitioning, checking and
-	// measuring on another, beside the backend (a sim trial is
-	// single-threaded): a pipeline over the cores.
+	// Pipelined, encoding runs on its own goroutine, partitioning,
+	// checking and measuring on another, beside the backend (a sim trial
+	// is single-threaded).
 	tally := faultTally{}
 	tap := newFaultTap(plan.Policy, plan.Number)
-	async := history.NewPipeline(0, hw, teeSink{part, tally, tap})
-	stats, runErr := o.Backend.RunTrial(ctx, plan, async)
-	perr := async.Close()
+	var sink history.Sink = teeSink{hw, part, tally, tap}
+	var async *history.AsyncSink
+	if pipeline {
+		async = history.NewPipeline(0, hw, teeSink{part, tally, tap})
+		sink = async
+	}
+	stats, runErr := o.Backend.RunTrial(ctx, plan, sink)
+	var perr error
+	if async != nil {
+		perr = async.Close()
+	}
 	if cerr := part.Close(); perr == nil {
 		perr = cerr
 	}
