@@ -183,10 +183,10 @@ func loadRunData(path string) (render.RunData, error) {
 	}
 	for i := range d.Latencies {
 		l := &d.Latencies[i]
-		l.SamplesMs = agg.Samples(metrics.Key{Scenario: d.Scenario, Policy: l.Policy, Metric: l.Metric})
-		if len(l.SamplesMs) != l.N {
+		l.Ms = agg.Hist(metrics.Key{Scenario: d.Scenario, Policy: l.Policy, Metric: l.Metric})
+		if l.Ms.N() != l.N {
 			d.Warnings = append(d.Warnings, fmt.Sprintf("%s: %s %s: %d samples in pods.jsonl, summary.json says n=%d",
-				path, l.Policy, l.Metric, len(l.SamplesMs), l.N))
+				path, l.Policy, l.Metric, l.Ms.N(), l.N))
 		}
 	}
 	return d, nil

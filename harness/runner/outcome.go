@@ -176,8 +176,8 @@ func (a *Aggregate) verdicts(r *Row, ps metrics.MetricSummary, partial, strict b
 func (a *Aggregate) GraduationInputs(r *Row) graduation.Inputs {
 	in := graduation.Inputs{
 		Violations: r.ViolatingPods, Lifecycles: r.Pods,
-		PodStartupMs: a.lat.Samples(metrics.Key{Scenario: r.Scenario, Policy: r.Policy, Metric: metrics.PodStartup}),
-		BaselineMs:   a.lat.Samples(metrics.Key{Scenario: r.Scenario, Policy: api.PolicyNone.String(), Metric: metrics.PodStartup}),
+		PodStartupMs: a.lat.Hist(metrics.Key{Scenario: r.Scenario, Policy: r.Policy, Metric: metrics.PodStartup}),
+		BaselineMs:   a.lat.Hist(metrics.Key{Scenario: r.Scenario, Policy: api.PolicyNone.String(), Metric: metrics.PodStartup}),
 	}
 	if s := a.byName[r.Scenario]; s != nil {
 		in.Seed = s.MasterSeed()
@@ -235,7 +235,7 @@ func (a *Aggregate) runData(s *scenario.Scenario, m Meta, partial bool, lat metr
 			continue
 		}
 		d.Latencies = append(d.Latencies, render.Latency{Policy: l.Policy, Metric: string(l.Metric), N: l.N, FaultedExcluded: l.FaultedExcluded,
-			SamplesMs: a.lat.Samples(l.Key), P50: l.P50, P90: l.P90, P99: l.P99})
+			Ms: a.lat.Hist(l.Key), P50: l.P50, P90: l.P90, P99: l.P99})
 	}
 	return d
 }

@@ -153,10 +153,10 @@ func Compare(a, b render.RunData, opts Options) Table {
 	wantMetric := func(m string) bool { return len(o.Metrics) == 0 || slices.Contains(o.Metrics, m) }
 
 	// Latencies.
-	bl := map[key][]float64{}
+	bl := map[key]*stats.Hist{}
 	bHas := map[key]bool{}
 	for _, l := range b.Latencies {
-		bl[key{l.Policy, l.Metric}] = l.SamplesMs
+		bl[key{l.Policy, l.Metric}] = l.Ms
 		bHas[key{l.Policy, l.Metric}] = true
 	}
 	aLat := slices.Clone(a.Latencies)
@@ -176,7 +176,7 @@ func Compare(a, b render.RunData, opts Options) Table {
 			continue
 		}
 		usedB[k] = true
-		c := stats.Compare(la.SamplesMs, bl[k], o.Alpha)
+		c := stats.CompareHist(la.Ms, bl[k], o.Alpha)
 		cs = append(cs, c)
 		t.Latencies = append(t.Latencies, LatencyRow{Policy: rowPolicy(la.Policy, pb), Metric: la.Metric})
 	}

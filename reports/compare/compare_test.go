@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"github.com/sidebench/sidebench/reports/stats"
 	"os"
 	"path/filepath"
 	"slices"
@@ -60,17 +61,17 @@ func runs() (a, b render.RunData) {
 	}
 	a, b = base("v0.1.0"), base("v0.2.0")
 	a.Latencies = []render.Latency{
-		{Policy: "kep753", Metric: "pod_startup", SamplesMs: series(20, func(i int) float64 { return 1000 + float64((i*37)%20)*10 })},
-		{Policy: "kep753", Metric: "sidecar_gate", SamplesMs: series(12, func(i int) float64 { return 40 + float64((i*5)%12) })},
-		{Policy: "kep753", Metric: "create_to_ready", SamplesMs: series(30, func(i int) float64 { return 2000 + float64(i) })},
-		{Policy: "none", Metric: "pod_startup", SamplesMs: series(20, func(i int) float64 { return 800 + float64(i)*5 })},
+		{Policy: "kep753", Metric: "pod_startup", Ms: stats.HistOf(series(20, func(i int) float64 { return 1000 + float64((i*37)%20)*10 }))},
+		{Policy: "kep753", Metric: "sidecar_gate", Ms: stats.HistOf(series(12, func(i int) float64 { return 40 + float64((i*5)%12) }))},
+		{Policy: "kep753", Metric: "create_to_ready", Ms: stats.HistOf(series(30, func(i int) float64 { return 2000 + float64(i) }))},
+		{Policy: "none", Metric: "pod_startup", Ms: stats.HistOf(series(20, func(i int) float64 { return 800 + float64(i)*5 }))},
 	}
 	b.Latencies = []render.Latency{
-		{Policy: "kep753", Metric: "pod_startup", SamplesMs: series(20, func(i int) float64 { return 1120 + float64((i*13)%20)*10 })},
-		{Policy: "kep753", Metric: "sidecar_gate", SamplesMs: series(12, func(i int) float64 { return 40.5 + float64((i*7)%12) })},
-		{Policy: "kep753", Metric: "create_to_ready", SamplesMs: series(30, func(i int) float64 { return 2060 + float64(i) })},
-		{Policy: "none", Metric: "pod_startup", SamplesMs: series(20, func(i int) float64 { return 801 + float64(i)*5 })},
-		{Policy: "none", Metric: "job_completion", SamplesMs: []float64{1, 2, 3}},
+		{Policy: "kep753", Metric: "pod_startup", Ms: stats.HistOf(series(20, func(i int) float64 { return 1120 + float64((i*13)%20)*10 }))},
+		{Policy: "kep753", Metric: "sidecar_gate", Ms: stats.HistOf(series(12, func(i int) float64 { return 40.5 + float64((i*7)%12) }))},
+		{Policy: "kep753", Metric: "create_to_ready", Ms: stats.HistOf(series(30, func(i int) float64 { return 2060 + float64(i) }))},
+		{Policy: "none", Metric: "pod_startup", Ms: stats.HistOf(series(20, func(i int) float64 { return 801 + float64(i)*5 }))},
+		{Policy: "none", Metric: "job_completion", Ms: stats.HistOf([]float64{1, 2, 3})},
 	}
 	a.Invariants = []render.InvariantRow{
 		{Policy: "kep753", ID: "S3", Checked: 400},

@@ -190,16 +190,17 @@ type Meta struct {
 	ElapsedSeconds float64
 }
 
-// Latency is one latency metric of one policy: its samples (optional; the
-// ECDF and comparisons need them) and its nearest-rank percentiles with
-// confidence intervals. If N is 0 and SamplesMs is not empty, the
-// percentiles are computed from the samples (stats.QuantileSummary).
+// Latency is one latency metric of one policy: its distribution (optional;
+// the ECDF and comparisons need it) and its nearest-rank percentiles with
+// confidence intervals. If N is 0 and Ms is not empty, the percentiles are
+// computed from it (stats.QuantileSummaryOf).
 type Latency struct {
 	Policy string
 	// Metric is a harness/metrics name, e.g. "pod_startup".
-	Metric    string
-	SamplesMs []float64
-	N         int
+	Metric string
+	// Ms is the distribution at 1 ms resolution (harness/metrics).
+	Ms *stats.Hist
+	N  int
 	// FaultedExcluded counts faulted pods left out of the samples.
 	FaultedExcluded int
 	P50, P90, P99   stats.Summary
@@ -310,11 +311,11 @@ func normalize(d RunData) RunData {
 	out.Latencies = slices.Clone(d.Latencies)
 	for i := range out.Latencies {
 		l := &out.Latencies[i]
-		if l.N == 0 && len(l.SamplesMs) > 0 {
-			l.N = len(l.SamplesMs)
-			l.P50 = stats.QuantileSummary(l.SamplesMs, 0.50, DefaultConfidence)
-			l.P90 = stats.QuantileSummary(l.SamplesMs, 0.90, DefaultConfidence)
-			l.P99 = stats.QuantileSummary(l.SamplesMs, 0.99, DefaultConfidence)
+		if l.N == 0 && l.Ms.N() > 0 {
+			l.N = l.Ms.N()
+			l.P50 = stats.QuantileSummaryOf(l.Ms, 0.50, DefaultConfidence)
+			l.P90 = stats.QuantileSummaryOf(l.Ms, 0.90, DefaultConfidence)
+			l.P99 = stats.QuantileSummaryOf(l.Ms, 0.99, DefaultConfidence)
 		}
 	}
 	slices.SortStableFunc(out.Latencies, func(a, b Latency) int {

@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/reports/stats"
 )
 
 // maxECDFPoints caps the points of one ECDF line: larger samples are drawn
@@ -72,7 +73,7 @@ func svgOf(p *plot.Plot, w, h vg.Length) (string, error) {
 func ecdfMetric(d RunData) string {
 	first := ""
 	for _, l := range d.Latencies {
-		if len(l.SamplesMs) == 0 {
+		if l.Ms.N() == 0 {
 			continue
 		}
 		if l.Metric == "pod_startup" {
@@ -85,31 +86,24 @@ func ecdfMetric(d RunData) string {
 	return first
 }
 
-// ecdfPoints returns the step points of the ECDF of the finite values of
-// x: (x_(i), i/n), starting at (x_(1), 0), at most maxECDFPoints+2 of them;
-// nil if x has no finite value.
-func ecdfPoints(x []float64) plotter.XYs {
-	s := make([]float64, 0, len(x))
-	for _, v := range x {
-		if finite(v) {
-			s = append(s, v)
-		}
-	}
-	if len(s) == 0 {
+// ecdfPoints returns the step points of the ECDF of h: (x_(i), i/n),
+// starting at (x_(1), 0), at most maxECDFPoints+2 of them; nil if h is
+// empty.
+func ecdfPoints(h *stats.Hist) plotter.XYs {
+	n := h.N()
+	if n == 0 {
 		return nil
 	}
-	slices.Sort(s)
-	n := len(s)
-	pts := plotter.XYs{{X: s[0], Y: 0}}
+	pts := plotter.XYs{{X: h.At(0), Y: 0}}
 	step := 1
 	if n > maxECDFPoints {
 		step = (n + maxECDFPoints - 1) / maxECDFPoints
 	}
 	for i := step - 1; i < n; i += step {
-		pts = append(pts, plotter.XY{X: s[i], Y: float64(i+1) / float64(n)})
+		pts = append(pts, plotter.XY{X: h.At(i), Y: float64(i+1) / float64(n)})
 	}
 	if last := pts[len(pts)-1]; last.Y != 1 {
-		pts = append(pts, plotter.XY{X: s[n-1], Y: 1})
+		pts = append(pts, plotter.XY{X: h.At(n - 1), Y: 1})
 	}
 	return pts
 }
@@ -130,10 +124,10 @@ func ecdfSVG(d RunData, metric string) (string, error) {
 	drawn := 0
 	for i, pol := range d.Policies {
 		for _, l := range d.Latencies {
-			if l.Policy != pol || l.Metric != metric || len(l.SamplesMs) == 0 {
+			if l.Policy != pol || l.Metric != metric || l.Ms.N() == 0 {
 				continue
 			}
-			pts := ecdfPoints(l.SamplesMs)
+			pts := ecdfPoints(l.Ms)
 			if pts == nil {
 				continue
 			}
@@ -145,7 +139,7 @@ func ecdfSVG(d RunData, metric string) (string, error) {
 			line.Color = paletteColor(i)
 			line.Width = vg.Points(1.5)
 			p.Add(line)
-			p.Legend.Add(fmt.Sprintf("%s (n=%d)", pol, len(l.SamplesMs)), line)
+			p.Legend.Add(fmt.Sprintf("%s (n=%d)", pol, l.Ms.N()), line)
 			drawn++
 		}
 	}

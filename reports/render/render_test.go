@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"flag"
+	"github.com/sidebench/sidebench/reports/stats"
 	"math"
 	"os"
 	"path/filepath"
@@ -218,10 +219,10 @@ func sampleRun(t *testing.T) RunData {
 			StartUnixNano: 1780000000000000000, Pods: 40, Extra: map[string]string{"nodes": "2", "kubelet": "reference"}},
 		Latencies: []Latency{
 			// Deliberately out of order: normalize sorts.
-			{Policy: "none", Metric: "pod_startup", SamplesMs: series(20, func(i int) float64 { return 700 + float64((i*53)%20)*20 })},
-			{Policy: "kep753", Metric: "sidecar_gate", SamplesMs: series(20, func(i int) float64 { return 30 + float64((i*7)%20)*1.5 })},
+			{Policy: "none", Metric: "pod_startup", Ms: stats.HistOf(series(20, func(i int) float64 { return 700 + float64((i*53)%20)*20 }))},
+			{Policy: "kep753", Metric: "sidecar_gate", Ms: stats.HistOf(series(20, func(i int) float64 { return 30 + float64((i*7)%20)*1.5 }))},
 			{Policy: "kep753", Metric: "pod_startup", FaultedExcluded: 1,
-				SamplesMs: series(20, func(i int) float64 { return 900 + float64((i*37)%20)*25 })},
+				Ms: stats.HistOf(series(20, func(i int) float64 { return 900 + float64((i*37)%20)*25 }))},
 		},
 		Invariants: []InvariantRow{
 			{Policy: "kep753", ID: "T10", Rule: "grace period honoured", Level: "BEST-EFFORT", Checked: 20, BoundsExceeded: 1},
@@ -522,7 +523,7 @@ func TestNaturalCompare(t *testing.T) {
 
 func TestECDFPointsDownsampled(t *testing.T) {
 	x := series(10001, func(i int) float64 { return float64(10000 - i) })
-	pts := ecdfPoints(x)
+	pts := ecdfPoints(stats.HistOf(x))
 	if len(pts) > maxECDFPoints+2 {
 		t.Errorf("%d points", len(pts))
 	}
@@ -538,9 +539,9 @@ func TestEdgeCases(t *testing.T) {
 	d := RunData{
 		Scenario: "edge",
 		Latencies: []Latency{
-			{Policy: "a", Metric: "pod_startup", SamplesMs: []float64{5}},
-			{Policy: "b", Metric: "pod_startup", SamplesMs: []float64{7, 7, 7, 7}},
-			{Policy: "c", Metric: "pod_startup", SamplesMs: []float64{math.NaN()}},
+			{Policy: "a", Metric: "pod_startup", Ms: stats.HistOf([]float64{5})},
+			{Policy: "b", Metric: "pod_startup", Ms: stats.HistOf([]float64{7, 7, 7, 7})},
+			{Policy: "c", Metric: "pod_startup", Ms: stats.HistOf([]float64{math.NaN()})},
 			{Policy: "d", Metric: "custom_metric", N: 0},
 		},
 		Verdicts: []Verdict{{Criterion: "x", Status: StatusPass, Observed: math.Inf(1), Bound: math.NaN(), Threshold: math.NaN()}},

@@ -58,7 +58,7 @@ func newRand(seed uint64) *rand.Rand {
 // (Efron & Tibshirani 1993). Summary.Quantile is 0 (not a quantile).
 func Bootstrap(x []float64, stat Statistic, confidence float64, resamples int, seed uint64) Summary {
 	s := Summary{Center: math.NaN(), Lo: math.Inf(-1), Hi: math.Inf(1), Confidence: confidence, N: len(x)}
-	if w := bootstrapChecks(confidence, x); w != "" {
+	if w := sampleChecks(confidence, x); w != "" {
 		s.Warnings = append(s.Warnings, w)
 		return s
 	}
@@ -91,7 +91,7 @@ func BootstrapMean(x []float64, confidence float64, resamples int, seed uint64) 
 func BootstrapDiff(a, b []float64, stat Statistic, confidence float64, resamples int, seed uint64) Summary {
 	s := Summary{Center: math.NaN(), Lo: math.Inf(-1), Hi: math.Inf(1), Confidence: confidence, N: len(a) + len(b)}
 	for _, x := range [][]float64{a, b} {
-		if w := bootstrapChecks(confidence, x); w != "" {
+		if w := sampleChecks(confidence, x); w != "" {
 			s.Warnings = append(s.Warnings, w)
 			return s
 		}
@@ -113,13 +113,21 @@ func BootstrapDiff(a, b []float64, stat Statistic, confidence float64, resamples
 	return s
 }
 
-func bootstrapChecks(confidence float64, x []float64) string {
+func bootstrapChecks(confidence float64, n int) string {
 	switch {
 	case !(confidence > 0 && confidence < 1):
 		return fmt.Sprintf("confidence %v outside (0, 1)", confidence)
-	case len(x) == 0:
+	case n == 0:
 		return "no samples"
-	case hasNaN(x):
+	}
+	return ""
+}
+
+func sampleChecks(confidence float64, x []float64) string {
+	if w := bootstrapChecks(confidence, len(x)); w != "" {
+		return w
+	}
+	if hasNaN(x) {
 		return "sample contains NaN"
 	}
 	return ""
@@ -162,9 +170,21 @@ func bootstrapBounds(vals []float64, confidence float64) (lo, hi float64) {
 // stream differs from BootstrapDiff's, so the two agree in distribution,
 // not draw by draw.
 func BootstrapQuantileDiff(a, b []float64, q, confidence float64, resamples int, seed uint64) Summary {
-	s := Summary{Center: math.NaN(), Lo: math.Inf(-1), Hi: math.Inf(1), Confidence: confidence, Quantile: q, N: len(a) + len(b)}
 	for _, x := range [][]float64{a, b} {
-		if w := bootstrapChecks(confidence, x); w != "" {
+		if len(x) > 0 && hasNaN(x) {
+			return Summary{Center: math.NaN(), Lo: math.Inf(-1), Hi: math.Inf(1), Confidence: confidence, Quantile: q, N: len(a) + len(b),
+				Warnings: []string{"sample contains NaN"}}
+		}
+	}
+	return BootstrapQuantileDiffOf(Sorted(sortedCopy(a)), Sorted(sortedCopy(b)), q, confidence, resamples, seed)
+}
+
+// BootstrapQuantileDiffOf is BootstrapQuantileDiff over ordered samples
+// (sorted slices or Hists).
+func BootstrapQuantileDiffOf(sa, sb Ordered, q, confidence float64, resamples int, seed uint64) Summary {
+	s := Summary{Center: math.NaN(), Lo: math.Inf(-1), Hi: math.Inf(1), Confidence: confidence, Quantile: q, N: sa.Len() + sb.Len()}
+	for _, x := range []Ordered{sa, sb} {
+		if w := bootstrapChecks(confidence, x.Len()); w != "" {
 			s.Warnings = append(s.Warnings, w)
 			return s
 		}
@@ -176,9 +196,8 @@ func BootstrapQuantileDiff(a, b []float64, q, confidence float64, resamples int,
 	if resamples <= 0 {
 		resamples = DefaultResamples
 	}
-	s.Warnings = append(s.Warnings, bootstrapWarnings(resamples, min(len(a), len(b)))...)
-	sa, sb := sortedCopy(a), sortedCopy(b)
-	s.Center = PercentileSorted(sb, 100*q) - PercentileSorted(sa, 100*q)
+	s.Warnings = append(s.Warnings, bootstrapWarnings(resamples, min(sa.Len(), sb.Len()))...)
+	s.Center = PercentileOf(sb, 100*q) - PercentileOf(sa, 100*q)
 	src := rand.NewPCG(seed, bootstrapStream)
 	ba := orderStatSampler(sa, q, src)
 	bb := orderStatSampler(sb, q, src)
@@ -191,15 +210,22 @@ func BootstrapQuantileDiff(a, b []float64, q, confidence float64, resamples int,
 	return s
 }
 
+// Log is an ordered sample's natural logarithm, itself ordered (log is
+// monotone): the log-scale view a ratio of quantiles is bootstrapped on.
+type Log struct{ Ordered }
+
+// At is log of the (i+1)-th smallest value.
+func (l Log) At(i int) float64 { return math.Log(l.Ordered.At(i)) }
+
 // orderStatSampler returns a function drawing the nearest-rank q-quantile
 // of a bootstrap resample of sorted.
-func orderStatSampler(sorted []float64, q float64, src rand.Source) func() float64 {
-	n := len(sorted)
+func orderStatSampler(sorted Ordered, q float64, src rand.Source) func() float64 {
+	n := sorted.Len()
 	r := NearestRank(n, 100*q)
 	beta := distuv.Beta{Alpha: float64(r), Beta: float64(n - r + 1), Src: src}
 	return func() float64 {
 		u := beta.Rand()
 		i := int(math.Ceil(u*float64(n))) - 1
-		return sorted[min(max(i, 0), n-1)]
+		return sorted.At(min(max(i, 0), n-1))
 	}
 }

@@ -36,30 +36,39 @@ type Comparison struct {
 // Warnings carry benchstat's "need >= N samples to detect a difference"
 // when the sample sizes make p ≤ alpha impossible.
 func Compare(a, b []float64, alpha float64) Comparison {
+	ca, cb := math.NaN(), math.NaN()
+	if len(a) > 0 {
+		ca = Percentile(a, 50)
+	}
+	if len(b) > 0 {
+		cb = Percentile(b, 50)
+	}
+	return comparison(ca, cb, MannWhitneyU(a, b), alpha)
+}
+
+// CompareHist is Compare over two Hists (1 ms resolution).
+func CompareHist(a, b *Hist, alpha float64) Comparison {
+	return comparison(PercentileOf(a, 50), PercentileOf(b, 50), MannWhitneyUHist(a, b), alpha)
+}
+
+func comparison(centerA, centerB float64, u MWUResult, alpha float64) Comparison {
 	if alpha <= 0 {
 		alpha = DefaultAlpha
 	}
-	c := Comparison{Alpha: alpha, N1: len(a), N2: len(b), CenterA: math.NaN(), CenterB: math.NaN(), DeltaPct: math.NaN()}
-	if len(a) > 0 {
-		c.CenterA = Percentile(a, 50)
-	}
-	if len(b) > 0 {
-		c.CenterB = Percentile(b, 50)
-	}
+	c := Comparison{Alpha: alpha, N1: u.N1, N2: u.N2, CenterA: centerA, CenterB: centerB, DeltaPct: math.NaN()}
 	if c.CenterA != 0 && !math.IsNaN(c.CenterA) {
 		c.DeltaPct = (c.CenterB - c.CenterA) / c.CenterA * 100
 	} else if c.CenterA == 0 {
 		c.Warnings = append(c.Warnings, "baseline median is 0: relative change undefined")
 	}
-	u := MannWhitneyU(a, b)
 	c.P, c.PRaw = u.P, u.P
 	c.Test = "mann-whitney-u normal"
 	if u.Exact {
 		c.Test = "mann-whitney-u exact"
 	}
 	c.Warnings = append(c.Warnings, u.Warnings...)
-	if len(a) > 0 && len(b) > 0 {
-		if w := mwuDetectWarning(len(a), len(b), alpha); w != "" {
+	if u.N1 > 0 && u.N2 > 0 {
+		if w := mwuDetectWarning(u.N1, u.N2, alpha); w != "" {
 			c.Warnings = append(c.Warnings, w)
 		}
 	}

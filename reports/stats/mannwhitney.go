@@ -54,12 +54,32 @@ func MannWhitneyU(a, b []float64) MWUResult {
 		r.Warnings = append(r.Warnings, "sample contains NaN")
 		return r
 	}
-	n1, n2 := len(a), len(b)
+	return mwu(tiesOf(a, b), len(a), len(b))
+}
+
+// MannWhitneyUHist is MannWhitneyU over two Hists (samples at 1 ms
+// resolution: equal buckets are ties).
+func MannWhitneyUHist(a, b *Hist) MWUResult {
+	if a.N() == 0 || b.N() == 0 {
+		return MWUResult{N1: a.N(), N2: b.N(), P: math.NaN(), U: math.NaN(), Warnings: []string{"no samples"}}
+	}
+	var groups []tieGroup
+	mergeBuckets(a, b, func(_ int64, ca, cb int) { groups = append(groups, tieGroup{ca, cb}) })
+	return mwu(groups, a.N(), b.N())
+}
+
+// tieGroup is one distinct value of the pooled samples: how many of its
+// copies come from each sample.
+type tieGroup struct{ a, b int }
+
+// tiesOf pools a and b and returns their distinct values in ascending
+// order as tie groups.
+func tiesOf(a, b []float64) []tieGroup {
 	type obs struct {
 		v     float64
 		first bool
 	}
-	all := make([]obs, 0, n1+n2)
+	all := make([]obs, 0, len(a)+len(b))
 	for _, v := range a {
 		all = append(all, obs{v, true})
 	}
@@ -67,26 +87,61 @@ func MannWhitneyU(a, b []float64) MWUResult {
 		all = append(all, obs{v, false})
 	}
 	slices.SortFunc(all, func(x, y obs) int { return cmpFloat(x.v, y.v) })
-	n := len(all)
-	var r1, tieSum float64
-	ties := false
-	for i := 0; i < n; {
-		j := i + 1
-		for j < n && all[j].v == all[i].v {
-			j++
-		}
-		t := float64(j - i)
-		if j-i > 1 {
-			ties = true
-			tieSum += t*t*t - t
-		}
-		avg := float64(i+j+1) / 2 // ranks i+1..j averaged
-		for k := i; k < j; k++ {
-			if all[k].first {
-				r1 += avg
+	var groups []tieGroup
+	for i := 0; i < len(all); {
+		var g tieGroup
+		j := i
+		for ; j < len(all) && all[j].v == all[i].v; j++ {
+			if all[j].first {
+				g.a++
+			} else {
+				g.b++
 			}
 		}
+		groups = append(groups, g)
 		i = j
+	}
+	return groups
+}
+
+// mergeBuckets calls fn for every bucket of a or b in ascending order with
+// both counts.
+func mergeBuckets(a, b *Hist, fn func(ms int64, ca, cb int)) {
+	a.view()
+	b.view()
+	i, j := 0, 0
+	for i < len(a.keys) || j < len(b.keys) {
+		switch {
+		case j >= len(b.keys) || i < len(a.keys) && a.keys[i] < b.keys[j]:
+			fn(a.keys[i], int(a.counts[a.keys[i]]), 0)
+			i++
+		case i >= len(a.keys) || b.keys[j] < a.keys[i]:
+			fn(b.keys[j], 0, int(b.counts[b.keys[j]]))
+			j++
+		default:
+			fn(a.keys[i], int(a.counts[a.keys[i]]), int(b.counts[b.keys[j]]))
+			i++
+			j++
+		}
+	}
+}
+
+// mwu is the test over the pooled samples' tie groups in ascending order.
+func mwu(groups []tieGroup, n1, n2 int) MWUResult {
+	r := MWUResult{N1: n1, N2: n2, P: math.NaN(), U: math.NaN()}
+	var r1, tieSum float64
+	ties := false
+	i := 0 // values before this group
+	for _, g := range groups {
+		t := g.a + g.b
+		if t > 1 {
+			ties = true
+			ft := float64(t)
+			tieSum += ft*ft*ft - ft
+		}
+		avg := float64(2*i+t+1) / 2 // ranks i+1..i+t averaged
+		r1 += float64(g.a) * avg
+		i += t
 	}
 	f1 := float64(n1)
 	r.U = r1 - f1*(f1+1)/2
