@@ -15,7 +15,7 @@ import (
 // report. A truncated last line (a crashed run) is accepted with a
 // warning; any other decoding error is returned with its file and line.
 func CheckFiles(paths []string, opts ...Option) (*Report, error) {
-	reps, err := checkFiles(paths, false, opts...)
+	reps, err := checkFiles(openFile, paths, false, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -27,10 +27,17 @@ func CheckFiles(paths []string, opts ...Option) (*Report, error) {
 // policy of a scenario, and mixing them in one table would hide which
 // design broke what.
 func CheckFilesByPolicy(paths []string, opts ...Option) ([]*Report, error) {
-	return checkFiles(paths, true, opts...)
+	return checkFiles(openFile, paths, true, opts...)
 }
 
-func checkFiles(paths []string, byPolicy bool, opts ...Option) ([]*Report, error) {
+// Opener opens a history by the name given on the command line (a plain
+// JSONL file, or whatever else the caller accepts: a run directory, a
+// compressed file).
+type Opener func(path string) (io.ReadCloser, error)
+
+func openFile(path string) (io.ReadCloser, error) { return os.Open(path) }
+
+func checkFiles(open Opener, paths []string, byPolicy bool, opts ...Option) ([]*Report, error) {
 	var (
 		keys     []string
 		runners  = map[string]*Runner{}
@@ -61,7 +68,7 @@ func checkFiles(paths []string, byPolicy bool, opts ...Option) ([]*Report, error
 		return nil
 	}
 	for _, path := range paths {
-		f, err := os.Open(path)
+		f, err := open(path)
 		if err != nil {
 			closeAll()
 			return nil, err
@@ -89,12 +96,15 @@ func checkFiles(paths []string, byPolicy bool, opts ...Option) ([]*Report, error
 // exit code: 1 if any violation, 2 if the input is unreadable, 0 otherwise
 // (degradations, bounds exceeded and unknowns do not fail the check; the
 // table shows them).
-func RunCheckCommand(stdout, stderr io.Writer, paths []string) (exitCode int) {
+func RunCheckCommand(stdout, stderr io.Writer, paths []string, open Opener) (exitCode int) {
 	if len(paths) == 0 {
 		fmt.Fprintln(stderr, "check: no history files given")
 		return 2
 	}
-	reps, err := CheckFilesByPolicy(paths)
+	if open == nil {
+		open = openFile
+	}
+	reps, err := checkFiles(open, paths, true)
 	if err != nil {
 		fmt.Fprintf(stderr, "check: %v\n", err)
 		return 2

@@ -13,6 +13,8 @@ import (
 // podResult is one pod's outcome, folded by the aggregator.
 type podResult struct {
 	seq      uint64
+	name     string
+	events   *[]history.Event // kept for the OnPod hook
 	meta     *history.Meta
 	findings []Finding
 	unknown  uint64 // bit i: checker i failed on this pod
@@ -80,6 +82,15 @@ func Workers(n int) Option { return func(r *Runner) { r.workers = max(n, 1) } }
 // (all are counted). The default is 100.
 func FindingsCap(n int) Option { return func(r *Runner) { r.cap = max(n, 0) } }
 
+// PodHook receives each checked pod, in the order the pods were added,
+// with its history (valid only during the call) and whether the checker
+// found anything on it (a finding of any class, or a checker that
+// failed): what a run needs to decide which histories to keep.
+type PodHook func(meta *history.Meta, pod string, events []history.Event, notable bool)
+
+// OnPod sets a hook called for every pod once it is checked and folded.
+func OnPod(fn PodHook) Option { return func(r *Runner) { r.onPod = fn } }
+
 // WithCheckers replaces the registered checkers (tests, or a subset).
 func WithCheckers(cs ...Checker) Option { return func(r *Runner) { r.checkers = cs } }
 
@@ -93,6 +104,7 @@ type Runner struct {
 	checkers []Checker
 	seq      uint64
 	agg      *aggregator
+	onPod    PodHook
 
 	// Synchronous mode (workers == 1): results are folded at once, so one
 	// result buffer is reused.
@@ -157,6 +169,9 @@ func (r *Runner) Add(meta *history.Meta, pod string, events []history.Event) {
 		if len(r.res.findings) > 0 {
 			r.publishStored()
 		}
+		if r.onPod != nil {
+			r.onPod(meta, pod, events, r.res.notable())
+		}
 		return
 	}
 	r.slots <- struct{}{}
@@ -174,11 +189,23 @@ func (r *Runner) work() {
 	for j := range r.jobs {
 		res := &podResult{seq: j.seq}
 		w.check(j.meta, j.name, *j.events, res)
-		clear(*j.events) // drop Spec/Meta pointers before pooling
-		r.pool.Put(j.events)
+		if r.onPod != nil {
+			res.name, res.events = j.name, j.events // recycled after the hook
+		} else {
+			r.recycle(j.events)
+		}
 		r.results <- res
 	}
 }
+
+func (r *Runner) recycle(events *[]history.Event) {
+	clear(*events) // drop Spec/Meta pointers before pooling
+	r.pool.Put(events)
+}
+
+// notable: the checker found something on the pod.
+func (res *podResult) notable() bool { return len(res.findings) > 0 || len(res.errs) > 0 }
+
 
 // collect folds results strictly in seq order; early arrivals wait in
 // pending, which the slots semaphore keeps small.
@@ -197,6 +224,10 @@ func (r *Runner) collect() {
 			r.agg.fold(res)
 			if len(res.findings) > 0 {
 				r.publishStored()
+			}
+			if res.events != nil {
+				r.onPod(res.meta, res.name, *res.events, res.notable())
+				r.recycle(res.events)
 			}
 			next++
 			<-r.slots

@@ -216,7 +216,7 @@ func TestRunCheckCommand(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
-			if code := RunCheckCommand(&out, &errb, tc.paths); code != tc.code {
+			if code := RunCheckCommand(&out, &errb, tc.paths, nil); code != tc.code {
 				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, out.String(), errb.String())
 			}
 			if !strings.Contains(out.String(), tc.out) || !strings.Contains(errb.String(), tc.err) {
@@ -243,5 +243,53 @@ func TestReportJSONRoundTrip(t *testing.T) {
 	}
 	if back.Valid != Invalid || back.Row("INV-T3").Violations != 1 || back.Findings[0].Class != Violation {
 		t.Fatalf("round trip: %+v", back.Rows[0])
+	}
+}
+
+// TestOnPodHook: the hook sees every pod once, in the order the pods were
+// added, with its events and whether the checker found anything on it
+// (the same verdict the report has), in both modes.
+func TestOnPodHook(t *testing.T) {
+	ev := fleet(120, 3)
+	for _, workers := range []int{1, 4} {
+		var order []string
+		notable := map[string]bool{}
+		r := NewRunner(Workers(workers), OnPod(func(meta *history.Meta, pod string, evs []history.Event, n bool) {
+			if len(evs) == 0 || meta == nil {
+				t.Errorf("%s: no events or meta", pod)
+			}
+			order = append(order, pod)
+			notable[pod] = n
+		}))
+		var added []string
+		part := history.NewPartitioner(func(meta *history.Meta, pod string, evs []history.Event) error {
+			added = append(added, pod)
+			r.Add(meta, pod, evs)
+			return nil
+		})
+		for i := range ev {
+			part.Write(&ev[i])
+		}
+		part.Close()
+		rep := r.Close()
+		if !slices.Equal(order, added) {
+			t.Fatalf("workers=%d: hook order differs from the add order", workers)
+		}
+		withFindings := map[string]bool{}
+		for _, f := range rep.Findings {
+			withFindings[f.Pod] = true
+		}
+		n := 0
+		for pod, v := range notable {
+			if v {
+				n++
+			}
+			if withFindings[pod] && !v {
+				t.Errorf("workers=%d: %s has findings but was not notable", workers, pod)
+			}
+		}
+		if n == 0 || n == len(notable) {
+			t.Errorf("workers=%d: %d of %d pods notable", workers, n, len(notable))
+		}
 	}
 }

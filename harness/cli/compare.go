@@ -2,16 +2,13 @@ package cli
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sidebench/sidebench/harness/metrics"
-	"github.com/sidebench/sidebench/harness/rundir"
+	"github.com/sidebench/sidebench/harness/runner"
 	"github.com/sidebench/sidebench/reports/compare"
 	"github.com/sidebench/sidebench/reports/render"
 )
@@ -24,9 +21,10 @@ type compareFlags struct {
 }
 
 const compareLong = `Compare two run directories (written by 'sidebench run'): RUN_A is the
-baseline, RUN_B the candidate. The headline numbers come from each run's
-summary.json, the latency samples from its pods.jsonl (faulted pods are left
-out, as in the reports).
+baseline, RUN_B the candidate. Each run's committed trials are judged
+through the same aggregation as 'run' (its latency distributions at 1 ms
+resolution, faulted pods left out, as in the reports); a directory holding
+only a summary.json and a pods.jsonl is read from those.
 
 One row per policy × latency metric both runs have, benchstat style:
 
@@ -146,87 +144,14 @@ func hasPolicy(d render.RunData, p string) bool {
 	return false
 }
 
-// loadRunData reads a run directory (or its summary.json) into render
-// input: the numbers of summary.json plus the latency samples of pods.jsonl,
-// faulted pods excluded (metrics.Aggregate's default). Every error is a
-// usage error naming the path.
+// loadRunData reads one side of a comparison (runner.LoadRunData); bad
+// input is a usage error.
 func loadRunData(path string) (render.RunData, error) {
-	dir := path
-	if fi, err := os.Stat(path); err != nil {
-		return render.RunData{}, usageErr("%s: %v", path, unwrapPathErr(err))
-	} else if !fi.IsDir() {
-		dir = filepath.Dir(path)
-	}
-	sumPath := filepath.Join(dir, render.SummaryFile)
-	fh, err := os.Open(sumPath)
+	d, err := runner.LoadRunData(path)
 	if err != nil {
-		return render.RunData{}, usageErr("%s: not a run directory: %v", path, unwrapPathErr(err))
-	}
-	s, err := render.ReadSummaryJSON(fh)
-	fh.Close()
-	if err != nil {
-		hint := ""
-		if _, serr := os.Stat(filepath.Join(dir, "reports")); serr == nil {
-			hint = " (a run of several scenarios: compare " + filepath.Join(dir, "reports", "<scenario>") + ")"
-		}
-		return render.RunData{}, usageErr("%s: %v%s", sumPath, err, hint)
-	}
-	d := s.RunData()
-	podsPath := filepath.Join(dir, rundir.FilePods)
-	if _, err := os.Stat(podsPath); err != nil && filepath.Base(filepath.Dir(dir)) == "reports" {
-		// reports/<scenario>/ of a multi-scenario run: pods.jsonl is two up.
-		podsPath = filepath.Join(filepath.Dir(filepath.Dir(dir)), rundir.FilePods)
-	}
-	agg, err := readRecords(podsPath, func(r *metrics.Record) bool { return d.Scenario == "" || r.Scenario == d.Scenario })
-	if err != nil {
-		return render.RunData{}, err
-	}
-	for i := range d.Latencies {
-		l := &d.Latencies[i]
-		l.Ms = agg.Hist(metrics.Key{Scenario: d.Scenario, Policy: l.Policy, Metric: l.Metric})
-		if l.Ms.N() != l.N {
-			d.Warnings = append(d.Warnings, fmt.Sprintf("%s: %s %s: %d samples in pods.jsonl, summary.json says n=%d",
-				path, l.Policy, l.Metric, l.Ms.N(), l.N))
-		}
+		return d, runError(err)
 	}
 	return d, nil
-}
-
-// readRecords aggregates the records of a pods.jsonl that keep accepts.
-func readRecords(path string, keep func(*metrics.Record) bool) (*metrics.Aggregator, error) {
-	agg := metrics.NewAggregator(metrics.Options{})
-	err := forEachRecord(path, func(r *metrics.Record) {
-		if keep(r) {
-			agg.Add(r)
-		}
-	})
-	return agg, err
-}
-
-// forEachRecord calls fn with every record of a pods.jsonl. A torn last
-// line (a run killed mid-write) is ignored; any other error is a usage
-// error naming the path.
-func forEachRecord(path string, fn func(*metrics.Record)) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return usageErr("%s: cannot read per-pod records: %v", path, unwrapPathErr(err))
-	}
-	defer f.Close()
-	rr := metrics.NewRecordReader(f)
-	for {
-		var rec metrics.Record
-		err := rr.Read(&rec)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) && errors.Is(rr.Read(&rec), io.EOF) {
-				return nil // torn last line
-			}
-			return usageErr("%s: %v", path, err)
-		}
-		fn(&rec)
-	}
 }
 
 // unwrapPathErr drops the path of an *os.PathError (the caller names it).

@@ -169,7 +169,7 @@ func TestCompareUsage(t *testing.T) {
 		{[]string{"compare", good}, "exactly two"},
 		{[]string{"compare", good, filepath.Join(dir, "missing")}, filepath.Join(dir, "missing")},
 		{[]string{"compare", good, empty}, empty},
-		{[]string{"compare", good, nopods}, filepath.Join(nopods, rundir.FilePods)},
+		{[]string{"compare", good, nopods}, filepath.Join(nopods, "pods.jsonl")},
 		{[]string{"compare", good, badsum}, filepath.Join(badsum, render.SummaryFile)},
 		{[]string{"compare", "--format", "xml", good, good}, "--format"},
 		{[]string{"compare", "--alpha", "2", good, good}, "--alpha"},

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/harness/metrics"
 	"github.com/sidebench/sidebench/harness/rundir"
 	"github.com/sidebench/sidebench/reports/render"
 )
@@ -50,7 +51,7 @@ func TestSoakKillResume(t *testing.T) {
 		t.Skip("subprocess soak")
 	}
 	dir := filepath.Join(t.TempDir(), "soak")
-	args, _ := json.Marshal([]string{"soak", "--duration", "1m", "--checkpoint", "100ms", "--quiet", "--out", dir, "testdata/tiny.yaml"})
+	args, _ := json.Marshal([]string{"soak", "--duration", "1m", "--checkpoint", "100ms", "--quiet", "--keep-history", "all", "--out", dir, "testdata/tiny.yaml"})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "SIDEBENCH_TEST_MAIN=1", "SIDEBENCH_TEST_ARGS="+string(args))
 	var stderr bytes.Buffer
@@ -89,7 +90,7 @@ func TestSoakKillResume(t *testing.T) {
 
 	// The merged history: one run per committed trial, no duplicates, no
 	// gaps per policy, every run complete.
-	f, err := os.Open(filepath.Join(dir, rundir.FileHistory))
+	f, err := rundir.OpenHistory(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,9 @@ func TestSoakKillResume(t *testing.T) {
 	for _, row := range sum.Rows {
 		pods += row.Pods
 	}
-	if pb, _ := os.ReadFile(filepath.Join(dir, rundir.FilePods)); bytes.Count(pb, []byte("\n")) != pods {
-		t.Errorf("pods.jsonl has %d records, summary %d pods", bytes.Count(pb, []byte("\n")), pods)
+	records := 0
+	rundir.EachPod(dir, func(*metrics.Record) error { records++; return nil })
+	if records != pods {
+		t.Errorf("pods.jsonl.zst has %d records, summary %d pods", records, pods)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sidebench/sidebench/harness/check"
+	"github.com/sidebench/sidebench/harness/rundir"
 	"github.com/sidebench/sidebench/harness/scenario"
 )
 
@@ -44,14 +45,18 @@ the closest valid name. Exit code 2 if any file is invalid.`,
 
 func newCheckCommand(streams IOStreams) *cobra.Command {
 	return &cobra.Command{
-		Use:   "check HISTORY...",
+		Use:   "check HISTORY|RUNDIR...",
 		Short: "Re-check ordering invariants over recorded histories",
-		Long: `Check the ordering invariants (SEMANTICS.md) over history files
-(history.jsonl), offline. Exit code 1 if any violation, 2 if a file cannot
-be read.`,
+		Long: `Check the ordering invariants (SEMANTICS.md) over histories, offline: a run
+directory (its committed trials), a compressed history (history.jsonl.zst)
+or a plain JSONL history. A run that kept only some pods' histories
+(--keep-history findings or sample:P) re-checks to the same findings for
+every pod it kept. A file that ends inside a compressed frame or a line (a
+crashed run) is checked up to there, with a warning. Exit code 1 if any
+violation, 2 if a file cannot be read.`,
 		Args: atLeastOne("history file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if code := check.RunCheckCommand(streams.Out, streams.ErrOut, args); code != 0 {
+			if code := check.RunCheckCommand(streams.Out, streams.ErrOut, args, rundir.OpenHistory); code != 0 {
 				return silent(code)
 			}
 			return nil

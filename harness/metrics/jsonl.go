@@ -71,17 +71,8 @@ func (r *RecordReader) Read(rec *Record) error {
 		if len(b) == 0 {
 			continue
 		}
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		*rec = Record{}
-		if err := dec.Decode(rec); err != nil {
+		if err := UnmarshalRecord(b, rec); err != nil {
 			return fmt.Errorf("pods.jsonl line %d: %w", r.line, err)
-		}
-		if dec.More() {
-			return fmt.Errorf("pods.jsonl line %d: trailing data after the record", r.line)
-		}
-		if rec.LatenciesMs == nil {
-			rec.LatenciesMs = map[Metric]float64{}
 		}
 		return nil
 	}
@@ -89,6 +80,24 @@ func (r *RecordReader) Read(rec *Record) error {
 		return fmt.Errorf("pods.jsonl line %d: %w", r.line+1, err)
 	}
 	return io.EOF
+}
+
+// UnmarshalRecord decodes one pods.jsonl line strictly (an unknown field
+// is an error) into rec.
+func UnmarshalRecord(b []byte, rec *Record) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	*rec = Record{}
+	if err := dec.Decode(rec); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the record")
+	}
+	if rec.LatenciesMs == nil {
+		rec.LatenciesMs = map[Metric]float64{}
+	}
+	return nil
 }
 
 // ReadRecords reads every record from r.

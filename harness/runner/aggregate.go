@@ -1,7 +1,10 @@
 package runner
 
 import (
+	"crypto/sha256"
+	"errors"
 	"fmt"
+	"iter"
 	"path/filepath"
 	"slices"
 	"time"
@@ -99,7 +102,7 @@ type Aggregate struct {
 	rows     []*Row
 	index    map[[2]string]*Row
 	lat      *metrics.Aggregator
-	seen     map[rundir.Key]bool
+	seen     map[keyDigest]struct{}
 	Trials   int
 	Partial  bool
 	Resumed  int
@@ -115,7 +118,7 @@ type Aggregate struct {
 // policy (keep filters the policies; nil keeps all).
 func NewAggregate(scens []*scenario.Scenario, keep func(s *scenario.Scenario, policy string) bool) *Aggregate {
 	a := &Aggregate{byName: map[string]*scenario.Scenario{}, index: map[[2]string]*Row{},
-		lat: metrics.NewAggregator(metrics.Options{}), seen: map[rundir.Key]bool{}, hashes: map[string]string{}}
+		lat: metrics.NewAggregator(metrics.Options{}), seen: map[keyDigest]struct{}{}, hashes: map[string]string{}}
 	for _, s := range scens {
 		a.scens = append(a.scens, s)
 		a.byName[s.Metadata.Name] = s
@@ -157,16 +160,36 @@ func (a *Aggregate) Scenarios() []*scenario.Scenario { return a.scens }
 // Latencies is the latency aggregation (samples and percentiles).
 func (a *Aggregate) Latencies() *metrics.Aggregator { return a.lat }
 
-// AddTrial folds one committed trial in: its journal entry, its pods'
-// records and its findings. It returns false, and adds nothing, when a
-// trial with the same key (scenario hash, policy, seed, number) was
-// already added: pooled run directories count each trial once.
-func (a *Aggregate) AddTrial(e *rundir.Entry, recs []metrics.Record, finds []rundir.FindingRecord) bool {
-	k := e.Key()
-	if a.seen[k] {
+// keyDigest is a trial key's SHA-256 prefix: the set of trials counted
+// costs 16 bytes per trial, the only state of an aggregate that grows
+// with the run (an 8-hour soak: about 10 MB).
+type keyDigest [16]byte
+
+func digest(k rundir.Key) keyDigest {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d", k.ScenarioHash, k.Policy, k.Seed, k.Trial)
+	var d keyDigest
+	copy(d[:], h.Sum(nil))
+	return d
+}
+
+// Seen reports whether a trial with this key was added.
+func (a *Aggregate) Seen(k rundir.Key) bool {
+	_, ok := a.seen[digest(k)]
+	return ok
+}
+
+// AddTrial folds one committed trial in: its journal entry, its
+// TrialStats (counts and distributions over all of its pods) and its
+// findings. It returns false, and adds nothing, when a trial with the
+// same key (scenario hash, policy, seed, number) was already added:
+// pooled run directories count each trial once.
+func (a *Aggregate) AddTrial(e *rundir.Entry, st *rundir.TrialStats, finds []rundir.FindingRecord) bool {
+	k := digest(e.Key())
+	if _, dup := a.seen[k]; dup {
 		return false
 	}
-	a.seen[k] = true
+	a.seen[k] = struct{}{}
 	a.Trials++
 	r := a.row(e.Scenario, e.Policy)
 	r.Trials++
@@ -179,7 +202,7 @@ func (a *Aggregate) AddTrial(e *rundir.Entry, recs []metrics.Record, finds []run
 	r.ViolatingPods += e.ViolatingPods
 	r.Degradations += e.Degradations
 	r.Elapsed += time.Duration(e.ElapsedNanos)
-	for kind, c := range e.Faults {
+	for kind, c := range st.Faults {
 		if r.Faults == nil {
 			r.Faults = map[string]*rundir.FaultCount{}
 		}
@@ -190,7 +213,7 @@ func (a *Aggregate) AddTrial(e *rundir.Entry, recs []metrics.Record, finds []run
 		}
 		acc.Add(c)
 	}
-	for _, row := range e.Rows {
+	for _, row := range st.Rows {
 		acc := r.inv[row.ID]
 		if acc == nil {
 			acc = &check.Row{ID: row.ID, Rule: row.Rule, Level: row.Level}
@@ -205,7 +228,7 @@ func (a *Aggregate) AddTrial(e *rundir.Entry, recs []metrics.Record, finds []run
 		acc.Unknown += row.Unknown
 		r.Bounds += row.Bounds
 	}
-	for _, c := range e.Matrix {
+	for _, c := range st.Matrix {
 		mk := [2]string{c.ID, c.Fault}
 		acc := r.matrix[mk]
 		if acc == nil {
@@ -217,16 +240,18 @@ func (a *Aggregate) AddTrial(e *rundir.Entry, recs []metrics.Record, finds []run
 		acc.Degradations += c.Degradations
 		acc.Bounds += c.Bounds
 	}
-	for i := range recs {
-		a.lat.Add(&recs[i])
-	}
+	a.lat.AddSnapshot(&st.Metrics)
+	a.addFindings(r, finds)
+	return true
+}
+
+func (a *Aggregate) addFindings(r *Row, finds []rundir.FindingRecord) {
 	for i := range finds {
 		if len(r.Findings) >= MaxReportFindings {
 			break
 		}
 		r.Findings = append(r.Findings, finds[i])
 	}
-	return true
 }
 
 // trialID is a trial within one run directory (records and findings carry
@@ -249,9 +274,10 @@ type DirStatus struct {
 }
 
 // Load reads committed trials from run directories into a (new or
-// filled) aggregate. A trial already in the aggregate (same scenario
-// hash, policy, seed and number: a directory given twice, a copy, two
-// soaks with the same seeds) is counted once, and a warning names it.
+// filled) aggregate, streaming (memory does not grow with the trials
+// read). A trial already in the aggregate (same scenario hash, policy,
+// seed and number: a directory given twice, a copy, two soaks with the
+// same seeds) is counted once, and a warning names it.
 func (a *Aggregate) Load(dir string) (DirStatus, error) {
 	st := DirStatus{Dir: dir}
 	info, err := rundir.ReadInfo(dir)
@@ -259,84 +285,113 @@ func (a *Aggregate) Load(dir string) (DirStatus, error) {
 		return st, err
 	}
 	st.Info = info
-	entries, _, err := rundir.ReadJournal(filepath.Join(dir, rundir.FileJournal))
-	if err != nil {
-		return st, err
-	}
 	if err := a.checkHashes(dir, &info); err != nil {
 		return st, err
 	}
 	n := a.Trials
-	if err := a.loadCommitted(dir, info, entries); err != nil {
+	entries, err := a.loadCommitted(dir, info)
+	if err != nil {
 		return st, err
 	}
 	st.Trials = a.Trials - n
-	st.Complete = complete(dir, len(entries))
+	st.Complete = complete(dir, entries)
 	if !st.Complete {
 		a.Partial = true
 	}
 	return st, nil
 }
 
-func maps(m map[metrics.Metric]float64) map[metrics.Metric]float64 {
-	out := make(map[metrics.Metric]float64, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
+var errStop = errors.New("stop")
 
-// loadCommitted adds the committed trials of a run directory (its journal
-// entries, pods and findings), skipping trials already counted.
-func (a *Aggregate) loadCommitted(dir string, info rundir.Info, entries []rundir.Entry) error {
-	skip := map[trialID]bool{}
-	take := map[trialID]*rundir.Entry{}
-	dups := 0
-	for i := range entries {
-		e := &entries[i]
+// loadCommitted adds the committed trials of a run directory (journal
+// entries with their TrialStats, then findings), skipping trials already
+// counted, and returns the number of committed trials.
+func (a *Aggregate) loadCommitted(dir string, info rundir.Info) (int, error) {
+	jpath := filepath.Join(dir, rundir.FileJournal)
+	var jerr error
+	entries := func(yield func(*rundir.Entry) bool) {
+		_, err := rundir.EachEntry(jpath, func(e *rundir.Entry) error {
+			if !yield(e) {
+				return errStop
+			}
+			return nil
+		})
+		if err != errStop {
+			jerr = err
+		}
+	}
+	dups := map[trialID]bool{}
+	count := 0
+	add := func(e *rundir.Entry, st *rundir.TrialStats) {
+		count++
 		if e.ScenarioHash == "" {
 			e.ScenarioHash = info.HashOf(e.Scenario)
 		}
-		id := trialID{e.Scenario, e.Policy, e.Trial, e.Seed}
-		if a.seen[e.Key()] {
-			skip[id] = true
-			dups++
-			continue
+		if !a.AddTrial(e, st, nil) {
+			dups[trialID{e.Scenario, e.Policy, e.Trial, e.Seed}] = true
 		}
-		take[id] = e
 	}
-	if dups > 0 {
-		a.Warnings = append(a.Warnings, dupWarning(dir, dups, len(entries)))
+	if info.Format >= rundir.Format {
+		next, stop := iter.Pull(entries)
+		defer stop()
+		err := rundir.EachTrialStats(dir, func(st *rundir.TrialStats) error {
+			e, ok := next()
+			if !ok && jerr != nil {
+				return jerr
+			}
+			if !ok {
+				return &rundir.UsageError{Err: fmt.Errorf("%s: %s has more trials than %s", dir, rundir.FileTrials, rundir.FileJournal)}
+			}
+			add(e, st)
+			return nil
+		})
+		if err != nil {
+			return count, err
+		}
+		if _, more := next(); more {
+			return count, &rundir.UsageError{Err: fmt.Errorf("%s: %s has fewer trials than %s (the file was damaged outside sidebench)", dir, rundir.FileTrials, rundir.FileJournal)}
+		}
+	} else if err := a.loadLegacy(dir, entries, add); err != nil {
+		return count, err
 	}
-	recs := map[trialID][]metrics.Record{}
+	if jerr != nil {
+		return count, jerr
+	}
+	if len(dups) > 0 {
+		a.Warnings = append(a.Warnings, dupWarning(dir, len(dups), count))
+	}
+	err := rundir.EachFinding(dir, func(f *rundir.FindingRecord) error {
+		if dups[trialID{f.Scenario, f.Policy, f.Trial, f.Seed}] {
+			return nil
+		}
+		if r := a.Row(f.Scenario, f.Policy); r != nil {
+			a.addFindings(r, []rundir.FindingRecord{*f})
+		}
+		return nil
+	})
+	return count, err
+}
+
+// loadLegacy reads a format 1 directory: the counts are in the journal
+// and the distributions are rebuilt from every pod's record.
+func (a *Aggregate) loadLegacy(dir string, entries iter.Seq[*rundir.Entry], add func(*rundir.Entry, *rundir.TrialStats)) error {
+	lat := map[trialID]*metrics.Aggregator{}
 	if err := rundir.EachPod(dir, func(r *metrics.Record) error {
 		id := trialID{r.Scenario, r.Policy, r.Trial, r.Seed}
-		if take[id] != nil {
-			c := *r
-			c.LatenciesMs = maps(r.LatenciesMs)
-			c.Faults = slices.Clone(r.Faults)
-			recs[id] = append(recs[id], c)
+		if lat[id] == nil {
+			lat[id] = metrics.NewAggregator(metrics.Options{})
 		}
+		lat[id].Add(r)
 		return nil
 	}); err != nil {
 		return err
 	}
-	finds := map[trialID][]rundir.FindingRecord{}
-	if err := rundir.EachFinding(dir, func(f *rundir.FindingRecord) error {
-		id := trialID{f.Scenario, f.Policy, f.Trial, f.Seed}
-		if take[id] != nil && len(finds[id]) < MaxReportFindings {
-			finds[id] = append(finds[id], *f)
+	for e := range entries {
+		st := &rundir.TrialStats{Rows: e.Rows, Matrix: e.Matrix, Faults: e.Faults}
+		if l := lat[trialID{e.Scenario, e.Policy, e.Trial, e.Seed}]; l != nil {
+			st.Metrics = l.Snapshot()
 		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	for i := range entries {
-		e := &entries[i]
-		id := trialID{e.Scenario, e.Policy, e.Trial, e.Seed}
-		if take[id] == e {
-			a.AddTrial(e, recs[id], finds[id])
-		}
+		add(e, st)
 	}
 	return nil
 }

@@ -39,6 +39,9 @@ type Meta struct {
 	Strict bool
 	// Extra are backend facts for the report header.
 	Extra map[string]string
+	// Stopped says why the run stopped early other than an interruption
+	// (--max-disk); the run is then partial.
+	Stopped string
 }
 
 // Outcome is the judged aggregate: the result table (State.Rows, with the
@@ -63,7 +66,7 @@ func Judge(a *Aggregate, m Meta) Outcome {
 	out := Outcome{State: render.RunState{
 		Command: m.Command, Backend: m.Backend, Status: m.Status, Partial: partial,
 		StartedAt: m.StartedAt.UTC().Format(time.RFC3339Nano), UpdatedAt: time.Now().UTC().Format(time.RFC3339Nano),
-		TrialsCommitted: a.Trials, Resumes: a.Resumed, RSS: m.RSS,
+		TrialsCommitted: a.Trials, Resumes: a.Resumed, RSS: m.RSS, Stopped: m.Stopped,
 		Build: render.Build{Version: m.Build.Version, Revision: m.Build.Revision, Modified: m.Build.Modified},
 		Rows:  []render.StateRow{},
 	}}

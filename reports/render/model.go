@@ -92,8 +92,11 @@ type RunState struct {
 	Backend string `json:"backend"`
 	// Status is complete, partial (interrupted, crashed) or running (a
 	// checkpoint of a soak in progress); Partial is Status != complete.
-	Status          string     `json:"status"`
-	Partial         bool       `json:"partial"`
+	Status  string `json:"status"`
+	Partial bool   `json:"partial"`
+	// Stopped says why the run stopped before its end other than an
+	// interruption, e.g. "stopped before exceeding --max-disk 5.0 GiB: ...".
+	Stopped         string     `json:"stopped,omitempty"`
 	StartedAt       string     `json:"startedAt"`
 	UpdatedAt       string     `json:"updatedAt"`
 	TrialsCommitted int        `json:"trialsCommitted"`
