@@ -82,6 +82,8 @@ type htmlPage struct {
 	Latencies   []htmlLatencyTable
 	ECDF        template.HTML
 	ECDFMetric  string
+	RSS         template.HTML
+	RSSCaption  string
 	Invariants  []htmlInvRow
 	Matrix      htmlMatrix
 	Overall     string
@@ -137,6 +139,11 @@ func htmlView(d RunData) (htmlPage, error) {
 		}
 		pg.ECDF, pg.ECDFMetric = template.HTML(svg), m
 	}
+	rss, caption, err := rssFigure(d)
+	if err != nil {
+		return pg, fmt.Errorf("rss: %w", err)
+	}
+	pg.RSS, pg.RSSCaption = rss, caption
 	for _, r := range d.Invariants {
 		rs := rowRate(r)
 		cls := "ok"
@@ -258,6 +265,11 @@ footer{font-size:.85rem;color:#333;margin-top:2rem}
 {{if .ECDF}}<figure>
 {{.ECDF}}
 <figcaption>Empirical CDF of {{.ECDFMetric}} per policy (step plot): the height at x is the fraction of pods whose latency is ≤ x.</figcaption>
+</figure>{{end}}
+{{if .RSS}}<h2>Memory</h2>
+<figure>
+{{.RSS}}
+<figcaption>{{.RSSCaption}}</figcaption>
 </figure>{{end}}
 
 <h2>Invariants</h2>

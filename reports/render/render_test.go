@@ -665,3 +665,27 @@ func TestJUnitRoles(t *testing.T) {
 		})
 	}
 }
+
+// TestRSSFigure: a soak's report plots its RSS samples with the slope in
+// the caption; a run's report (no samples) has no such figure.
+func TestRSSFigure(t *testing.T) {
+	st := &RunState{Status: "complete"}
+	for i := range 10 {
+		st.RSS = append(st.RSS, RSSPoint{ElapsedSeconds: float64(60 * i), Bytes: int64(80<<20 + (i%3)<<18)})
+	}
+	dir := t.TempDir()
+	if _, err := Write(dir, RunData{Scenario: "soak", State: st}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, HTMLFile))
+	for _, want := range []string{"<h2>Memory</h2>", "Resident set size over the soak", "at each of 10 checkpoints, from 80 MiB to 80 MiB", "flat within noise"} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	st.RSS = st.RSS[:1]
+	Write(dir, RunData{Scenario: "soak", State: st})
+	if b, _ := os.ReadFile(filepath.Join(dir, HTMLFile)); bytes.Contains(b, []byte("<h2>Memory</h2>")) {
+		t.Error("a single sample drew a figure")
+	}
+}

@@ -126,3 +126,25 @@ func TestHistCountLE(t *testing.T) {
 		}
 	}
 }
+
+// TestSlope: a flat noisy series has an interval containing 0; a leak of
+// 1 per unit does not, and its estimate is close to 1.
+func TestSlope(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	var x, flat, leak []float64
+	for i := range 60 {
+		x = append(x, float64(i))
+		noise := 5 * r.NormFloat64()
+		flat = append(flat, 100+noise)
+		leak = append(leak, 100+float64(i)+noise)
+	}
+	if s := Slope(x, flat, 0.95); !(s.Lo < 0 && s.Hi > 0) {
+		t.Errorf("flat: %+v", s)
+	}
+	if s := Slope(x, leak, 0.95); !(s.Lo > 0.5 && s.Hi < 1.5 && s.Lo <= 1 && s.Hi >= 1) {
+		t.Errorf("leak: %+v", s)
+	}
+	if s := Slope(x[:2], leak[:2], 0.95); len(s.Warnings) == 0 || math.IsInf(s.Hi, 1) == false {
+		t.Errorf("two points: %+v", s)
+	}
+}
