@@ -89,6 +89,8 @@ type Info struct {
 	Shard string `json:"shard,omitempty"`
 	// MaxDisk is the --max-disk budget in bytes (0: none).
 	MaxDisk int64 `json:"maxDisk,omitempty"`
+	// Merged lists the directories 'sidebench merge' pooled into this one.
+	Merged []string `json:"merged,omitempty"`
 }
 
 // ScenarioRef is one scenario of the run.

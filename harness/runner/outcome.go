@@ -214,7 +214,7 @@ func (a *Aggregate) runData(s *scenario.Scenario, m Meta, partial bool, lat metr
 		}
 		d.Policies = append(d.Policies, r.Policy)
 		d.Roles[r.Policy] = string(r.Role)
-		d.PolicyRuns[r.Policy] = render.PolicyRun{Trials: r.Trials, Pods: r.Pods, ElapsedSeconds: r.Elapsed.Seconds()}
+		d.PolicyRuns[r.Policy] = render.PolicyRun{Trials: r.Trials, Pods: r.Pods, ElapsedSeconds: r.Elapsed.Seconds(), ViolatingPods: r.ViolatingPods}
 		d.Meta.Trials = max(d.Meta.Trials, r.Trials)
 		d.Meta.Pods += r.Pods
 		for _, row := range r.Invariants() {

@@ -67,6 +67,9 @@ type RunData struct {
 type PolicyRun struct {
 	Trials, Pods   int
 	ElapsedSeconds float64
+	// ViolatingPods counts the pods with at least one violation: the
+	// numerator of the policy's violation rate (graduation, trend).
+	ViolatingPods int
 }
 
 // Policy roles (RunData.Roles).
