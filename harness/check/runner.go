@@ -206,7 +206,6 @@ func (r *Runner) recycle(events *[]history.Event) {
 // notable: the checker found something on the pod.
 func (res *podResult) notable() bool { return len(res.findings) > 0 || len(res.errs) > 0 }
 
-
 // collect folds results strictly in seq order; early arrivals wait in
 // pending, which the slots semaphore keeps small.
 func (r *Runner) collect() {

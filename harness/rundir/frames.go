@@ -96,10 +96,10 @@ const SpillAt = 32 << 20
 type Segment struct {
 	path  string // spill file, created on demand
 	spill int64  // size from which it spills
-	buf  bytes.Buffer
-	f    *os.File
-	n    int64
-	err  error
+	buf   bytes.Buffer
+	f     *os.File
+	n     int64
+	err   error
 }
 
 // Write appends p.

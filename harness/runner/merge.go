@@ -216,4 +216,3 @@ func originOf(infos []rundir.Info, name string) string {
 	}
 	return ""
 }
-
