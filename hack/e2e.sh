@@ -49,14 +49,14 @@ rundirs=$(grep -o 'run dir [^)]*' "$OUT/local.log" | awk '{print $3}')
 # (real kubelet behaviours, judged in docs/local-backend.md) are reported,
 # any other fails the target.
 known=$(grep -v '^#' hack/e2e-known.txt | awk 'NF==2{print $1" "$2}')
-for h in "$OUT"/local/*/history.jsonl; do
+for h in "$OUT"/local/*/history.jsonl.zst; do
 	scen=$(basename "$(dirname "$h")")
 	if ./bin/sidebench check "$h" >"$h.check" 2>&1; then
 		say "check $scen: no violation"
 		continue
 	fi
 	# One "INV-X" per violation finding of the run's findings.jsonl.
-	vio=$(grep '"class":"violation"' "$(dirname "$h")/findings.jsonl" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p' | sort | uniq -c)
+	vio=$(zstdcat "$(dirname "$h")/findings.jsonl.zst" 2>/dev/null | grep '"class":"violation"' | sed -n 's/.*"id":"\([^"]*\)".*/\1/p' | sort | uniq -c)
 	[ -n "$vio" ] || { say "FAIL: check $scen:"; sed -n '1,40p' "$h.check"; fail=1; continue; }
 	while read -r n id; do
 		if printf '%s\n' "$known" | grep -qx "$scen $id"; then

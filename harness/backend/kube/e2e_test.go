@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +19,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/harness/rundir"
 	"github.com/sidebench/sidebench/harness/scenario"
+	trialplan "github.com/sidebench/sidebench/harness/trial"
 )
 
 // These tests run the kube backend against sidebench's local cluster with
@@ -131,7 +134,7 @@ func TestE2EKube(t *testing.T) {
 		defer b.Close()
 		s := load("kube-job-completion")
 		var c collect
-		st, err := b.RunTrial(ctx, scenario.Expand(s)[0], &c)
+		st, err := b.RunTrial(ctx, plan(t, scenario.Expand(s)[0]), &c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +172,7 @@ func TestE2EKube(t *testing.T) {
 			cancel()
 		}()
 		var c collect
-		st, err := b.RunTrial(tctx, scenario.Expand(load("kube-start-ordering"))[0], &c)
+		st, err := b.RunTrial(tctx, plan(t, scenario.Expand(load("kube-start-ordering"))[0]), &c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,7 +214,7 @@ func TestE2EKube(t *testing.T) {
 			_ = cmd.Process.Kill()
 			t.Fatalf("sidebench did not exit after SIGINT\n%s", stderr.String())
 		}
-		h, err := os.ReadFile(filepath.Join(out, "history.jsonl"))
+		h, err := readHistory(out)
 		if err != nil || !bytes.Contains(h, []byte(`"pod.created"`)) || !bytes.Contains(h, []byte(`"container.running"`)) {
 			t.Errorf("history after SIGINT (%v): %.300s", err, h)
 		}
@@ -226,4 +229,24 @@ func TestE2EKube(t *testing.T) {
 		}
 		fmt.Fprintln(os.Stderr, stderr.String())
 	})
+}
+
+// readHistory returns a run directory's committed history, decompressed.
+func readHistory(dir string) ([]byte, error) {
+	r, err := rundir.OpenHistory(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(r)
+}
+
+// plan compiles a trial (the runner's first step).
+func plan(t *testing.T, tr scenario.Trial) *trialplan.Plan {
+	t.Helper()
+	p, err := trialplan.Compile(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
