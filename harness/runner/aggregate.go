@@ -7,6 +7,7 @@ import (
 	"iter"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/sidebench/sidebench/harness/check"
@@ -102,6 +103,7 @@ type Aggregate struct {
 	rows     []*Row
 	index    map[[2]string]*Row
 	lat      *metrics.Aggregator
+	seenMu   sync.RWMutex // Seen is asked by the runner's trial source while trials commit
 	seen     map[keyDigest]struct{}
 	Trials   int
 	Partial  bool
@@ -175,6 +177,8 @@ func digest(k rundir.Key) keyDigest {
 
 // Seen reports whether a trial with this key was added.
 func (a *Aggregate) Seen(k rundir.Key) bool {
+	a.seenMu.RLock()
+	defer a.seenMu.RUnlock()
 	_, ok := a.seen[digest(k)]
 	return ok
 }
@@ -186,10 +190,13 @@ func (a *Aggregate) Seen(k rundir.Key) bool {
 // pooled run directories count each trial once.
 func (a *Aggregate) AddTrial(e *rundir.Entry, st *rundir.TrialStats, finds []rundir.FindingRecord) bool {
 	k := digest(e.Key())
-	if _, dup := a.seen[k]; dup {
+	a.seenMu.Lock()
+	_, dup := a.seen[k]
+	a.seen[k] = struct{}{}
+	a.seenMu.Unlock()
+	if dup {
 		return false
 	}
-	a.seen[k] = struct{}{}
 	a.Trials++
 	r := a.row(e.Scenario, e.Policy)
 	r.Trials++
