@@ -53,9 +53,14 @@ e2e: build
 ## image: the sidebench agent as an OCI layout tarball (no registry, no
 ## docker) for kind or `ctr images import` (docs/kube-backend.md), with the
 ## pod sandbox image of the local containerd tier (`sidebench-agent pause`,
-## same layer; docs/local-backend.md).
+## same layer; docs/local-backend.md); and sidebench itself
+## (bin/sidebench.tar: static, non-root, scenarios at /scenarios) for
+## running it in a cluster (deploy/, docs/cluster.md). ARCH=amd64,arm64
+## builds a multi-arch image; PUSH=REGISTRY/REPO:TAG pushes it.
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
 image:
 	$(GO) run ./hack/image -o bin/sidebench-agent.tar -name example.local/sidebench-agent:v1 -name example.local/sidebench-agent:v2 -pause-name example.local/sidebench-pause:v1
+	$(GO) run ./hack/image -cmd sidebench -o bin/sidebench.tar -name example.local/sidebench:v1 -arch $(or $(ARCH),$(IMAGE_ARCH)) $(if $(PUSH),-push $(PUSH))
 
 cover:
 	$(GO) test -cover ./reference-impl/...
