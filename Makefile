@@ -59,6 +59,7 @@ e2e: build
 ## builds a multi-arch image; PUSH=REGISTRY/REPO:TAG pushes it.
 IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
 image:
+	mkdir -p bin
 	$(GO) run ./hack/image -o bin/sidebench-agent.tar -name example.local/sidebench-agent:v1 -name example.local/sidebench-agent:v2 -pause-name example.local/sidebench-pause:v1
 	$(GO) run ./hack/image -cmd sidebench -o bin/sidebench.tar -name example.local/sidebench:v1 -arch $(or $(ARCH),$(IMAGE_ARCH)) $(if $(PUSH),-push $(PUSH))
 
