@@ -40,11 +40,16 @@ imports:
 ## on `--backend kube --provider local` (the local cluster with containerd +
 ## runc from Debian, installed if missing; real containers of the agent image),
 ## the checker on their histories, the interrupt/SIGINT cleanup tests, and
+## the leftover check. Then sidebench in a cluster (hack/e2e-shards.sh):
+## deploy/ rendered and dry-run on the API server, the Indexed Job of
+## deploy/manifests/sharded-run.yaml running the sidebench image as 4
+## shards, `sidebench merge` of them equal to an unsharded local run, and
 ## the leftover check. Then renders a sim run's report.html in headless
 ## Chromium (installed from Debian if missing) and checks it is not blank.
 e2e: build
 	GO=$(GO) ./hack/e2e.sh
 	GO=$(GO) ./hack/e2e-kube.sh
+	GO=$(GO) ./hack/e2e-shards.sh
 	rm -rf $${TMPDIR:-/tmp}/sidebench-report-e2e
 	./bin/sidebench run --quiet --out $${TMPDIR:-/tmp}/sidebench-report-e2e scenarios/policy-comparison.yaml
 	./scripts/screenshot-report.sh $${TMPDIR:-/tmp}/sidebench-report-e2e/report.html

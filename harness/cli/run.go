@@ -266,7 +266,9 @@ SIZE: what was committed stays, the run is partial and says why.
 Sharding: --shard I/N runs the trials whose index in the run (policy by
 policy, trial by trial) is I modulo N; --shards N takes I from
 $JOB_COMPLETION_INDEX (an Indexed Job's completion index). The N shards
-together are exactly the unsharded run; 'sidebench merge' pools them.
+together are exactly the unsharded run; 'sidebench merge' pools them and
+judges the run. A shard exits 0 once its slice is committed, whatever
+its slice's verdicts (1 if interrupted or stopped, 2 and 3 as below).
 
 Exit codes:
   0  every criterion met (INSUFFICIENT DATA too, unless --strict)
@@ -424,6 +426,18 @@ func runRun(cmd *cobra.Command, streams IOStreams, d deps, f *runFlags, files []
 				fmt.Fprintf(streams.ErrOut, "sidebench: wrote %s\n", dir)
 			}
 		}
+	}
+	if f.shard != "" || f.shards != 0 {
+		// A shard's verdicts cover a slice of the trials: the merge judges
+		// the run. The shard fails only when it did not finish its slice.
+		if !f.quiet {
+			fmt.Fprintln(streams.ErrOut, "sidebench: one shard of a run: its verdicts cover this slice only; 'sidebench merge' the shards to judge the run")
+		}
+		var done []*runner.Result // only whether the slice finished counts
+		for _, r := range results {
+			done = append(done, &runner.Result{Partial: r.Partial, Stopped: r.Stopped})
+		}
+		return exitFor(ctx, streams, false, done)
 	}
 	return exitFor(ctx, streams, f.strict, results)
 }
