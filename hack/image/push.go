@@ -103,4 +103,3 @@ func untar(b []byte, dir string) error {
 		}
 	}
 }
-
