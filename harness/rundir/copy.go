@@ -17,13 +17,16 @@ type Committed struct {
 // EachCommitted calls fn for every committed trial of dir, in order, with
 // the byte ranges of its frames.
 func EachCommitted(dir string, fn func(*Committed) error) error {
+	v, err := OpenView(dir)
+	if err != nil {
+		return err
+	}
 	var prev Entry
-	_, err := EachEntry(filepath.Join(dir, FileJournal), func(e *Entry) error {
+	return v.EachEntry(func(e *Entry) error {
 		c := Committed{Entry: *e, Before: prev}
 		prev = *e
 		return fn(&c)
 	})
-	return err
 }
 
 // Reader reads committed trials' frames as stored (compressed), to copy

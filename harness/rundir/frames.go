@@ -236,10 +236,11 @@ func OpenHistory(path string) (io.ReadCloser, error) {
 		}
 		return tornReader{lr}, nil
 	}
-	name, limit, err := committed(path, FileHistory)
+	v, err := OpenView(path)
 	if err != nil {
 		return nil, err
 	}
+	name, limit := v.file(FileHistory)
 	lr, err := openLines(filepath.Join(path, name), limit)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, usage("%s: no history in this run directory", path)

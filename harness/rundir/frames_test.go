@@ -302,3 +302,45 @@ func TestSegmentSpills(t *testing.T) {
 		t.Errorf("history: %d bytes, want %d", len(got), want.Len())
 	}
 }
+
+// TestViewIsConsistent: a view taken while trials are still being
+// committed (graduate or trend on a soak in progress) reads the trials
+// committed when it was taken, in every file.
+func TestViewIsConsistent(t *testing.T) {
+	dir := newDir(t, 3)
+	v, err := OpenView(dir)
+	if err != nil || v.N != 3 {
+		t.Fatalf("%+v %v", v, err)
+	}
+	d, _, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 3; i < 5; i++ {
+		if _, err := d.Commit(finished(t, d, tinyScenario(t).Hash, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Close()
+	count := func(each func(func() error) error) int {
+		n := 0
+		if err := each(func() error { n++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	got := []int{
+		count(func(f func() error) error { return v.EachEntry(func(*Entry) error { return f() }) }),
+		count(func(f func() error) error { return v.EachTrialStats(func(*TrialStats) error { return f() }) }),
+		count(func(f func() error) error { return v.EachPod(func(*metrics.Record) error { return f() }) }),
+		count(func(f func() error) error { return v.EachFinding(func(*FindingRecord) error { return f() }) }),
+	}
+	for i, n := range got {
+		if n != 3 {
+			t.Errorf("reader %d saw %d trials, want the 3 of the view", i, n)
+		}
+	}
+	if n := count(func(f func() error) error { return EachPod(dir, func(*metrics.Record) error { return f() }) }); n != 5 {
+		t.Errorf("a new view sees %d pods, want 5", n)
+	}
+}

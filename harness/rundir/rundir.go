@@ -390,34 +390,65 @@ func (s sizes) of(name string) int64 {
 	return s.trials
 }
 
-// committed returns the name of a data file in dir (the format 2 name, or
-// the format 1 one if only that exists) and the size of its committed
-// part (0 without a journal: nothing was committed).
-func committed(dir, name string) (string, int64, error) {
-	var last *Entry
-	if _, err := EachEntry(filepath.Join(dir, FileJournal), func(e *Entry) error { last = e; return nil }); err != nil {
-		return "", 0, err
+// View is a consistent view of a run directory's committed trials: the
+// journal as read once. A directory being written (a soak running, a run
+// being merged) grows after the view is taken; its readers see the
+// trials committed when it was, and every file up to their sizes only.
+type View struct {
+	Dir string
+	// N is the number of committed trials.
+	N    int
+	last sizes
+}
+
+// OpenView reads dir's journal (EachEntry's rules: a torn last line is
+// not committed, any other bad line is an error). A directory without a
+// journal has no committed trial.
+func OpenView(dir string) (*View, error) {
+	v := &View{Dir: dir}
+	_, err := EachEntry(filepath.Join(dir, FileJournal), func(e *Entry) error {
+		v.N++
+		v.last = e.sizes()
+		return nil
+	})
+	return v, err
+}
+
+// EachEntry calls fn for the view's committed journal entries, in order.
+func (v *View) EachEntry(fn func(*Entry) error) error {
+	n := 0
+	_, err := EachEntry(filepath.Join(v.Dir, FileJournal), func(e *Entry) error {
+		if n == v.N {
+			return errViewEnd
+		}
+		n++
+		return fn(e)
+	})
+	if err == errViewEnd {
+		err = nil
 	}
-	if _, err := os.Stat(filepath.Join(dir, name)); errors.Is(err, os.ErrNotExist) {
-		if _, err := os.Stat(filepath.Join(dir, legacyName(name))); err == nil {
-			name = legacyName(name)
+	return err
+}
+
+var errViewEnd = errors.New("end of the view")
+
+// file returns the name of a data file (the format 2 name, or the format
+// 1 one if only that exists) and the size of its committed part.
+func (v *View) file(name string) (string, int64) {
+	limit := v.last.of(name)
+	if _, err := os.Stat(filepath.Join(v.Dir, name)); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(v.Dir, legacyName(name))); err == nil {
+			return legacyName(name), limit
 		}
 	}
-	var limit int64
-	if last != nil {
-		limit = last.sizes().of(legacyName(name) + ".zst")
-	}
-	return name, limit, nil
+	return name, limit
 }
 
 // eachLine calls fn for every JSON line of a data file's committed part
 // (none if the file is absent).
-func eachLine(dir, name string, fn func(line int, b []byte) error) error {
-	file, limit, err := committed(dir, name)
-	if err != nil {
-		return err
-	}
-	path := filepath.Join(dir, file)
+func (v *View) eachLine(name string, fn func(line int, b []byte) error) error {
+	file, limit := v.file(name)
+	path := filepath.Join(v.Dir, file)
 	lr, err := openLines(path, limit)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -443,12 +474,12 @@ func eachLine(dir, name string, fn func(line int, b []byte) error) error {
 }
 
 // EachPod calls fn for every committed record of pods.jsonl.zst (the
-// retained pods; none if absent).
-func EachPod(dir string, fn func(*metrics.Record) error) error {
-	return eachLine(dir, FilePods, func(n int, b []byte) error {
+// retained pods).
+func (v *View) EachPod(fn func(*metrics.Record) error) error {
+	return v.eachLine(FilePods, func(n int, b []byte) error {
 		var rec metrics.Record
 		if err := metrics.UnmarshalRecord(b, &rec); err != nil {
-			return usage("%s: record %d: %v", filepath.Join(dir, FilePods), n, err)
+			return usage("%s: record %d: %v", filepath.Join(v.Dir, FilePods), n, err)
 		}
 		return fn(&rec)
 	})
@@ -456,34 +487,62 @@ func EachPod(dir string, fn func(*metrics.Record) error) error {
 
 // EachTrialStats calls fn for every committed line of trials.jsonl.zst, in
 // journal order (none for a format 1 directory).
-func EachTrialStats(dir string, fn func(*TrialStats) error) error {
-	if _, err := os.Stat(filepath.Join(dir, FileTrials)); errors.Is(err, os.ErrNotExist) {
+func (v *View) EachTrialStats(fn func(*TrialStats) error) error {
+	if _, err := os.Stat(filepath.Join(v.Dir, FileTrials)); errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
-	return eachLine(dir, FileTrials, func(n int, b []byte) error {
+	return v.eachLine(FileTrials, func(n int, b []byte) error {
 		var st TrialStats
 		if err := json.Unmarshal(b, &st); err != nil {
-			return usage("%s: trial %d: %v", filepath.Join(dir, FileTrials), n, err)
+			return usage("%s: trial %d: %v", filepath.Join(v.Dir, FileTrials), n, err)
 		}
 		fillRules(st.Rows)
 		return fn(&st)
 	})
 }
 
-// MaxFindingLine bounds one line of findings.jsonl.
-const MaxFindingLine = 64 << 20
-
-// EachFinding calls fn for every committed record of findings.jsonl.zst
-// (none if absent).
-func EachFinding(dir string, fn func(*FindingRecord) error) error {
-	return eachLine(dir, FileFindings, func(n int, b []byte) error {
+// EachFinding calls fn for every committed record of findings.jsonl.zst.
+func (v *View) EachFinding(fn func(*FindingRecord) error) error {
+	return v.eachLine(FileFindings, func(n int, b []byte) error {
 		var fr FindingRecord
 		if err := json.Unmarshal(b, &fr); err != nil {
-			return usage("%s:%d: %v", filepath.Join(dir, FileFindings), n, err)
+			return usage("%s:%d: %v", filepath.Join(v.Dir, FileFindings), n, err)
 		}
 		return fn(&fr)
 	})
 }
+
+// EachPod calls fn for every committed record of dir's pods.jsonl.zst.
+func EachPod(dir string, fn func(*metrics.Record) error) error {
+	v, err := OpenView(dir)
+	if err != nil {
+		return err
+	}
+	return v.EachPod(fn)
+}
+
+// EachTrialStats calls fn for every committed line of dir's
+// trials.jsonl.zst.
+func EachTrialStats(dir string, fn func(*TrialStats) error) error {
+	v, err := OpenView(dir)
+	if err != nil {
+		return err
+	}
+	return v.EachTrialStats(fn)
+}
+
+// EachFinding calls fn for every committed record of dir's
+// findings.jsonl.zst.
+func EachFinding(dir string, fn func(*FindingRecord) error) error {
+	v, err := OpenView(dir)
+	if err != nil {
+		return err
+	}
+	return v.EachFinding(fn)
+}
+
+// MaxFindingLine bounds one line of findings.jsonl.
+const MaxFindingLine = 64 << 20
 
 // WriteFileAtomic writes a file through a temporary file in the same
 // directory, fsync and rename: a reader sees the old or the new content,

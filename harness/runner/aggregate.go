@@ -314,10 +314,14 @@ var errStop = errors.New("stop")
 // entries with their TrialStats, then findings), skipping trials already
 // counted, and returns the number of committed trials.
 func (a *Aggregate) loadCommitted(dir string, info rundir.Info) (int, error) {
-	jpath := filepath.Join(dir, rundir.FileJournal)
+	// One view: a directory being written shows the trials committed now.
+	v, err := rundir.OpenView(dir)
+	if err != nil {
+		return 0, err
+	}
 	var jerr error
 	entries := func(yield func(*rundir.Entry) bool) {
-		_, err := rundir.EachEntry(jpath, func(e *rundir.Entry) error {
+		err := v.EachEntry(func(e *rundir.Entry) error {
 			if !yield(e) {
 				return errStop
 			}
@@ -341,7 +345,7 @@ func (a *Aggregate) loadCommitted(dir string, info rundir.Info) (int, error) {
 	if info.Format >= rundir.Format {
 		next, stop := iter.Pull(entries)
 		defer stop()
-		err := rundir.EachTrialStats(dir, func(st *rundir.TrialStats) error {
+		err := v.EachTrialStats(func(st *rundir.TrialStats) error {
 			e, ok := next()
 			if !ok && jerr != nil {
 				return jerr
@@ -358,7 +362,7 @@ func (a *Aggregate) loadCommitted(dir string, info rundir.Info) (int, error) {
 		if _, more := next(); more {
 			return count, &rundir.UsageError{Err: fmt.Errorf("%s: %s has fewer trials than %s (the file was damaged outside sidebench)", dir, rundir.FileTrials, rundir.FileJournal)}
 		}
-	} else if err := a.loadLegacy(dir, entries, add); err != nil {
+	} else if err := a.loadLegacy(v, entries, add); err != nil {
 		return count, err
 	}
 	if jerr != nil {
@@ -367,7 +371,7 @@ func (a *Aggregate) loadCommitted(dir string, info rundir.Info) (int, error) {
 	if len(dups) > 0 {
 		a.Warnings = append(a.Warnings, dupWarning(dir, len(dups), count))
 	}
-	err := rundir.EachFinding(dir, func(f *rundir.FindingRecord) error {
+	err = v.EachFinding(func(f *rundir.FindingRecord) error {
 		if dups[trialID{f.Scenario, f.Policy, f.Trial, f.Seed}] {
 			return nil
 		}
@@ -381,9 +385,9 @@ func (a *Aggregate) loadCommitted(dir string, info rundir.Info) (int, error) {
 
 // loadLegacy reads a format 1 directory: the counts are in the journal
 // and the distributions are rebuilt from every pod's record.
-func (a *Aggregate) loadLegacy(dir string, entries iter.Seq[*rundir.Entry], add func(*rundir.Entry, *rundir.TrialStats)) error {
+func (a *Aggregate) loadLegacy(v *rundir.View, entries iter.Seq[*rundir.Entry], add func(*rundir.Entry, *rundir.TrialStats)) error {
 	lat := map[trialID]*metrics.Aggregator{}
-	if err := rundir.EachPod(dir, func(r *metrics.Record) error {
+	if err := v.EachPod(func(r *metrics.Record) error {
 		id := trialID{r.Scenario, r.Policy, r.Trial, r.Seed}
 		if lat[id] == nil {
 			lat[id] = metrics.NewAggregator(metrics.Options{})

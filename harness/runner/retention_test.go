@@ -1,11 +1,15 @@
 package runner
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sidebench/sidebench/harness/check"
@@ -141,4 +145,82 @@ func recordEqual(a, b metrics.Record) bool {
 func sameRow(x, y render.StateRow) bool {
 	return x.Policy == y.Policy && x.Trials == y.Trials && x.Pods == y.Pods && x.Violations == y.Violations &&
 		x.Degradations == y.Degradations && x.PodStartupMs == y.PodStartupMs && x.Status == y.Status
+}
+
+// legacy rewrites a format 2 run directory as sidebench wrote it before
+// compression (format 1): plain JSONL files, the checker and fault counts
+// in the journal, no trials file, no format in run.json.
+func legacy(t *testing.T, from string) string {
+	t.Helper()
+	to := filepath.Join(t.TempDir(), "legacy")
+	os.MkdirAll(filepath.Join(to, rundir.DirScenarios), 0o755)
+	plain := func(name string) []byte {
+		var b bytes.Buffer
+		switch name {
+		case "history.jsonl":
+			h, err := rundir.OpenHistory(from)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(&b, h)
+			h.Close()
+		case "pods.jsonl":
+			rundir.EachPod(from, func(r *metrics.Record) error { return metrics.WriteRecords(&b, []metrics.Record{*r}) })
+		case "findings.jsonl":
+			rundir.EachFinding(from, func(f *rundir.FindingRecord) error { x, _ := json.Marshal(f); b.Write(append(x, '\n')); return nil })
+		}
+		return b.Bytes()
+	}
+	// Per trial: the plain parts, so the journal's sizes can be rebuilt.
+	var stats []rundir.TrialStats
+	rundir.EachTrialStats(from, func(st *rundir.TrialStats) error { stats = append(stats, *st); return nil })
+	entries, _, _ := rundir.ReadJournal(filepath.Join(from, rundir.FileJournal))
+	hist, pods, finds := plain("history.jsonl"), plain("pods.jsonl"), plain("findings.jsonl")
+	var jl bytes.Buffer
+	for i, e := range entries {
+		e.Rows, e.Matrix, e.Faults = stats[i].Rows, stats[i].Matrix, stats[i].Faults
+		e.TrialsBytes = 0
+		if i == len(entries)-1 {
+			e.History, e.PodsBytes, e.FindingBytes = int64(len(hist)), int64(len(pods)), int64(len(finds))
+		}
+		b, _ := json.Marshal(e)
+		jl.Write(append(b, '\n'))
+	}
+	info, _ := os.ReadFile(filepath.Join(from, rundir.FileRun))
+	info = bytes.Replace(info, []byte(`"format": 2,`), nil, 1)
+	for name, b := range map[string][]byte{"history.jsonl": hist, "pods.jsonl": pods, "findings.jsonl": finds, rundir.FileJournal: jl.Bytes(), rundir.FileRun: info} {
+		os.WriteFile(filepath.Join(to, name), b, 0o644)
+	}
+	scen, _ := os.ReadFile(filepath.Join(from, "scenarios", "tiny.yaml"))
+	os.WriteFile(filepath.Join(to, "scenarios", "tiny.yaml"), scen, 0o644)
+	if bytes.Contains(info, []byte(`"format"`)) {
+		t.Fatal("run.json still names its format")
+	}
+	return to
+}
+
+// TestLoadsFormat1: a run directory written before compression (plain
+// files, counts in the journal, distributions only in pods.jsonl) is
+// judged as its format 2 twin: the same rows, latencies and verdicts.
+func TestLoadsFormat1(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r")
+	if _, err := Run(context.Background(), opts(fake{}), []Job{{Scenario: load(t), Dir: dir}}); err != nil {
+		t.Fatal(err)
+	}
+	old := legacy(t, dir)
+	judge := func(d string) Outcome {
+		a := NewAggregate(nil, nil)
+		st, err := a.Load(d)
+		if err != nil || st.Trials != 4 {
+			t.Fatalf("%s: %d trials, %v", d, st.Trials, err)
+		}
+		return Judge(a, Meta{Command: "run", Status: StatusComplete})
+	}
+	a, b := judge(dir), judge(old)
+	if !slices.EqualFunc(a.State.Rows, b.State.Rows, sameRow) || a.State.Verdict != b.State.Verdict || len(a.Runs[0].Findings) != len(b.Runs[0].Findings) {
+		t.Errorf("format 1 judged differently:\n%+v\n%+v", b.State.Rows, a.State.Rows)
+	}
+	if _, _, err := rundir.Open(old); err == nil || !strings.Contains(err.Error(), "not resumed") {
+		t.Errorf("resuming format 1: %v", err)
+	}
 }
