@@ -39,12 +39,15 @@ if [ "$(id -u)" != 0 ]; then
 	say "needs root (the kubelet, containerd)"; exit 2
 fi
 # One real-kubelet cluster at a time on this machine.
+tw=$(date +%s)
 for i in $(seq 40); do
 	pgrep -x kubelet >/dev/null || break
 	[ "$i" = 1 ] && say "another cluster's kubelet is running; waiting (up to 20 min)"
 	sleep 30
 done
 pgrep -x kubelet >/dev/null && { say "FAIL: another cluster is still running"; exit 1; }
+[ $(( $(date +%s) - tw )) -gt 1 ] && say "waited $(( $(date +%s) - tw ))s for the other cluster"
+t0=$(date +%s)
 
 ./hack/containerd-deps.sh || { say "FAIL: installing containerd, runc, CNI plugins"; exit 3; }
 $GO build -o bin/sidebench ./cmd/sidebench || exit 3
