@@ -667,24 +667,35 @@ func TestJUnitRoles(t *testing.T) {
 }
 
 // TestRSSFigure: a soak's report plots its RSS samples with the slope in
-// the caption; a run's report (no samples) has no such figure.
+// the caption, judged on the second half: a warm-up followed by a flat
+// line is flat, a steady climb is not; a run's report (no samples) has no
+// such figure.
 func TestRSSFigure(t *testing.T) {
-	st := &RunState{Status: "complete"}
-	for i := range 10 {
-		st.RSS = append(st.RSS, RSSPoint{ElapsedSeconds: float64(60 * i), Bytes: int64(80<<20 + (i%3)<<18)})
-	}
-	dir := t.TempDir()
-	if _, err := Write(dir, RunData{Scenario: "soak", State: st}); err != nil {
-		t.Fatal(err)
-	}
-	b, _ := os.ReadFile(filepath.Join(dir, HTMLFile))
-	for _, want := range []string{"<h2>Memory</h2>", "Resident set size over the soak", "at each of 10 checkpoints, from 80 MiB to 80 MiB", "flat within noise"} {
-		if !bytes.Contains(b, []byte(want)) {
-			t.Errorf("report.html lacks %q", want)
+	for _, tc := range []struct {
+		name string
+		mib  func(i int) float64
+		want string
+	}{
+		{"warm-up then flat", func(i int) float64 { return min(60+float64(i)*8, 100) + float64(i%3) }, "flat within noise"},
+		{"leak", func(i int) float64 { return 60 + float64(i)*2 + float64(i%3) }, "not flat"},
+	} {
+		st := &RunState{Status: "complete"}
+		for i := range 30 {
+			st.RSS = append(st.RSS, RSSPoint{ElapsedSeconds: float64(60 * i), Bytes: int64(tc.mib(i) * (1 << 20))})
+		}
+		dir := t.TempDir()
+		if _, err := Write(dir, RunData{Scenario: "soak", State: st}); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, HTMLFile))
+		for _, want := range []string{"<h2>Memory</h2>", "Resident set size over the soak", "at each of 30 checkpoints, from 60 MiB", "second half (from minute 15)", tc.want} {
+			if !bytes.Contains(b, []byte(want)) {
+				t.Errorf("%s: report.html lacks %q", tc.name, want)
+			}
 		}
 	}
-	st.RSS = st.RSS[:1]
-	Write(dir, RunData{Scenario: "soak", State: st})
+	dir := t.TempDir()
+	Write(dir, RunData{Scenario: "soak", State: &RunState{RSS: []RSSPoint{{Bytes: 1}}}})
 	if b, _ := os.ReadFile(filepath.Join(dir, HTMLFile)); bytes.Contains(b, []byte("<h2>Memory</h2>")) {
 		t.Error("a single sample drew a figure")
 	}
