@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -63,4 +64,42 @@ func BenchmarkStorage(b *testing.B) {
 			b.ReportMetric(0, "ns/op")
 		})
 	}
+}
+
+// BenchmarkLiveHeap runs b.N trials of soak-profile with the soak
+// defaults and reports the live heap after a GC once a tenth of the
+// trials were committed and at the last one: aggregation streams, so it
+// does not grow with lifecycles (docs/performance.md):
+//
+//	go test -run '^$' -bench LiveHeap -benchtime 4000x ./harness/runner/
+func BenchmarkLiveHeap(b *testing.B) {
+	s, err := scenario.Load("../../scenarios/soak-profile.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := Options{Backend: simbackend.Backend{Version: "bench"}, BackendName: "sim", Keep: rundir.DefaultSoakRetention}
+	heap := func() float64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return float64(ms.HeapInuse) / (1 << 20)
+	}
+	n := 0
+	var first, last float64
+	o.onCommit = func() {
+		n++
+		switch n {
+		case max(b.N/10, 1):
+			first = heap()
+		case b.N:
+			last = heap()
+		}
+	}
+	b.ResetTimer()
+	if _, err := Run(context.Background(), o, []Job{{Scenario: s.WithOverrides(0, b.N), Dir: filepath.Join(b.TempDir(), "r")}}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(first, "heap-MiB-at-10%")
+	b.ReportMetric(last, "heap-MiB-at-end")
+	b.ReportMetric(0, "ns/op")
 }
