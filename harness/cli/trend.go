@@ -1,12 +1,8 @@
 package cli
 
 import (
-	"bytes"
-	"path/filepath"
-
 	"github.com/spf13/cobra"
 
-	"github.com/sidebench/sidebench/harness/rundir"
 	"github.com/sidebench/sidebench/harness/runner"
 	"github.com/sidebench/sidebench/reports/trend"
 )
@@ -41,31 +37,11 @@ func newTrendCommand(streams IOStreams) *cobra.Command {
 		Long:  trendLong,
 		Args:  atLeastOne("run directory"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			nights, err := runner.LoadNights(args)
+			t, md, err := runner.Trend(args, f.out, trend.Options{Alpha: f.alpha, Threshold: f.threshold})
 			if err != nil {
 				return runError(err)
 			}
-			t := trend.Build(nights, trend.Options{Alpha: f.alpha, Threshold: f.threshold})
-			out := f.out
-			if out == "" {
-				out = "."
-				if len(args) == 1 && len(nights) > 1 {
-					out = args[0] // a directory of nights: the trend sits beside them
-				}
-			}
-			var md, html bytes.Buffer
-			if err := t.WriteMarkdown(&md); err != nil {
-				return asInternal(err)
-			}
-			if err := t.WriteHTML(&html); err != nil {
-				return asInternal(err)
-			}
-			for name, b := range map[string][]byte{trend.MarkdownFile: md.Bytes(), trend.HTMLFile: html.Bytes()} {
-				if err := rundir.WriteFileAtomic(filepath.Join(out, name), b); err != nil {
-					return asInternal(err)
-				}
-			}
-			streams.Out.Write(md.Bytes())
+			streams.Out.Write(md)
 			if t.Regressed {
 				return silent(ExitFailed)
 			}

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -55,4 +57,35 @@ func LoadNights(paths []string) ([]trend.Night, error) {
 			Build: render.Build{Version: st.Info.Build.Version, Revision: st.Info.Build.Revision, Modified: st.Info.Build.Modified}, Runs: judged.Runs})
 	}
 	return out, nil
+}
+
+// Trend loads the nights of paths (LoadNights), builds the trend and
+// writes trend.md and trend.html into out ("" : the directory of nights
+// when paths is one directory holding several, else "."). It returns the
+// table and trend.md's content.
+func Trend(paths []string, out string, o trend.Options) (*trend.Table, []byte, error) {
+	nights, err := LoadNights(paths)
+	if err != nil {
+		return nil, nil, err
+	}
+	t := trend.Build(nights, o)
+	if out == "" {
+		out = "."
+		if len(paths) == 1 && len(nights) > 1 {
+			out = paths[0]
+		}
+	}
+	var md, html bytes.Buffer
+	if err := t.WriteMarkdown(&md); err != nil {
+		return nil, nil, err
+	}
+	if err := t.WriteHTML(&html); err != nil {
+		return nil, nil, err
+	}
+	for name, b := range map[string][]byte{trend.MarkdownFile: md.Bytes(), trend.HTMLFile: html.Bytes()} {
+		if err := rundir.WriteFileAtomic(filepath.Join(out, name), b); err != nil {
+			return nil, nil, fmt.Errorf("writing the trend: %w", err)
+		}
+	}
+	return &t, md.Bytes(), nil
 }
