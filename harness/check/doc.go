@@ -1,12 +1,13 @@
-// Package check decides the sidecar-ordering invariants of SEMANTICS.md §2
-// (INV-S*, R*, C*, P*, T*, F*, U1) over recorded histories, in the style of
+// Package check decides the sidecar invariants of SEMANTICS.md §2 (all 47:
+// INV-S*, R*, C*, P*, T*, H*, Q*, F*, U*) and the restart-rule ones (RR,
+// RA) over recorded histories, in the style of
 // porcupine and Jepsen's checker: history in, verdict out, nothing else.
 //
 // The unit of work is one pod (porcupine's P-compositionality): its own
 // events interleaved with the node-level and fault events of its node, as
 // history.Partitioner delivers them. BuildPod digests that slice once into
 // a Pod view (per-container attempts, sandboxes, termination windows, fault
-// windows) so that the ~40 checkers do not each rescan raw events.
+// windows) so that the 51 checkers do not each rescan raw events.
 //
 // Every Checker is a pure function of a Pod. It reports Hits; the framework
 // classifies each hit using the fault context (SEMANTICS.md §5):

@@ -14,6 +14,10 @@ var faultInvs = []*inv{
 		rule: "during initialization a completed regular init is never re-run in the same sandbox (kubelet restart, GC)"},
 	{id: "INV-F3", level: Hard, ex: ExKubelet, fn: checkF3,
 		rule: "a new sandbox re-runs every init container before any main starts; under Never with containers created no new sandbox is made"},
+	// A node shutdown is what INV-F4 is about: it excuses nothing here;
+	// the node going down or the kubelet dying does.
+	{id: "INV-F4", level: BestEffort, ex: ExNode | ExKubelet, fn: checkF4,
+		rule: "a graceful node shutdown kills each pod promptly through the normal pod kill, within its group's budget (regular pods, then critical), and leaves it Failed/Terminated"},
 	{id: "INV-F5", level: Hard, ex: 0, fn: checkF5,
 		rule: "while the node is down nothing is started, hooked or signalled, and no container restarts in a sandbox that did not survive it"},
 	{id: "INV-F6", level: BestEffort, ex: ExNode, fn: checkF6,
@@ -24,6 +28,8 @@ var faultInvs = []*inv{
 		rule: "a container killed for Unknown state is recreated (sidecar: always; regular init under Never: the pod is killed instead)"},
 	{id: "INV-U1", level: Hard, ex: exDefault, fn: checkU1,
 		rule: "an image change restarts only that container (a completed init: nothing), and takes no effect during termination"},
+	{id: "INV-U2", level: Hard, ex: exDefault, fn: checkU2,
+		rule: "an in-place resize applies in place, or restarts only that container when its resizePolicy says RestartContainer; sidecars like mains; nothing during termination"},
 }
 
 // rerunInits reports completed regular inits started again in the same
@@ -270,12 +276,36 @@ func checkU1(p *Pod, hits []Hit) []Hit {
 		dl := p.T(i) + 10e9 + p.Tol
 		end := p.n()
 		completedInit := p.Ctrs[c].Role == RoleInit && p.doneIn(c, sb) != none && p.doneIn(c, sb) < i
-		if b := p.nextStartAfter(c, i, sb); b != nil && !completedInit {
+		runningInit := false
+		if a := p.attAt(c, i); a != nil && p.Ctrs[c].Role == RoleInit && !completedInit {
+			runningInit = true
+			// computeInitContainerActions does not compare a running
+			// regular init container with its spec: it is left to finish
+			// (not restarted), and once it exited 0 it is done, so the
+			// new image is never run.
+			stop := p.n()
+			if a.Exited != none {
+				stop = a.Exited
+			}
+			if j := p.specKill(c, i, stop); j != none {
+				hits = append(hits, p.at(j, i, "image change of running init %q stopped it", name))
+			} else if a.Exited != none && a.Code == 0 {
+				if b := p.nextStartAfter(c, a.Exited, sb); b != nil {
+					hits = append(hits, p.at(b.Start(), i, "image change of running init %q re-ran it after it completed", name))
+				}
+			}
+			end = stop
+		}
+		b := p.nextStartAfter(c, i, sb)
+		switch a := p.attAt(c, i); {
+		case runningInit, completedInit:
+			// Judged above and below: nothing restarts for the change.
+		case b != nil:
 			end = b.Start()
 			if b.Running != none {
 				end = b.Running
 			}
-		} else if a := p.attAt(c, i); a != nil && !completedInit {
+		case a != nil:
 			if (p.termAfter(i) == nil || p.termAfter(i).T > dl) && p.Horizon > dl {
 				hits = append(hits, p.late(i, a.Stop, dl, "image change of running %s %q not applied within %s", what(p.Ctrs[c].Role), name, ms(dl-p.T(i))))
 			}

@@ -119,23 +119,109 @@ type FaultRef struct {
 	T    int64  `json:"t"`
 }
 
-// nearestFault is the last fault that began at or before event index i and
-// was not reported as not applied; nil if none.
-func (p *Pod) nearestFault(i int32) *FaultRef {
-	for f := len(p.Faults) - 1; f >= 0; f-- {
-		if x := &p.Faults[f]; x.Idx <= i && !x.NotApplied {
-			return &FaultRef{Name: x.Name, ID: x.ID, T: x.T}
+// Unattributed is the matrix column of findings no fault can explain.
+const Unattributed = "unattributed"
+
+// attribute returns the fault that can have caused hit h, or nil: the
+// finding is then unattributed.
+//
+// A fault can cause h when it touched the pod or its node, or the whole
+// cluster (the pod's history holds no other fault events), took effect
+// (no fault.not-applied), began at or before the offending event, and its
+// window (effectEnd) contains that event: for an Order hit the offending
+// event at index max(A, B), time T; for a Timing hit the interval
+// [From, T] overlaps the window. Of several such faults, the latest to
+// begin is named.
+//
+// Being the nearest preceding fault is not enough: a kubelet crash long
+// over on the node does not explain a deletion that goes wrong later (the
+// sidecars-with-mains bug replica's INV-T3 findings are not kubelet-crash
+// findings).
+func (p *Pod) attribute(h *Hit) *FaultRef {
+	idx := max(h.A, h.B)
+	for i := len(p.Faults) - 1; i >= 0; i-- {
+		f := &p.Faults[i]
+		if f.NotApplied {
+			continue
+		}
+		end := p.effectEnd(f)
+		var began, inside bool
+		switch {
+		case h.Kind == Order && idx != none:
+			began, inside = f.Idx <= idx, h.T < end
+		default: // a deadline, or a bound between two events
+			began, inside = f.T <= h.T, h.From < end
+		}
+		if began && inside {
+			return &FaultRef{Name: f.Name, ID: f.ID, T: f.T}
 		}
 	}
 	return nil
 }
 
-// faultBefore is the last fault that began at or before time t.
-func (p *Pod) faultBefore(t int64) *FaultRef {
-	for f := len(p.Faults) - 1; f >= 0; f-- {
-		if x := &p.Faults[f]; x.T <= t && !x.NotApplied {
-			return &FaultRef{Name: x.Name, ID: x.ID, T: x.T}
+// effectEnd is when fault f stops explaining what happens to the pod
+// (exclusive):
+//
+//   - its end widened by settle: the kubelet resyncs once it is back, as
+//     for excuses;
+//   - later, if the fault stopped containers of the pod (an attempt that
+//     ran when it began ended inside that window, by an exit or with its
+//     sandbox): their next start, plus settle, is the re-initialization
+//     it forced, even a backoff later;
+//   - a container GC that removed one of the pod's records lasts to the
+//     end of the history (a removed record stays removed);
+//
+// but never past a pod termination that begins after the fault's own
+// window: a deletion is a cause of its own.
+func (p *Pod) effectEnd(f *Fault) int64 {
+	base := f.EndT + p.settle()
+	end := base
+	if faultExcuse(f.Name) == ExGC && p.removedDuring(f) {
+		end = p.Horizon + 1
+	}
+	for c := range p.Ctrs {
+		att := p.Ctrs[c].Att
+		for k := range att {
+			a := &att[k]
+			if !a.runningAt(f.Idx) || k+1 >= len(att) {
+				continue
+			}
+			if stop := p.attemptEnd(a); stop != none && p.T(stop) < base {
+				if next := att[k+1].Start(); next != none {
+					end = max(end, p.T(next)+p.settle())
+				}
+			}
 		}
 	}
-	return nil
+	for i := range p.Terms {
+		if t := p.Terms[i].T; t >= base && t < end {
+			end = t
+		}
+	}
+	return end
+}
+
+// attemptEnd is the index where attempt a stopped running: its exit, or
+// the end of its sandbox; none while it runs.
+func (p *Pod) attemptEnd(a *Attempt) int32 {
+	if a.Exited != none {
+		return a.Exited
+	}
+	if a.Sandbox >= 0 && int(a.Sandbox) < len(p.Sandboxes) {
+		return p.Sandboxes[a.Sandbox].End
+	}
+	return none
+}
+
+// removedDuring reports whether fault f (a container GC) removed a record
+// of one of the pod's containers.
+func (p *Pod) removedDuring(f *Fault) bool {
+	for c := range p.Ctrs {
+		for _, i := range p.Ctrs[c].Ev {
+			if e := &p.Ev[i]; i > f.Idx && e.Kind == history.ContainerRemoved && e.T <= f.EndT {
+				return true
+			}
+		}
+	}
+	return false
 }

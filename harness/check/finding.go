@@ -16,7 +16,8 @@ type Finding struct {
 	Msg   string `json:"msg"`
 	// Excuse names the fault context that made this a degradation.
 	Excuse string `json:"excuse,omitempty"`
-	// Fault is the nearest preceding fault affecting the pod or its node.
+	// Fault is the fault that can have caused the finding (Pod.attribute);
+	// nil: unattributed.
 	Fault *FaultRef `json:"fault,omitempty"`
 	// Excerpt is the pod's history from the first to the second event in
 	// conflict, at most excerptCap events; Elided counts the events left
@@ -27,10 +28,10 @@ type Finding struct {
 	chk int // index of the checker in the runner's list
 }
 
-// FaultName is the attributed fault's name, or "none".
+// FaultName is the attributed fault's name, or Unattributed.
 func (f *Finding) FaultName() string {
 	if f.Fault == nil {
-		return "none"
+		return Unattributed
 	}
 	return f.Fault.Name
 }
@@ -51,12 +52,7 @@ func (p *Pod) classify(ch Checker, h *Hit) Finding {
 			f.Class, f.Excuse = Degradation, name
 		}
 	}
-	if h.Kind == Timing && h.B == none {
-		// A deadline passed: what matters is what happened up to it.
-		f.Fault = p.faultBefore(h.T)
-	} else {
-		f.Fault = p.nearestFault(max(h.A, h.B))
-	}
+	f.Fault = p.attribute(h)
 	return f
 }
 

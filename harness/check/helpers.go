@@ -90,7 +90,7 @@ func ownKill(reason string) bool {
 	switch reason {
 	// A RestartAllContainers reset stops everything by design; INV-RA*
 	// judge it.
-	case "LivenessProbe", "StartupProbe", "SpecChanged", "FailedPostStartHook", "UnknownState", "RestartAllContainers":
+	case "LivenessProbe", "StartupProbe", "SpecChanged", "FailedPostStartHook", "UnknownState", "RestartAllContainers", "ResizeRestart":
 		return true
 	}
 	return false

@@ -127,7 +127,7 @@ func checkP1(p *Pod, hits []Hit) []Hit {
 		}
 		ran := p.mainRanIn(sb, i)
 		switch ph := p.Ev[i].Phase; {
-		case ph == "Running" && !ran && !p.initDone(sb, i) && p.termAt(i) == nil:
+		case ph == "Running" && !ran && !p.initDone(sb, i) && p.termAt(i) == nil && !p.mainsRanBefore(sb, i):
 			// (During a kill the phase follows the exiting containers.)
 			hits = append(hits, p.at(i, none, "phase Running while initialization was incomplete"))
 		case ph == "Pending" && ran && (p.Sandboxes[sb].End == none || p.Sandboxes[sb].End > i):
@@ -135,6 +135,34 @@ func checkP1(p *Pod, hits []Hit) []Hit {
 		}
 	}
 	return hits
+}
+
+// mainsRanBefore reports whether every main container ran in a sandbox
+// before sb (by the time of event i). During re-initialization after a
+// lost sandbox the kubelet's getPhase sees those mains as stopped (their
+// terminated statuses carry over, kubelet_pods.go
+// convertToAPIContainerStatuses), so it publishes Running whenever no
+// regular init runs and no sidecar runs unstarted: Running there is the
+// kubelet's (issue 16 A7), not a break of INV-P1. A main that never ran is
+// "waiting" and keeps the pod Pending.
+func (p *Pod) mainsRanBefore(sb, i int32) bool {
+	if sb == 0 {
+		return false
+	}
+	for _, m := range p.Mains {
+		ran := false
+		for k := range p.Ctrs[m].Att {
+			a := &p.Ctrs[m].Att[k]
+			if a.Sandbox < sb && a.Running != none && a.Running < i {
+				ran = true
+				break
+			}
+		}
+		if !ran {
+			return false
+		}
+	}
+	return true
 }
 
 // initDone reports whether, by the time of event i, every init container
@@ -190,12 +218,22 @@ func checkP3(p *Pod, hits []Hit) []Hit {
 	return hits
 }
 
-// readyAt reports whether container c was ready at event i: its last
-// ready event up to i's instant says true and it has not exited since.
+// readyAt reports whether container c was ready when status event i was
+// published: its last ready event in the history up to the end of i's
+// publication says true and it has not exited since.
+//
+// A publication is one status update: a backend writes it as several
+// status events with one timestamp, in any order, so the container flags
+// of i's publication count even if they follow i in the file. What
+// follows the publication at the same instant (the container exiting, the
+// next status update) happened after it: a container that becomes ready
+// and dies within the same nanosecond is a flap, not a false
+// ContainersReady (issue 16 B).
 func (p *Pod) readyAt(c int, i int32) (int32, bool) {
+	_, end := p.publication(i)
 	last, ready := none, false
 	for _, j := range p.Ctrs[c].Ev {
-		if p.T(j) > p.T(i) {
+		if j > end {
 			break
 		}
 		switch p.Ev[j].Kind {
@@ -206,4 +244,29 @@ func (p *Pod) readyAt(c int, i int32) (int32, bool) {
 		}
 	}
 	return last, ready
+}
+
+// publication returns the index range [lo, hi] of the status update that
+// status event i belongs to: the run of status events (phase, conditions,
+// container Started/Ready) around i with i's timestamp.
+func (p *Pod) publication(i int32) (lo, hi int32) {
+	t := p.T(i)
+	lo, hi = i, i
+	for lo > 0 && p.T(lo-1) == t && isStatus(p.Ev[lo-1].Kind) {
+		lo--
+	}
+	for hi+1 < p.n() && p.T(hi+1) == t && isStatus(p.Ev[hi+1].Kind) {
+		hi++
+	}
+	return lo, hi
+}
+
+// isStatus reports whether events of kind k are part of a published pod
+// status.
+func isStatus(k history.Kind) bool {
+	switch k {
+	case history.PodPhase, history.PodCondition, history.ContainerStarted, history.ContainerReady:
+		return true
+	}
+	return false
 }

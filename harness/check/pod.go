@@ -128,6 +128,10 @@ type Pod struct {
 	Phases    []int32 // pod.phase
 	Conds     []int32 // pod.condition
 	Images    []int32 // container.image-changed
+	Resizes   []int32 // container.resize
+	Scheduled []int32 // pod.scheduled
+	Shutdowns []int32 // node.shutdown
+	Created   int32   // pod.created with the spec
 	Deleted   int32
 	Removed   int32
 
@@ -163,8 +167,8 @@ func (p *Pod) reset() {
 		Ctrs: p.Ctrs[:0], Inits: p.Inits[:0], Sidecars: p.Sidecars[:0], Mains: p.Mains[:0],
 		Sandboxes: p.Sandboxes[:0], Terms: p.Terms[:0], Outages: p.Outages[:0],
 		Faults: p.Faults[:0], Phases: p.Phases[:0], Conds: p.Conds[:0],
-		Images: p.Images[:0], windows: p.windows[:0],
-		Deleted: none, Removed: none,
+		Images: p.Images[:0], Resizes: p.Resizes[:0], Scheduled: p.Scheduled[:0], Shutdowns: p.Shutdowns[:0],
+		windows: p.windows[:0], Created: none, Deleted: none, Removed: none,
 	}
 }
 
@@ -199,9 +203,13 @@ func (p *Pod) build(meta *history.Meta, name string, events []history.Event) err
 				if err := p.setSpec(e.Spec); err != nil {
 					return err
 				}
+				p.Created = i
 			}
 		case history.PodScheduled:
 			p.Node = e.Node
+			p.Scheduled = append(p.Scheduled, i)
+		case history.NodeShutdown:
+			p.Shutdowns = append(p.Shutdowns, i)
 		case history.SandboxCreated:
 			if cur >= 0 && p.Sandboxes[cur].End == none {
 				p.Sandboxes[cur].End = i
@@ -275,6 +283,9 @@ func (p *Pod) build(meta *history.Meta, name string, events []history.Event) err
 			}
 		case history.ContainerImageChanged:
 			p.Images = append(p.Images, i)
+			p.containerEvent(i, e, cur)
+		case history.ContainerResize:
+			p.Resizes = append(p.Resizes, i)
 			p.containerEvent(i, e, cur)
 		default:
 			if e.Kind >= history.ContainerStartRequested && e.Kind <= history.ProbeResult {

@@ -23,8 +23,9 @@ type Row struct {
 	Valid         Validity `json:"valid"`
 }
 
-// Cell counts one invariant's findings attributed to one fault ("none"
-// when no fault preceded them): the invariant × fault matrix.
+// Cell counts one invariant's findings attributed to one fault
+// (Unattributed when no fault can have caused them): the invariant × fault
+// matrix.
 type Cell struct {
 	ID           string `json:"id"`
 	Fault        string `json:"fault"`
@@ -56,6 +57,11 @@ type Report struct {
 	Errors        []PodError `json:"errors,omitempty"`
 	Warnings      []string   `json:"warnings,omitempty"`
 	FindingsCap   int        `json:"findingsCap"`
+	// GroupViolatingPods counts, per invariant group (InvariantGroup), the
+	// pods with at least one violation of an invariant of the group.
+	GroupViolatingPods map[string]int `json:"groupViolatingPods,omitempty"`
+	// Kept are the pods KeepPods kept, with their events.
+	Kept []KeptPod `json:"-"`
 }
 
 // Violations is the total number of violations.
@@ -87,6 +93,7 @@ type aggregator struct {
 	rep    Report
 	cells  map[cellKey]*Cell
 	stored []int // findings stored per checker
+	keep   keeper
 }
 
 func newAggregator(checkers []Checker, cap int) *aggregator {
@@ -152,6 +159,20 @@ func (a *aggregator) fold(res *podResult) {
 	}
 	if anyViolation {
 		r.ViolatingPods++
+		var groups []string
+		for i := range r.Rows {
+			if i < 64 && violated&(1<<uint(i)) != 0 {
+				if g := InvariantGroup(r.Rows[i].ID); !slices.Contains(groups, g) {
+					groups = append(groups, g)
+				}
+			}
+		}
+		if r.GroupViolatingPods == nil {
+			r.GroupViolatingPods = map[string]int{}
+		}
+		for _, g := range groups {
+			r.GroupViolatingPods[g]++
+		}
 	}
 }
 

@@ -13,7 +13,7 @@ var restartInvs = []*inv{
 	{id: "INV-R4", level: Hard, ex: exDefault, fn: checkR4,
 		rule: "main containers restart per pod restartPolicy only; a main restart re-runs no regular init container"},
 	{id: "INV-R5", level: Hard, ex: exDefault, fn: checkR5,
-		rule: "after pod.terminating no sidecar is restarted and no sidecar liveness probe runs"},
+		rule: "after pod.terminating no sidecar is restarted, and its liveness probe kills nothing"},
 	{id: "INV-R6", level: Hard, ex: exDefault, fn: checkR6,
 		rule: "once no main is running or restartable, the pod is killed promptly and no sidecar is restarted"},
 }
@@ -167,8 +167,19 @@ func checkR4(p *Pod, hits []Hit) []Hit {
 			if firstMainExit == none || a.Exited < firstMainExit {
 				firstMainExit = a.Exited
 			}
-			if a.KillReason == "UnknownState" {
+			switch a.KillReason {
+			case "UnknownState":
 				continue // INV-F8: recreated whatever the policy
+			case "SpecChanged":
+				// computePodActions: "Restart regardless of the restart
+				// policy because the container spec changed".
+				continue
+			case "LivenessProbe", "StartupProbe":
+				// A probe kill restarts when shouldRestartOnFailure
+				// (Always, OnFailure), whatever the exit code.
+				if rp != "Never" {
+					continue
+				}
 			}
 			if sp := p.Ctrs[m].Spec; p.hasGate("ContainerRestartRules") && sp != nil && sp.RestartPolicy != "" {
 				continue // a container-level policy decides: INV-RR1
@@ -203,10 +214,15 @@ func checkR5(p *Pod, hits []Hit) []Hit {
 					hits = append(hits, p.at(a.Start(), w.Idx, "sidecar %q restarted during pod termination", p.Ctrs[s].Name))
 				}
 			}
+			// The kubelet keeps probing a sidecar's liveness while the pod
+			// terminates (StopLivenessAndStartup stops the mains' only),
+			// but a terminating pod is killed, never synced: a failure
+			// restarts nothing.
 			for _, i := range p.Ctrs[s].Ev {
 				e := &p.Ev[i]
-				if i > w.Idx && i < w.End && e.Kind == history.ProbeResult && e.Probe == "liveness" && e.T > w.T+p.Slack() {
-					hits = append(hits, p.at(i, w.Idx, "sidecar %q liveness probe ran %s into pod termination", p.Ctrs[s].Name, ms(e.T-w.T)))
+				if i > w.Idx && i < w.End && (e.Kind == history.ContainerStopRequested || e.Kind == history.ContainerPreStopBegin) &&
+					e.Reason == "LivenessProbe" && p.firstKillEvent(s, i) {
+					hits = append(hits, p.at(i, w.Idx, "sidecar %q killed for its liveness probe during pod termination", p.Ctrs[s].Name))
 					break
 				}
 			}

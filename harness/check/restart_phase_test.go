@@ -38,15 +38,30 @@ func restartCases() []invCase {
 			ev: evs(steady("m", specOf("Never", 30, "main:app")).at(5000).exited("app", 1).at(6000).up("app"))},
 		{name: "INV-R4/main restarted after exit 0 under OnFailure", id: "INV-R4", want: Violation,
 			ev: evs(steady("m", specOf("OnFailure", 30, "main:app")).at(5000).exited("app", 0).at(6000).up("app"))},
+		// Issue 16 B: computePodActions restarts a container it killed for
+		// a spec change whatever the restart policy, and one it killed for
+		// a failed liveness or startup probe when shouldRestartOnFailure
+		// (Always, OnFailure), whatever its exit code.
+		{name: "INV-R4/main killed for an image change restarted under Never", id: "INV-R4", clean: true,
+			ev: evs(steady("m", specOf("Never", 30, "main:app")).at(5000).image("app").stop("app", 30, "SpecChanged").exited("app", 0).at(6000).up("app"))},
+		{name: "INV-R4/probe-killed main restarted after exit 0 under OnFailure", id: "INV-R4", clean: true,
+			ev: evs(steady("m", specOf("OnFailure", 30, "main:app+live")).at(5000).probe("app", "liveness", "failure").stop("app", 30, "LivenessProbe").exited("app", 0).at(6000).up("app"))},
+		{name: "INV-R4/probe-killed main restarted under Never", id: "INV-R4", want: Violation,
+			ev: evs(steady("m", specOf("Never", 30, "main:app+live")).at(5000).probe("app", "liveness", "failure").stop("app", 30, "LivenessProbe").exited("app", 137).at(6000).up("app"))},
 		{name: "INV-R4/main restart re-runs the regular init", id: "INV-R4", want: Violation,
 			ev: evs(steady("m", specOf("Always", 30, "init:setup", "main:app")).at(5000).exited("app", 1).at(6000).done("setup").up("app"))},
 		{name: "INV-R5/holds in a correct history", id: "INV-R5", ev: r, clean: true},
 		{name: "INV-R5/sidecar restarted during termination", id: "INV-R5", want: Violation,
 			ev: evs(steady("t", specOf("Always", 30, "sidecar:proxy", "main:app")).at(5000).deleted(30).terminating("PodDeleted", 30).
 				stop("app", 30, "PodDeleted").at(5100).exited("proxy", 1).at(5200).up("proxy"))},
-		{name: "INV-R5/sidecar liveness probe runs during termination", id: "INV-R5", want: Violation,
+		// StopLivenessAndStartup stops the mains' probes only: a sidecar's
+		// liveness keeps running during termination, inert.
+		{name: "INV-R5/sidecar liveness probe runs during termination, killing nothing", id: "INV-R5", clean: true,
 			ev: evs(steady("t", specOf("Always", 30, "sidecar:proxy+live", "main:app")).at(5000).deleted(30).terminating("PodDeleted", 30).
 				stop("app", 30, "PodDeleted").at(9000).probe("proxy", "liveness", "failure"))},
+		{name: "INV-R5/sidecar killed for its liveness probe during termination", id: "INV-R5", want: Violation,
+			ev: evs(steady("t", specOf("Always", 30, "sidecar:proxy+live", "main:app")).at(5000).deleted(30).terminating("PodDeleted", 30).
+				stop("app", 30, "PodDeleted").at(9000).probe("proxy", "liveness", "failure").stop("proxy", 30, "LivenessProbe"))},
 		{name: "INV-R5/gate SidecarsRestartableDuringPodTermination lifts the rule", id: "INV-R5", clean: true,
 			meta: &history.Meta{Policy: "kep753+SidecarsRestartableDuringPodTermination"},
 			ev: evs(steady("t", specOf("Always", 30, "sidecar:proxy", "main:app")).at(5000).terminating("PodDeleted", 30).
@@ -85,6 +100,18 @@ func phaseCases() []invCase {
 		{name: "INV-P1/Running once re-initialized in a new sandbox", id: "INV-P1", clean: true,
 			ev: evs(steady("p", specOf("Always", 30, "init:setup", "sidecar:proxy", "main:app")).at(5000).sandboxLost().at(6000).sandbox().phase("Pending").
 				at(6100).done("setup").up("proxy").phase("Running").at(6200).up("app"))},
+		// Issue 16 A7: getPhase keeps the lost sandbox's terminated
+		// statuses, so during re-initialization the kubelet publishes
+		// Running whenever no regular init runs and no sidecar runs
+		// unstarted.
+		{name: "INV-P1/Running during re-initialization after the mains ran in the lost sandbox", id: "INV-P1", clean: true,
+			ev: evs(steady("p", specOf("Always", 30, "init:setup", "sidecar:proxy+startup", "main:app")).at(5000).sandboxLost().at(6000).sandbox().
+				at(6100).done("setup").phase("Running").at(6200).req("proxy").running("proxy").phase("Pending").
+				at(6300).exited("proxy", 137).phase("Running").at(7000).startupUp("proxy").at(7100).up("app"))},
+		{name: "INV-P1/Running during re-initialization while a main never ran", id: "INV-P1", want: Violation,
+			ev: evs(newPod("p", specOf("Always", 30, "init:setup", "sidecar:proxy+startup", "main:app")).at(0).created().at(10).sandbox().
+				at(20).done("setup").at(30).req("proxy").running("proxy").phase("Pending").at(40).sandboxLost().at(1000).sandbox().
+				at(1100).done("setup").phase("Running"))},
 		{name: "INV-P1/back to Pending after a main container ran", id: "INV-P1", want: Violation,
 			ev: evs(steady("p", realisticSpec()).at(1600).phase("Pending"))},
 		{name: "INV-P2/holds in a correct history", id: "INV-P2", ev: r, clean: true},
@@ -100,6 +127,17 @@ func phaseCases() []invCase {
 		{name: "INV-P3/status published as one snapshot at the same instant", id: "INV-P3", clean: true,
 			ev: evs(newPod("p", specOf("Always", 30, "sidecar:proxy", "main:app")).at(0).created().at(10).sandbox().at(20).up("proxy").
 				at(100).req("app").running("app").cond("ContainersReady", true).started("app", true).ready("app", true))},
+		// Issue 16 B: a status published at one instant, then a change at
+		// the same instant (a sidecar crashing within the nanosecond it
+		// became ready, seen at 1 µs MTBF): two publications, no false
+		// ContainersReady.
+		{name: "INV-P3/ready and dead within one instant is a flap", id: "INV-P3", clean: true,
+			ev: evs(sidecarCrash(15000).at(20000).exited("proxy", 1).at(30000).req("proxy").running("proxy").
+				cond("ContainersReady", true).cond("Ready", true).started("proxy", true).ready("proxy", true).
+				exited("proxy", 1).cond("ContainersReady", false).cond("Ready", false).started("proxy", false).ready("proxy", false))},
+		{name: "INV-P3/ContainersReady in the publication that says the sidecar is not ready", id: "INV-P3", want: Violation,
+			ev: evs(sidecarCrash(15000).at(20000).exited("proxy", 1).at(30000).req("proxy").running("proxy").
+				cond("ContainersReady", true).started("proxy", true).ready("proxy", false))},
 		{name: "INV-P3/Ready while a sidecar was not ready", id: "INV-P3", want: Violation,
 			ev: evs(steady("p", realisticSpec()).at(1600).ready("log", false).cond("Ready", true))},
 	}

@@ -160,7 +160,9 @@ func TestAttributionAndExcerpt(t *testing.T) {
 	if f == nil || f.Class != Violation || f.Pod != "default/web-0" || f.Node != "node-1" {
 		t.Fatalf("finding: %+v", f)
 	}
-	if f.Fault == nil || f.Fault.Name != "kubelet-crash" || f.Fault.ID != 1 || f.Fault.T != 10000*ms1 {
+	// The kubelet crash at 10–12 s cannot explain a deletion at 20 s
+	// (TestAttribution has the cases).
+	if f.Fault != nil || f.FaultName() != Unattributed {
 		t.Fatalf("attribution: %+v", f.Fault)
 	}
 	first, last := f.Excerpt[0], f.Excerpt[len(f.Excerpt)-1]

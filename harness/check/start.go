@@ -44,6 +44,42 @@ func (p *Pod) gate(c int, sb int32) (int32, int) {
 	return g, who
 }
 
+// prevMainStarted is the event after which the kubelet could start main
+// c in sandbox sb: the main before it in spec order, first started in sb
+// before index before, running and past its postStart hook (or exited).
+// none if c is not a main or is the first.
+func (p *Pod) prevMainStarted(c int, sb, before int32) int32 {
+	if c <= p.NInit {
+		return none
+	}
+	a := p.firstIn(c-1, sb)
+	if a == nil || a.Start() > before {
+		return none
+	}
+	done := a.Running
+	if a.PostStart != none && a.PostStart > done {
+		done = a.PostStart
+	}
+	if a.Exited != none && (done == none || a.Exited < done) {
+		done = a.Exited
+	}
+	if done == none || done > before {
+		return none
+	}
+	return done
+}
+
+// exitedBefore reports whether container c had an attempt exit before
+// event index i.
+func (p *Pod) exitedBefore(c int, i int32) bool {
+	for k := range p.Ctrs[c].Att {
+		if e := p.Ctrs[c].Att[k].Exited; e != none && e < i {
+			return true
+		}
+	}
+	return false
+}
+
 func what(r Role) string {
 	switch r {
 	case RoleSidecar:
@@ -113,7 +149,7 @@ func checkS3(p *Pod, hits []Hit) []Hit {
 		}
 		for k := range p.Ctrs[s].Att {
 			a := &p.Ctrs[s].Att[k]
-			if a.Started != none && (a.PostStart == none || a.PostStart > a.Started) {
+			if a.Started != none && (a.PostStart == none || a.PostStart > a.Started) && !p.hookCut(a, a.Started) {
 				hits = append(hits, p.at(a.Started, a.PostStart, "sidecar %q published Started=true before its postStart hook returned", p.Ctrs[s].Name))
 			}
 		}
@@ -133,7 +169,7 @@ func checkS3(p *Pod, hits []Hit) []Hit {
 			if done == none || (a.Exited != none && a.Exited < done) {
 				done = a.Exited
 			}
-			if done == none || done > b.Start() {
+			if (done == none || done > b.Start()) && !p.hookCut(a, b.Start()) {
 				hits = append(hits, p.at(b.Start(), done, "main %q started before main %q's postStart hook returned", p.Ctrs[n].Name, p.Ctrs[m].Name))
 			}
 		}
@@ -172,8 +208,21 @@ func checkS4(p *Pod, hits []Hit) []Hit {
 				}
 				g = l.Started
 			}
-			wait := p.T(a.Start()) - p.T(g)
+			// The kubelet starts mains one by one, each after the previous
+			// one runs and its postStart returned (SyncPod): a main waits
+			// from then, not from the gate.
+			from := g
+			if prev := p.prevMainStarted(c, sb, a.Start()); prev > from {
+				from = prev
+			}
+			wait := p.T(a.Start()) - p.T(from)
 			if wait <= slack {
+				continue
+			}
+			// A main that ran before (in a lost sandbox) restarts through
+			// crash-loop backoff: doBackOff measures from its last exit,
+			// which the kubelet did not purge (only init containers are).
+			if p.Ctrs[c].Role == RoleMain && p.exitedBefore(c, a.Start()) && wait <= maxBackoff+slack {
 				continue
 			}
 			s := &p.Ctrs[who]
@@ -186,7 +235,7 @@ func checkS4(p *Pod, hits []Hit) []Hit {
 				hits = append(hits, p.at(a.Start(), g, "%q waited %s after sidecar %q was started, until it became ready: readiness gated the start", p.Ctrs[c].Name, ms(wait), s.Name))
 				continue
 			}
-			h := p.at(a.Start(), g, "%q started %s after sidecar %q was started", p.Ctrs[c].Name, ms(wait), s.Name)
+			h := p.at(a.Start(), from, "%q started %s after sidecar %q was started", p.Ctrs[c].Name, ms(wait), s.Name)
 			h.Kind = Timing
 			hits = append(hits, h)
 		}

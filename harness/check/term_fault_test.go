@@ -168,6 +168,19 @@ func faultCases() []invCase {
 			ev: evs(steady("u", realisticSpec()).at(5000).image("setup").at(5100).done("setup"))},
 		{name: "INV-U1/image change takes effect during termination", id: "INV-U1", want: Violation,
 			ev: evs(steady("u", realisticSpec()).at(20000).terminating("PodDeleted", 30).at(20100).image("proxy").stop("proxy", 30, "SpecChanged"))},
+		// Issue 16 B: computeInitContainerActions leaves a running regular
+		// init container alone (no containerChanged check): it is neither
+		// restarted nor re-run after it completes.
+		{name: "INV-U1/image change of a running regular init waits for it to finish", id: "INV-U1", clean: true,
+			ev: evs(newPod("u", specOf("Always", 30, "init:setup", "sidecar:proxy", "main:app")).at(0).created().at(10).sandbox().
+				at(20).req("setup").running("setup").at(100).image("setup").at(30000).exited("setup", 0).at(30100).up("proxy").up("app").
+				at(60000).probe("app", "readiness", "success"))},
+		{name: "INV-U1/image change of a running regular init stops it", id: "INV-U1", want: Violation,
+			ev: evs(newPod("u", specOf("Always", 30, "init:setup", "sidecar:proxy", "main:app")).at(0).created().at(10).sandbox().
+				at(20).req("setup").running("setup").at(100).image("setup").stop("setup", 30, "SpecChanged").exited("setup", 0).at(200).done("setup"))},
+		{name: "INV-U1/image change of a running regular init re-runs it after it completed", id: "INV-U1", want: Violation,
+			ev: evs(newPod("u", specOf("Always", 30, "init:setup", "sidecar:proxy", "main:app")).at(0).created().at(10).sandbox().
+				at(20).req("setup").running("setup").at(100).image("setup").at(3000).exited("setup", 0).at(3100).done("setup"))},
 		{name: "INV-U1/image change of a running sidecar never applied", id: "INV-U1", want: Bound,
 			ev: evs(steady("u", realisticSpec()).at(5000).image("proxy").at(60000).probe("app", "readiness", "success"))},
 	}

@@ -104,7 +104,7 @@ func golden(t *testing.T, name, got string) {
 }
 
 func TestHelpGolden(t *testing.T) {
-	for _, cmd := range []string{"", "run", "soak", "validate", "check", "explain", "compare", "graduate", "version"} {
+	for _, cmd := range []string{"", "run", "soak", "validate", "check", "explain", "compare", "graduate", "init", "version"} {
 		name := cmd
 		if name == "" {
 			name = "root"
@@ -142,7 +142,7 @@ func TestUsageErrors(t *testing.T) {
 		if code != ExitUsage {
 			t.Errorf("%v: exit %d, want 2 (stderr %q)", args, code, errOut)
 		}
-		if !strings.HasPrefix(errOut, "sidebench: ") {
+		if !strings.HasPrefix(errOut, "sidebench") || strings.Contains(errOut, "sidebench: sidebench") {
 			t.Errorf("%v: stderr %q", args, errOut)
 		}
 	}
@@ -217,26 +217,30 @@ func TestRunTableGolden(t *testing.T) {
 	}
 }
 
-// TestRunPlainProgress: with a non-terminal stdout, progress is plain
-// lines and carries no ANSI control characters.
+// TestRunPlainProgress: with a non-terminal stderr, progress is plain
+// lines on stderr (stdout keeps the result table only) and carries no ANSI
+// control characters.
 func TestRunPlainProgress(t *testing.T) {
 	dir := t.TempDir()
 	out, errOut, code := run(t, "run", "--out", filepath.Join(dir, "r"), "testdata/tiny.yaml")
 	if code != ExitOK && code != ExitFailed {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"progress: tiny: started, 4 trials, 24 pods", "progress: tiny: finished 4/4 trials", "SCENARIO"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("stdout lacks %q:\n%s", want, out)
+	for _, want := range []string{"progress: tiny: started, 4 trials, 24 pods", "progress: tiny: finished 4/4 trials"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}
+	}
+	if !strings.Contains(out, "POLICY") || strings.Contains(out, "progress:") {
+		t.Errorf("stdout is not the result table alone:\n%s", out)
 	}
 	if ansi.MatchString(out + errOut) {
 		t.Errorf("ANSI control characters in non-terminal output: %q", out)
 	}
 	t.Setenv("CI", "true")
-	out, _, _ = run(t, "run", "--progress", "auto", "--out", filepath.Join(dir, "r2"), "testdata/tiny.yaml")
-	if ansi.MatchString(out) || !strings.Contains(out, "progress: tiny") {
-		t.Errorf("CI output: %q", out)
+	_, errOut, _ = run(t, "run", "--progress", "auto", "--out", filepath.Join(dir, "r2"), "testdata/tiny.yaml")
+	if ansi.MatchString(errOut) || !strings.Contains(errOut, "progress: tiny") {
+		t.Errorf("CI output: %q", errOut)
 	}
 }
 

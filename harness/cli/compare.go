@@ -10,7 +10,6 @@ import (
 
 	"github.com/sidebench/sidebench/harness/runner"
 	"github.com/sidebench/sidebench/reports/compare"
-	"github.com/sidebench/sidebench/reports/render"
 )
 
 // compareFlags is the flagpole of `sidebench compare`.
@@ -18,68 +17,84 @@ type compareFlags struct {
 	format           string
 	threshold, alpha float64
 	policyA, policyB string
+	force            bool
 }
 
-const compareLong = `Compare two run directories (written by 'sidebench run'): RUN_A is the
-baseline, RUN_B the candidate. Each run's committed trials are judged
-through the same aggregation as 'run' (its latency distributions at 1 ms
-resolution, faulted pods left out, as in the reports); a directory holding
-only a summary.json and a pods.jsonl is read from those.
+const compareLong = `Compare run directories (written by 'sidebench run'), benchstat style: the
+first is the baseline (A), every other one a candidate (B, C, ...) compared
+with it. Latency samples come from each run's per-pod records
+(pods.jsonl.zst; faulted pods left out, as in the reports), violation
+counts from its committed trials. A run that kept only some pods' records
+(soak's --keep-history sample:P, or findings) cannot be paired pod by pod:
+follow such runs with 'sidebench trend', which compares distributions.
 
-One row per policy × latency metric both runs have, benchstat style:
+Each policy × latency metric gets three rows, p50, p90 and p99:
 
-  median A, median B  nearest-rank medians in ms
-  vs A                the relative change of the medians, (B − A)/A, or "~"
-                      when the difference is not statistically significant
-  p                   the two-sided Mann–Whitney U p-value, Holm-corrected
-                      across all compared metrics
-  n                   the sample sizes
+  A, B, ...   nearest-rank quantiles in ms
+  vs A        the quantile's relative change, (B − A)/A, or "~" when the
+              test is not significant at --alpha or the CI contains 0
+  CI          the 95% percentile-bootstrap interval of that change
+  p           the test's p-value, Holm-corrected per candidate over the
+              distinct samples compared (identical samples, such as
+              create_to_ready and pod_startup on most workloads, count once)
+  test        "paired +slower -faster =equal" or "n=A+B" (unpaired)
 
-"~" means the data cannot tell A and B apart at --alpha (p >= alpha after the
-Holm correction); it does not mean "equal". With fewer than 4 samples per
-side nothing can be significant. Violation rates are shown as
-k/n rate [<= 95% Wilson upper bound]: "worse" when B's interval lies entirely
-above A's, "better" when entirely below, "~" when they overlap.
+Paired: when a candidate ran the same scenario with the same seeds, its pods
+are A's pods (common random numbers), matched by scenario, policy, trial,
+seed and pod name, and the test is a Wilcoxon signed-rank test on the
+per-pod differences. Otherwise it is a Mann–Whitney U test. A geomean row
+closes the table.
 
-A regression is a significant increase of a median by more than --threshold
-(a fraction: 0.05 = 5%; 0 = any significant increase), or a violation rate
-marked "worse". Each regression is listed at the end.
+"~" means the data cannot tell the runs apart; it does not mean "equal".
+Violation rates are shown as k/n rate [<= 95% Wilson upper bound]: "worse"
+when the candidate's interval lies entirely above A's, "better" when
+entirely below; invariants without a violation in any run are one line.
+
+A regression is a significant quantile increase by more than --threshold (a
+fraction: 0.05 = 5%; 0 = any significant increase) whose CI lies above 0,
+or a violation rate marked "worse". Each regression is listed at the end.
+
+Runs of different scenarios are refused unless --force. The same scenario
+with different content (another scenarioHash) is a warning: the comparison
+then measures that change.
 
 --policy-a and --policy-b compare two different policies, e.g. none in RUN_A
 against kep753 in RUN_B (RUN_A and RUN_B may be the same directory): the
-sidecar overhead.
+sidecar overhead, paired by trial when the runs share their seeds.
 
 Exit codes:
   0  no regression
   1  a regression was found
-  2  usage error or unreadable input (the message names the path)`
+  2  usage error, unreadable input (the message names the path), or runs
+     of different scenarios without --force`
 
 func newCompareCommand(streams IOStreams) *cobra.Command {
 	f := &compareFlags{}
 	cmd := &cobra.Command{
-		Use:   "compare [flags] RUN_A RUN_B",
-		Short: "Compare two runs' latencies and violation rates (A/B, benchstat style)",
+		Use:   "compare [flags] RUN_A RUN_B [RUN_C...]",
+		Short: "Compare runs' latencies and violation rates (A/B, benchstat style)",
 		Long:  compareLong,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 2 {
-				return usageErr("%s: need exactly two run directories (RUN_A RUN_B), got %d", cmd.CommandPath(), len(args))
+			if len(args) < 2 {
+				return usageErr("%s: need at least two run directories (RUN_A RUN_B ...), got %d", cmd.CommandPath(), len(args))
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runCompare(streams, f, args[0], args[1])
+			return runCompare(streams, f, args)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.format, "format", "text", "output format: text, md or json")
-	fl.Float64Var(&f.threshold, "threshold", 0.05, "relative median increase counted as a regression (fraction; 0: any significant increase)")
-	fl.Float64Var(&f.alpha, "alpha", 0.05, "significance level of the Mann–Whitney U test after Holm correction")
+	fl.Float64Var(&f.threshold, "threshold", 0.05, "relative quantile increase counted as a regression (fraction; 0: any significant increase)")
+	fl.Float64Var(&f.alpha, "alpha", 0.05, "significance level of the tests after Holm correction")
 	fl.StringVar(&f.policyA, "policy-a", "", "policy of RUN_A to compare (with --policy-b)")
-	fl.StringVar(&f.policyB, "policy-b", "", "policy of RUN_B to compare (with --policy-a)")
+	fl.StringVar(&f.policyB, "policy-b", "", "policy of the other runs to compare (with --policy-a)")
+	fl.BoolVar(&f.force, "force", false, "compare runs of different scenarios")
 	return cmd
 }
 
-func runCompare(streams IOStreams, f *compareFlags, dirA, dirB string) error {
+func runCompare(streams IOStreams, f *compareFlags, dirs []string) error {
 	var write func(*compare.Table, io.Writer) error
 	switch f.format {
 	case "text", "txt":
@@ -100,27 +115,18 @@ func runCompare(streams IOStreams, f *compareFlags, dirA, dirB string) error {
 	if (f.policyA == "") != (f.policyB == "") {
 		return usageErr("--policy-a and --policy-b go together")
 	}
-	a, err := loadRunData(dirA)
-	if err != nil {
-		return err
-	}
-	b, err := loadRunData(dirB)
-	if err != nil {
-		return err
-	}
-	if f.policyA != "" {
-		if !hasPolicy(a, f.policyA) {
-			return usageErr("--policy-a %s: no such policy in %s (have %v)", f.policyA, dirA, a.Policies)
-		}
-		if !hasPolicy(b, f.policyB) {
-			return usageErr("--policy-b %s: no such policy in %s (have %v)", f.policyB, dirB, b.Policies)
-		}
-	}
 	thr := f.threshold
 	if thr == 0 {
 		thr = -1 // compare.Options: 0 is the default 5%, negative any increase
 	}
-	t := compare.Compare(a, b, compare.Options{Alpha: f.alpha, Threshold: thr, PolicyA: f.policyA, PolicyB: f.policyB})
+	runs, err := runner.CompareRuns(dirs)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	t, err := compare.Compare(runs, compare.Options{Alpha: f.alpha, Threshold: thr, PolicyA: f.policyA, PolicyB: f.policyB, Force: f.force})
+	if err != nil {
+		return usageErr("%v", err)
+	}
 	if err := write(&t, streams.Out); err != nil {
 		return asInternal(err)
 	}
@@ -128,30 +134,6 @@ func runCompare(streams IOStreams, f *compareFlags, dirA, dirB string) error {
 		return silent(ExitFailed)
 	}
 	return nil
-}
-
-func hasPolicy(d render.RunData, p string) bool {
-	for _, q := range d.Policies {
-		if q == p {
-			return true
-		}
-	}
-	for _, l := range d.Latencies {
-		if l.Policy == p {
-			return true
-		}
-	}
-	return false
-}
-
-// loadRunData reads one side of a comparison (runner.LoadRunData); bad
-// input is a usage error.
-func loadRunData(path string) (render.RunData, error) {
-	d, err := runner.LoadRunData(path)
-	if err != nil {
-		return d, runError(err)
-	}
-	return d, nil
 }
 
 // unwrapPathErr drops the path of an *os.PathError (the caller names it).

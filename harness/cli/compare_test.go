@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,25 +43,38 @@ func slowVariant(t *testing.T, dir string) string {
 	return p
 }
 
-// latencyRows returns the latency rows of a text comparison (policy,
-// metric, ..., vs A, ...).
-func latencyRows(out string) [][]string {
-	var rows [][]string
-	in := false
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
-		switch {
-		case len(f) > 1 && f[0] == "policy" && f[1] == "metric":
-			in = true
-		case len(f) == 0:
-			if in && len(rows) > 0 {
-				return rows
-			}
-		case in:
-			rows = append(rows, f)
-		}
+// cmpJSON is the part of `compare --format json` the tests read.
+type cmpJSON struct {
+	Latencies []struct {
+		Policy string `json:"policy"`
+		Metric string `json:"metric"`
+		SameAs string `json:"sameAs"`
+		Vs     []struct {
+			Paired      bool     `json:"paired"`
+			N1          int      `json:"n1"`
+			N2          int      `json:"n2"`
+			Slower      int      `json:"slower"`
+			Faster      int      `json:"faster"`
+			P           *float64 `json:"p"`
+			Significant bool     `json:"significant"`
+			Quantiles   []struct {
+				Delta      string `json:"delta"`
+				Regression bool   `json:"regression"`
+			} `json:"quantiles"`
+		} `json:"vs"`
+	} `json:"latencies"`
+	RegressionFound bool     `json:"regressionFound"`
+	Warnings        []string `json:"warnings"`
+}
+
+func compareJSON(t *testing.T, args ...string) (cmpJSON, int) {
+	t.Helper()
+	out, errOut, code := run(t, append([]string{"compare", "--format", "json"}, args...)...)
+	var doc cmpJSON
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("compare %v: exit %d, stderr %q, bad JSON: %v\n%.500s", args, code, errOut, err, out)
 	}
-	return rows
+	return doc, code
 }
 
 func TestCompareRuns(t *testing.T) {
@@ -70,66 +84,128 @@ func TestCompareRuns(t *testing.T) {
 	runCmp(t, b, "testdata/cmp.yaml", "--seed", "99")
 	runCmp(t, slow, slowVariant(t, dir), "--seed", "99")
 
-	// Same scenario, different seed: no significant regression.
-	out, errOut, code := run(t, "compare", a, b)
-	if code != ExitOK {
-		t.Fatalf("compare a b: exit %d, stderr %q\n%s", code, errOut, out)
+	// Same scenario, different seed: unpaired, no significant change.
+	doc, code := compareJSON(t, a, b)
+	if code != ExitOK || doc.RegressionFound || len(doc.Latencies) < 4 {
+		t.Fatalf("compare a b: exit %d, %+v", code, doc)
 	}
-	rows := latencyRows(out)
-	if len(rows) < 4 {
-		t.Fatalf("latency rows: %v\n%s", rows, out)
-	}
-	same := 0
-	for _, r := range rows {
-		if r[4] == "~" {
-			same++
+	for _, l := range doc.Latencies {
+		v := l.Vs[0]
+		if v.Paired {
+			t.Errorf("%s %s paired across seeds", l.Policy, l.Metric)
 		}
-		if r[0] == "kep753" && r[1] == "pod_startup" && !strings.HasSuffix(r[len(r)-1], "+200") {
-			t.Errorf("pod_startup row %v: want 200+200 samples", r)
+		if l.Policy == "kep753" && l.Metric == "pod_startup" && (v.N1 != 200 || v.N2 != 200) {
+			t.Errorf("pod_startup: n=%d+%d, want 200+200", v.N1, v.N2)
 		}
-	}
-	if same*2 <= len(rows) {
-		t.Errorf("only %d of %d rows are ~:\n%s", same, len(rows), out)
-	}
-	if strings.Contains(out, "REGRESSION") || !strings.Contains(out, "no regression") {
-		t.Errorf("regression reported:\n%s", out)
 	}
 
-	// Sidecar start 200ms slower: pod_startup regresses, exit 1.
-	out, errOut, code = run(t, "compare", a, slow)
+	// Sidecar start 200ms slower: pod_startup regresses, exit 1, in every
+	// format.
+	out, errOut, code := run(t, "compare", a, slow)
 	if code != ExitFailed {
 		t.Fatalf("compare a slow: exit %d, stderr %q\n%s", code, errOut, out)
 	}
-	if !regexp.MustCompile(`(?m)^REGRESSION: kep753 pod_startup: median \S+ → \S+ ms \(\+`).MatchString(out) {
+	if !regexp.MustCompile(`(?m)^REGRESSION: kep753 pod_startup p50: \S+ → \S+ ms \(\+`).MatchString(out) {
 		t.Errorf("no pod_startup regression line:\n%s", out)
 	}
-	for _, r := range latencyRows(out) {
-		if r[0] == "kep753" && r[1] == "pod_startup" && (r[4] == "~" || r[len(r)-1] != "REGRESSION") {
-			t.Errorf("pod_startup row %v", r)
-		}
+	if !regexp.MustCompile(`(?m)^kep753 +pod_startup +p50 .* REGRESSION$`).MatchString(out) {
+		t.Errorf("pod_startup row not marked:\n%s", out)
 	}
 	// A threshold above the change: significant, but not a regression.
-	if _, _, code := run(t, "compare", "--threshold", "0.5", a, slow); code != ExitOK {
-		t.Errorf("--threshold 0.5: exit %d", code)
+	if _, _, code := run(t, "compare", "--threshold", "0.9", a, slow); code != ExitOK {
+		t.Errorf("--threshold 0.9: exit %d", code)
 	}
-
-	// JSON and Markdown carry the same verdict.
-	js, _, code := run(t, "compare", "--format", "json", a, slow)
-	var doc struct {
-		RegressionFound bool `json:"regressionFound"`
-	}
-	if err := json.Unmarshal([]byte(js), &doc); err != nil || !doc.RegressionFound || code != ExitFailed {
-		t.Errorf("json: err %v, regressionFound %v, exit %d\n%.300s", err, doc.RegressionFound, code, js)
+	if doc, code := compareJSON(t, a, slow); !doc.RegressionFound || code != ExitFailed {
+		t.Errorf("json: regressionFound %v, exit %d", doc.RegressionFound, code)
 	}
 	md, _, code := run(t, "compare", "--format", "md", a, b)
-	if code != ExitOK || !strings.Contains(md, "|") {
+	if code != ExitOK || !strings.Contains(md, "| policy | metric | q |") {
 		t.Errorf("md: exit %d\n%.300s", code, md)
 	}
+	// Three runs, benchstat style: one column group per candidate.
+	out, _, code = run(t, "compare", a, b, slow)
+	if code != ExitFailed || !strings.Contains(out, "C: "+slow) || !strings.Contains(out, "REGRESSION: C") {
+		t.Errorf("three runs: exit %d\n%s", code, out)
+	}
 
-	// Two policies of one run: the sidecar overhead of kep753 over none.
-	out, errOut, code = run(t, "compare", "--policy-a", "none", "--policy-b", "kep753", a, a)
-	if code == ExitUsage || code == ExitInternal || !strings.Contains(out, "pod_startup") {
-		t.Errorf("--policy-a/b: exit %d %s\n%s", code, errOut, out)
+	// Two policies of one run: the sidecar overhead of kep753 over none,
+	// paired by trial (the policies of a trial share its seed).
+	doc, code = compareJSON(t, "--policy-a", "none", "--policy-b", "kep753", a, a)
+	if code == ExitUsage || code == ExitInternal || len(doc.Latencies) == 0 || !doc.Latencies[0].Vs[0].Paired {
+		t.Errorf("--policy-a/b: exit %d %+v", code, doc)
+	}
+}
+
+// policyComparisonVariant writes scenarios/policy-comparison.yaml with the
+// proxy's startupAfter distribution scaled by 1.3 (median 1s → 1.3s, p99
+// 5s → 6.5s): every proxy startup takes 30% longer.
+func policyComparisonVariant(t *testing.T, dir string) string {
+	t.Helper()
+	src, err := os.ReadFile("../../scenarios/policy-comparison.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const from, to = "startupAfter: lognormal(median=1s, p99=5s)", "startupAfter: lognormal(median=1.3s, p99=6.5s)"
+	if !strings.Contains(string(src), from) {
+		t.Fatalf("policy-comparison.yaml lacks %q", from)
+	}
+	p := filepath.Join(dir, "policy-comparison.yaml")
+	if err := os.WriteFile(p, []byte(strings.Replace(string(src), from, to, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestComparePairedRegression is issue 18's case: policy-comparison with
+// --seed 1, then the same scenario with a 30% slower proxy startup and the
+// same seed. kep753 pod_startup grows by 7.4%; a third of the pods got
+// slower and none faster. Mann–Whitney on the pooled samples, corrected
+// over 14 "metrics", printed "~" and exited 0; paired on the matched pods
+// it is a regression (exit 1). With another seed and no change, the table
+// stays "~" and exits 0.
+func TestComparePairedRegression(t *testing.T) {
+	dir := t.TempDir()
+	a, b, c := filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "c")
+	runCmp(t, a, "../../scenarios/policy-comparison.yaml", "--seed", "1")
+	runCmp(t, b, policyComparisonVariant(t, dir), "--seed", "1")
+	runCmp(t, c, "../../scenarios/policy-comparison.yaml", "--seed", "2")
+
+	doc, code := compareJSON(t, a, b)
+	if code != ExitFailed || !doc.RegressionFound {
+		t.Fatalf("slower proxy: exit %d, regressionFound %v", code, doc.RegressionFound)
+	}
+	found := false
+	for _, l := range doc.Latencies {
+		if l.Policy != "kep753" || l.Metric != "pod_startup" {
+			continue
+		}
+		found = true
+		v := l.Vs[0]
+		if !v.Paired || v.N1 != 200 || v.Faster != 0 || v.Slower < 50 || !v.Significant || v.Quantiles[0].Delta == "~" || !v.Quantiles[0].Regression {
+			t.Errorf("kep753 pod_startup: %+v", v)
+		}
+	}
+	if !found {
+		t.Fatal("no kep753 pod_startup row")
+	}
+	if !slices.ContainsFunc(doc.Warnings, func(w string) bool { return strings.Contains(w, "differs between A and B (scenarioHash") }) {
+		t.Errorf("no scenario-hash warning: %q", doc.Warnings)
+	}
+
+	doc, code = compareJSON(t, a, c)
+	if code != ExitOK || doc.RegressionFound {
+		t.Fatalf("another seed: exit %d, regressionFound %v", code, doc.RegressionFound)
+	}
+	for _, l := range doc.Latencies {
+		v := l.Vs[0]
+		if v.Paired || v.Significant {
+			t.Errorf("%s %s across seeds: paired %v significant %v", l.Policy, l.Metric, v.Paired, v.Significant)
+		}
+		for _, q := range v.Quantiles {
+			if q.Delta != "~" {
+				t.Errorf("%s %s across seeds: %s", l.Policy, l.Metric, q.Delta)
+			}
+		}
 	}
 }
 
@@ -161,12 +237,22 @@ func TestCompareUsage(t *testing.T) {
 	os.Mkdir(badsum, 0o755)
 	os.WriteFile(filepath.Join(badsum, render.SummaryFile), []byte(`{"schemaVersion": 99}`), 0o644)
 	good := filepath.Join("testdata", "runs", "tiny-seed42")
+	// The same run under another scenario name.
+	otherScenario := filepath.Join(dir, "other")
+	os.Mkdir(otherScenario, 0o755)
+	os.WriteFile(filepath.Join(otherScenario, render.SummaryFile), []byte(strings.Replace(string(sum), `"scenario": "tiny"`, `"scenario": "other"`, 1)), 0o644)
+	pods, _ := os.ReadFile(filepath.Join(good, "pods.jsonl")) // a format 1 directory
+	os.WriteFile(filepath.Join(otherScenario, "pods.jsonl"), []byte(strings.ReplaceAll(string(pods), `"scenario":"tiny"`, `"scenario":"other"`)), 0o644)
+	if _, errOut, code := run(t, "compare", "--force", good, otherScenario); code != ExitOK || errOut != "" {
+		t.Errorf("--force: exit %d %q", code, errOut)
+	}
 	cases := []struct {
 		args []string
 		want string
 	}{
-		{[]string{"compare"}, "exactly two"},
-		{[]string{"compare", good}, "exactly two"},
+		{[]string{"compare"}, "at least two"},
+		{[]string{"compare", good}, "at least two"},
+		{[]string{"compare", good, otherScenario}, "--force"},
 		{[]string{"compare", good, filepath.Join(dir, "missing")}, filepath.Join(dir, "missing")},
 		{[]string{"compare", good, empty}, empty},
 		{[]string{"compare", good, nopods}, filepath.Join(nopods, "pods.jsonl")},
@@ -182,7 +268,7 @@ func TestCompareUsage(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, errOut, code := run(t, c.args...)
-		if code != ExitUsage || !strings.HasPrefix(errOut, "sidebench: ") || !strings.Contains(errOut, c.want) {
+		if code != ExitUsage || !strings.HasPrefix(errOut, "sidebench "+c.args[0]+": ") || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: exit %d, stderr %q (want 2 and %q)", c.args, code, errOut, c.want)
 		}
 	}

@@ -64,3 +64,16 @@ func TestTrendFlagsASlowerNight(t *testing.T) {
 		t.Errorf("%d nights flagged, want only the last:\n%s", n, out)
 	}
 }
+
+// TestCompareRefusesRetainedRuns: compare pairs pods, so a soak that kept
+// the records of some pods only is refused with what to do instead.
+func TestCompareRefusesRetainedRuns(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "s")
+	if _, errOut, code := run(t, "soak", "--quiet", "--duration", "50ms", "--out", dir, "testdata/tiny.yaml"); code != ExitOK {
+		t.Fatalf("soak: %d %s", code, errOut)
+	}
+	_, errOut, code := run(t, "compare", dir, dir)
+	if code != ExitUsage || !strings.Contains(errOut, "--keep-history sample:0.1") || !strings.Contains(errOut, "sidebench trend") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}

@@ -86,15 +86,15 @@ func hookResult(ok bool, why string) *runtimeapi.ExecSyncResponse {
 func (s *Server) waitHook(ctx context.Context, c *container, d time.Duration, timeoutSec int64) (bool, string) {
 	var timer <-chan time.Time
 	if d != behavior.Never {
-		t := time.NewTimer(d)
+		t := s.cfg.Clock.NewTimer(d)
 		defer t.Stop()
-		timer = t.C
+		timer = t.C()
 	}
 	var timeout <-chan time.Time
 	if timeoutSec > 0 {
-		t := time.NewTimer(time.Duration(timeoutSec) * time.Second)
+		t := s.cfg.Clock.NewTimer(time.Duration(timeoutSec) * time.Second)
 		defer t.Stop()
-		timeout = t.C
+		timeout = t.C()
 	}
 	select {
 	case <-timer:
@@ -109,7 +109,7 @@ func (s *Server) waitHook(ctx context.Context, c *container, d time.Duration, ti
 }
 
 func (s *Server) probeLocked(c *container, kind string) *runtimeapi.ExecSyncResponse {
-	elapsed := time.Duration(s.cfg.Now() - c.startedAt)
+	elapsed := time.Duration(s.now() - c.startedAt)
 	var ok bool
 	switch kind {
 	case ProbeStartup:

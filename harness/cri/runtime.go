@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/sidebench/sidebench/harness/behavior"
 	"github.com/sidebench/sidebench/harness/history"
@@ -41,16 +42,16 @@ type container struct {
 	plan       behavior.Plan
 
 	exited    chan struct{} // closed when the process exits
-	exitTimer *time.Timer   // exit on its own
-	termTimer *time.Timer   // exit after SIGTERM handling
-	killTimer *time.Timer   // SIGKILL at the end of the grace period
+	exitTimer clock.Timer   // exit on its own
+	termTimer clock.Timer   // exit after SIGTERM handling
+	killTimer clock.Timer   // SIGKILL at the end of the grace period
 	killAt    int64
 	stopAsked bool
 	lastProbe map[string]string
 }
 
 func (c *container) stopTimers() {
-	for _, t := range []*time.Timer{c.exitTimer, c.termTimer, c.killTimer} {
+	for _, t := range []clock.Timer{c.exitTimer, c.termTimer, c.killTimer} {
 		if t != nil {
 			t.Stop()
 		}
@@ -83,7 +84,7 @@ func (s *Server) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandboxR
 		pod:       md.GetNamespace() + "/" + md.GetName(),
 		config:    cfg,
 		state:     runtimeapi.PodSandboxState_SANDBOX_READY,
-		createdAt: s.cfg.Now(),
+		createdAt: s.now(),
 		seed:      seed,
 	}
 	if cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() != runtimeapi.NamespaceMode_NODE {
@@ -243,7 +244,7 @@ func (s *Server) CreateContainer(_ context.Context, req *runtimeapi.CreateContai
 		config:    cfg,
 		imageRef:  s.imageRefLocked(cfg.GetImage().GetImage()),
 		state:     runtimeapi.ContainerState_CONTAINER_CREATED,
-		createdAt: s.cfg.Now(),
+		createdAt: s.now(),
 		plan:      beh.Draw(behavior.ContainerKey(sb.seed, sb.pod, md.GetName(), md.GetAttempt()).Rand()),
 		exited:    make(chan struct{}),
 		lastProbe: map[string]string{},
@@ -253,15 +254,15 @@ func (s *Server) CreateContainer(_ context.Context, req *runtimeapi.CreateContai
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
 }
 
-// sleepCtx waits d or until ctx ends; false if ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
+// sleepCtx waits d on clk or until ctx ends; false if ctx ended first.
+func sleepCtx(ctx context.Context, clk clock.Clock, d time.Duration) bool {
 	if d <= 0 {
 		return true
 	}
-	t := time.NewTimer(d)
+	t := clk.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-t.C():
 		return true
 	case <-ctx.Done():
 		return false
@@ -289,7 +290,7 @@ func (s *Server) StartContainer(ctx context.Context, req *runtimeapi.StartContai
 	// away (the kubelet was SIGKILLed mid-call): the latency is not cut
 	// short by ctx. The kubelet finds the container running when it
 	// relists.
-	done := sleepCtx(context.WithoutCancel(ctx), lat)
+	done := sleepCtx(context.WithoutCancel(ctx), s.cfg.Clock, lat)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -302,11 +303,11 @@ func (s *Server) StartContainer(ctx context.Context, req *runtimeapi.StartContai
 		return nil, status.FromContextError(ctx.Err()).Err()
 	}
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
-	c.startedAt = s.cfg.Now()
+	c.startedAt = s.now()
 	s.emit(c.event(history.ContainerRunning))
 	if c.plan.ExitAfter != behavior.Never {
 		code, reason := c.plan.ExitCode, c.plan.ExitReason
-		c.exitTimer = time.AfterFunc(c.plan.ExitAfter, func() {
+		c.exitTimer = s.afterFunc(c.plan.ExitAfter, func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.exitLocked(c, code, reason, "")
@@ -322,7 +323,7 @@ func (s *Server) exitLocked(c *container, code int32, reason, msg string) {
 	}
 	c.stopTimers()
 	c.state = runtimeapi.ContainerState_CONTAINER_EXITED
-	c.finishedAt = s.cfg.Now()
+	c.finishedAt = s.now()
 	c.exitCode, c.reason, c.message = code, reason, msg
 	close(c.exited)
 	e := c.event(history.ContainerExited)
@@ -349,12 +350,12 @@ func (s *Server) StopContainer(ctx context.Context, req *runtimeapi.StopContaine
 	e := c.event(history.ContainerStopRequested)
 	e.Grace = int64(grace)
 	s.emit(e)
-	now := s.cfg.Now()
+	now := s.now()
 	if !c.stopAsked {
 		c.stopAsked = true
 		if th := c.plan.TermHandling; th != behavior.Never && th < grace {
 			code := c.plan.TermExitCode
-			c.termTimer = time.AfterFunc(th, func() {
+			c.termTimer = s.afterFunc(th, func() {
 				s.mu.Lock()
 				defer s.mu.Unlock()
 				s.exitLocked(c, code, behavior.ReasonFor(code), "")
@@ -366,7 +367,7 @@ func (s *Server) StopContainer(ctx context.Context, req *runtimeapi.StopContaine
 			c.killTimer.Stop()
 		}
 		c.killAt = killAt
-		c.killTimer = time.AfterFunc(grace, func() {
+		c.killTimer = s.afterFunc(grace, func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {

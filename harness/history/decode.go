@@ -146,6 +146,13 @@ const (
 	fCode
 	fReason
 	fGrace
+	fCritGrace
+	fCPU
+	fMem
+	fCPULimit
+	fMemLimit
+	fOOM
+	fCPUs
 	fPhase
 	fCond
 	fV
@@ -161,7 +168,7 @@ const (
 )
 
 var fieldNames = [fieldCount]string{"t", "k", "pod", "node", "c", "attempt", "code", "reason", "grace",
-	"phase", "cond", "v", "probe", "result", "fault", "fid", "target", "msg", "spec", "meta"}
+	"critGrace", "cpu", "mem", "cpuLimit", "memLimit", "oomScoreAdj", "cpus", "phase", "cond", "v", "probe", "result", "fault", "fid", "target", "msg", "spec", "meta"}
 
 func lookupField(key []byte) (field, bool) {
 	switch string(key) { // no allocation: the compiler special-cases this
@@ -183,6 +190,20 @@ func lookupField(key []byte) (field, bool) {
 		return fReason, true
 	case "grace":
 		return fGrace, true
+	case "critGrace":
+		return fCritGrace, true
+	case "cpu":
+		return fCPU, true
+	case "mem":
+		return fMem, true
+	case "cpuLimit":
+		return fCPULimit, true
+	case "memLimit":
+		return fMemLimit, true
+	case "oomScoreAdj":
+		return fOOM, true
+	case "cpus":
+		return fCPUs, true
 	case "phase":
 		return fPhase, true
 	case "cond":
@@ -273,17 +294,32 @@ func (d *decoder) decode(b []byte, e *Event) error {
 // value decodes the value of field f starting at b[i] into e.
 func (d *decoder) value(b []byte, i int, f field, e *Event) (int, error) {
 	switch f {
-	case fT, fGrace:
+	case fT, fGrace, fCritGrace, fCPU, fMem, fCPULimit, fMemLimit:
 		v, j, err := parseInt(b, i, 64)
-		if f == fT {
+		switch f {
+		case fT:
 			e.T = v
-		} else {
+		case fGrace:
 			e.Grace = v
+		case fCritGrace:
+			e.CritGrace = v
+		case fCPU:
+			e.CPU = v
+		case fMem:
+			e.Mem = v
+		case fCPULimit:
+			e.CPULimit = v
+		case fMemLimit:
+			e.MemLimit = v
 		}
 		return j, err
-	case fCode:
+	case fCode, fOOM:
 		v, j, err := parseInt(b, i, 32)
-		e.Code = int32(v)
+		if f == fCode {
+			e.Code = int32(v)
+		} else {
+			e.OOMScoreAdj = int32(v)
+		}
 		return j, err
 	case fAttempt, fFID:
 		v, j, err := parseUint(b, i, 32)
@@ -357,6 +393,8 @@ func (d *decoder) value(b []byte, i int, f field, e *Event) (int, error) {
 		e.Fault = v
 	case fTarget:
 		e.Target = v
+	case fCPUs:
+		e.CPUs = v
 	case fMsg:
 		e.Msg = v
 	}

@@ -43,6 +43,21 @@ func Describe(e *Event) string {
 	if e.Grace != 0 {
 		fmt.Fprintf(&b, " grace=%s", seconds(e.Grace))
 	}
+	if e.CritGrace != 0 {
+		fmt.Fprintf(&b, " critical=%s", seconds(e.CritGrace))
+	}
+	if e.CPU != 0 || e.Mem != 0 || e.CPULimit != 0 || e.MemLimit != 0 {
+		fmt.Fprintf(&b, " cpu=%dm mem=%d", e.CPU, e.Mem)
+		if e.CPULimit != 0 || e.MemLimit != 0 {
+			fmt.Fprintf(&b, " limits=%dm/%d", e.CPULimit, e.MemLimit)
+		}
+	}
+	if e.OOMScoreAdj != 0 {
+		fmt.Fprintf(&b, " oomScoreAdj=%d", e.OOMScoreAdj)
+	}
+	if e.CPUs != "" {
+		fmt.Fprintf(&b, " cpus=%s", e.CPUs)
+	}
 	if e.Msg != "" && e.Kind != RunEnd {
 		fmt.Fprintf(&b, " msg=%q", e.Msg)
 	}

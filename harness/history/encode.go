@@ -70,8 +70,9 @@ func (w *Writer) Flush() error {
 
 // AppendEvent appends the JSONL encoding of e, including the trailing
 // newline, to dst. Keys are in the fixed order t, k, pod, node, c, attempt,
-// code, reason, grace, phase, cond, v, probe, result, fault, fid, target,
-// msg, spec, meta; empty fields are omitted except "v" for kinds where
+// code, reason, grace, critGrace, cpu, mem, cpuLimit, memLimit,
+// oomScoreAdj, cpus, phase, cond, v, probe, result, fault, fid, target, msg,
+// spec, meta; empty fields are omitted except "v" for kinds where
 // Kind.HasValue.
 func AppendEvent(dst []byte, e *Event) ([]byte, error) {
 	if !e.Kind.valid() {
@@ -94,10 +95,14 @@ func AppendEvent(dst []byte, e *Event) ([]byte, error) {
 		dst = strconv.AppendInt(dst, int64(e.Code), 10)
 	}
 	dst = appendStrField(dst, `,"reason":`, e.Reason)
-	if e.Grace != 0 {
-		dst = append(dst, `,"grace":`...)
-		dst = strconv.AppendInt(dst, e.Grace, 10)
-	}
+	dst = appendIntField(dst, `,"grace":`, e.Grace)
+	dst = appendIntField(dst, `,"critGrace":`, e.CritGrace)
+	dst = appendIntField(dst, `,"cpu":`, e.CPU)
+	dst = appendIntField(dst, `,"mem":`, e.Mem)
+	dst = appendIntField(dst, `,"cpuLimit":`, e.CPULimit)
+	dst = appendIntField(dst, `,"memLimit":`, e.MemLimit)
+	dst = appendIntField(dst, `,"oomScoreAdj":`, int64(e.OOMScoreAdj))
+	dst = appendStrField(dst, `,"cpus":`, e.CPUs)
 	dst = appendStrField(dst, `,"phase":`, e.Phase)
 	dst = appendStrField(dst, `,"cond":`, e.Cond)
 	// A true Value on a kind that does not carry one is still written, so
@@ -144,6 +149,14 @@ func (e Event) String() string {
 		return fmt.Sprintf("{invalid event: %v}", err)
 	}
 	return string(b[:len(b)-1])
+}
+
+func appendIntField(dst []byte, key string, v int64) []byte {
+	if v == 0 {
+		return dst
+	}
+	dst = append(dst, key...)
+	return strconv.AppendInt(dst, v, 10)
 }
 
 func appendStrField(dst []byte, key, s string) []byte {

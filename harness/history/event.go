@@ -52,6 +52,10 @@ const (
 	ContainerBackoff       // restart delayed: Grace = delay
 	ContainerImageChanged  // spec image changed: Msg = new image
 	ContainerStartFailed   // the runtime refused the start: Msg
+	// In-place resize (INV-U2). CPU/Mem are requests, CPULimit/MemLimit
+	// limits.
+	ContainerResize  // spec resources changed: the desired resources
+	ContainerResized // the kubelet applied them in place (CRI UpdateContainerResources)
 
 	// Probes.
 	ProbeResult // Container, Probe, Result
@@ -102,6 +106,8 @@ var kindNames = [kindCount]string{
 	ContainerBackoff:        "container.backoff",
 	ContainerImageChanged:   "container.image-changed",
 	ContainerStartFailed:    "container.start-failed",
+	ContainerResize:         "container.resize",
+	ContainerResized:        "container.resized",
 	ProbeResult:             "probe.result",
 	KubeletDown:             "kubelet.down",
 	KubeletUp:               "kubelet.up",
@@ -179,6 +185,26 @@ type Event struct {
 	// Grace is a duration in nanoseconds (stop grace, deletion grace,
 	// backoff delay, shutdown budget).
 	Grace int64
+	// CritGrace is the critical pods' part of a graceful node shutdown's
+	// budget (node.shutdown; shutdownGracePeriodCriticalPods), in ns.
+	CritGrace int64
+	// CPU (milli-CPU) and Mem (bytes) are requests: a pod's effective
+	// requests as the scheduler and the kubelet's admission count them
+	// (pod.scheduled, INV-Q1), a container's desired or applied requests
+	// (container.resize, container.resized, INV-U2). CPULimit and MemLimit
+	// are the limits of the latter two.
+	CPU, Mem           int64
+	CPULimit, MemLimit int64
+	// OOMScoreAdj is the oom_score_adj the kubelet gave the container
+	// (container.start-requested; CRI LinuxContainerResources, INV-Q3).
+	// The kubelet's values are -997..1000 and never 0, so 0 means not
+	// recorded.
+	OOMScoreAdj int32
+	// CPUs is the exclusive cpuset the static CPU manager gave the
+	// container (container.start-requested; CRI
+	// LinuxContainerResources.CpusetCpus, e.g. "2-3"), empty for the shared
+	// pool or when not recorded (INV-Q5).
+	CPUs  string
 	Phase string // Pending, Running, Succeeded, Failed
 	Cond  string // Initialized, ContainersReady, Ready
 	Value bool
@@ -224,6 +250,13 @@ type PodSpec struct {
 	// Grace is terminationGracePeriodSeconds in nanoseconds.
 	Grace    int64 `json:"grace"`
 	Critical bool  `json:"critical,omitempty"`
+	// QOSClass is the pod's status.qosClass as the API server set it at
+	// creation (Guaranteed, Burstable, BestEffort); empty when the backend
+	// does not report it (INV-Q2).
+	QOSClass string `json:"qosClass,omitempty"`
+	// OverheadCPU (milli-CPU) and OverheadMem (bytes) are spec.overhead.
+	OverheadCPU int64 `json:"overheadCpu,omitempty"`
+	OverheadMem int64 `json:"overheadMem,omitempty"`
 	// Labels are the pod's labels (for fault targeting and reports).
 	Labels map[string]string `json:"labels,omitempty"`
 	// Workload names the workload (template) the pod came from.
@@ -245,6 +278,31 @@ type ContainerSpec struct {
 	RestartPolicy string `json:"restartPolicy,omitempty"`
 	// Rules are its restartPolicyRules, in order.
 	Rules []RestartRule `json:"restartPolicyRules,omitempty"`
+	// Resources: requests and limits in milli-CPU and bytes, as the API
+	// server defaulted them (a limit without a request sets the request).
+	CPURequest int64 `json:"cpuRequest,omitempty"`
+	CPULimit   int64 `json:"cpuLimit,omitempty"`
+	MemRequest int64 `json:"memRequest,omitempty"`
+	MemLimit   int64 `json:"memLimit,omitempty"`
+	// CPUResizeRestart and MemResizeRestart: resizePolicy RestartContainer
+	// for that resource (NotRequired otherwise).
+	CPUResizeRestart bool `json:"cpuResizeRestart,omitempty"`
+	MemResizeRestart bool `json:"memResizeRestart,omitempty"`
+	// Probe timings, when the backend reports them (nil otherwise).
+	StartupSpec   *ProbeSpec `json:"startupProbeSpec,omitempty"`
+	ReadinessSpec *ProbeSpec `json:"readinessProbeSpec,omitempty"`
+	LivenessSpec  *ProbeSpec `json:"livenessProbeSpec,omitempty"`
+}
+
+// ProbeSpec is the timing of one probe. Durations are in nanoseconds.
+type ProbeSpec struct {
+	InitialDelay int64 `json:"initialDelay,omitempty"`
+	Period       int64 `json:"period"`
+	Success      int32 `json:"successThreshold"`
+	Failure      int32 `json:"failureThreshold"`
+	// Grace is the probe-level terminationGracePeriodSeconds (liveness and
+	// startup probes; 0: the pod's applies).
+	Grace int64 `json:"grace,omitempty"`
 }
 
 // RestartRule is one restartPolicyRules entry of a container.

@@ -100,6 +100,27 @@ func UnmarshalRecord(b []byte, rec *Record) error {
 	return nil
 }
 
+// ForEachRecord calls fn with every record read from r. A torn last line
+// (a run killed while writing it) ends the records without an error; any
+// other decoding error is returned. rec is only valid during the call.
+func ForEachRecord(r io.Reader, fn func(rec *Record)) error {
+	rr := NewRecordReader(r)
+	for {
+		var rec Record
+		err := rr.Read(&rec)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) && errors.Is(rr.Read(&rec), io.EOF) {
+				return nil // torn last line
+			}
+			return err
+		}
+		fn(&rec)
+	}
+}
+
 // ReadRecords reads every record from r.
 func ReadRecords(r io.Reader) ([]Record, error) {
 	rr := NewRecordReader(r)

@@ -2,14 +2,28 @@
 // scenario on a terminal, periodic plain lines otherwise. It is the only
 // importer of mpb.
 //
+// Progress goes to stderr (the caller passes it), as kubectl, kind and
+// kube-burner do, so that stdout keeps only results. Every other line a
+// command writes to that stream while the bars are live must go through
+// Reporter.Writer: mpb redraws its bars by moving the cursor up over the
+// lines it drew last time and clearing the screen below, so a line written
+// around it is erased at the next redraw and the bar above it is left
+// behind, duplicated. Lines written through Writer are printed above the
+// bars by mpb itself.
+//
+// Bars count pods (PodsDone as pods finish inside a trial, TrialDone when a
+// trial is committed) and show the rate and the ETA from the reporter's
+// clock.
+//
 // mpb loses output when it is not writing to a terminal (writes are
 // buffered and dropped, ECOSYSTEM.md §4) and spams CI logs when forced to
 // refresh, so off a TTY, or when CI is set, no mpb container is created at
 // all: the reporter prints one plain line per scenario at start and end and
-// a summary line every Interval.
+// a summary line every Interval, and log lines pass straight through.
 package progress
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -33,7 +47,7 @@ const (
 	Bars
 	// Plain prints periodic lines.
 	Plain
-	// Quiet prints nothing.
+	// Quiet prints no progress (log lines still pass through Writer).
 	Quiet
 )
 
@@ -42,7 +56,8 @@ type Options struct {
 	Mode Mode
 	// Interval is the period of plain summary lines (default 10s).
 	Interval time.Duration
-	// Now is the clock (default time.Now); tests pass a fixed one.
+	// Now is the clock of rates and ETAs (default time.Now); tests pass a
+	// fake one.
 	Now func() time.Time
 }
 
@@ -58,6 +73,7 @@ type Reporter struct {
 	stop     chan struct{}
 	done     chan struct{}
 	closed   bool
+	log      lineWriter
 }
 
 // IsTerminal reports whether w is a terminal with a known size and CI is
@@ -75,9 +91,10 @@ func IsTerminal(w io.Writer) bool {
 	return err == nil && width > 0
 }
 
-// New returns a Reporter writing to w.
+// New returns a Reporter writing to w (the command's stderr).
 func New(w io.Writer, o Options) *Reporter {
 	r := &Reporter{w: w, mode: o.Mode, now: o.Now, interval: o.Interval}
+	r.log.r = r
 	if r.now == nil {
 		r.now = time.Now
 	}
@@ -92,164 +109,317 @@ func New(w io.Writer, o Options) *Reporter {
 	}
 	switch r.mode {
 	case Bars:
-		r.p = mpb.New(mpb.WithOutput(w), mpb.WithWidth(40), mpb.WithRefreshRate(200*time.Millisecond))
+		r.p = mpb.New(mpb.WithOutput(w), mpb.WithWidth(40), mpb.WithRefreshRate(barRefresh))
+		r.stop, r.done = make(chan struct{}), make(chan struct{})
+		go r.tick(barRefresh/2, r.syncBars)
 	case Plain:
 		r.stop, r.done = make(chan struct{}), make(chan struct{})
-		go r.tick()
+		go r.tick(r.interval, r.summary)
 	}
 	return r
+}
+
+// barRefresh is how often mpb redraws the bars.
+const barRefresh = 200 * time.Millisecond
+
+// syncBars moves every bar to its scenario's counters. PodsDone only
+// counts (a pod costs a lock, not a round trip to mpb's goroutines, at
+// 50,000 pods/s); the bars follow here, twice per redraw.
+func (r *Reporter) syncBars() {
+	r.mu.Lock()
+	scen := append([]*Scenario(nil), r.scen...)
+	r.mu.Unlock()
+	for _, s := range scen {
+		s.change(func() {})
+	}
 }
 
 // Mode returns the effective mode.
 func (r *Reporter) Mode() Mode { return r.mode }
 
+// Writer returns the writer for everything else a command prints to the
+// reporter's stream while the reporter is open (warnings, backend logs,
+// "skipping ..."): on a terminal its lines are printed above the bars by
+// mpb, so that no redraw erases them; otherwise they are written straight
+// through, never split by a progress line. Lines are passed on whole: a
+// partial line waits for its newline, or for Close. After Close the writer
+// writes straight to the stream. It is safe for concurrent use.
+func (r *Reporter) Writer() io.Writer { return &r.log }
+
+// Logf prints a line through Writer.
+func (r *Reporter) Logf(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	if !strings.HasSuffix(line, "\n") {
+		line += "\n"
+	}
+	io.WriteString(&r.log, line)
+}
+
+// lineWriter buffers a partial line and hands complete lines to emit.
+type lineWriter struct {
+	r   *Reporter
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (l *lineWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, b...)
+	i := bytes.LastIndexByte(l.buf, '\n')
+	if i < 0 {
+		return len(b), nil
+	}
+	lines := l.buf[:i+1]
+	err := l.r.emit(lines)
+	l.buf = append(l.buf[:0], l.buf[i+1:]...)
+	if err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// flush emits a pending partial line, newline-terminated.
+func (l *lineWriter) flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.buf) > 0 {
+		l.r.emit(append(l.buf, '\n'))
+		l.buf = l.buf[:0]
+	}
+}
+
+// emit writes whole lines: through mpb while the bars are live (mpb's
+// Write blocks until its render loop takes them, so r.mu must not be held:
+// the decorators take it), straight to w otherwise.
+func (r *Reporter) emit(lines []byte) error {
+	if r.p != nil {
+		if _, err := r.p.Write(lines); err == nil {
+			return nil
+		}
+		// The container is done (Close ran): write through.
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, err := r.w.Write(lines)
+	return err
+}
+
 // Scenario tracks one scenario: trials and pods done, violations so far.
+//
+// Locks: mpb calls the decorators from the bar's own goroutine, the same
+// one that applies bar updates, and they take r.mu. So no bar method is
+// called with r.mu held; barMu (taken before r.mu, never by a decorator)
+// keeps the updates in order.
 type Scenario struct {
-	r          *Reporter
-	name       string
-	trials     int
-	pods       int
-	done       int
-	podsDone   int
-	violations int
-	start      time.Time
-	finished   bool
-	bar        *mpb.Bar
+	r      *Reporter
+	name   string
+	trials int
+	pods   int
+	done   int
+	// podsCommitted sums TrialDone's pods, podsStreamed PodsDone's: pods
+	// done is the larger, so a caller may report pods as they finish, at
+	// commit, or both, without counting them twice.
+	podsCommitted int
+	podsStreamed  int
+	violations    int
+	start         time.Time
+	finished      bool
+
+	barMu sync.Mutex
+	bar   *mpb.Bar
 }
 
 // AddScenario registers a scenario with its number of trials and pods
-// (pods over all trials; 0 if unknown).
+// (pods over all trials; 0 if unknown). trials <= 0 is open-ended (soak).
 func (r *Reporter) AddScenario(name string, trials, pods int) *Scenario {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	s := &Scenario{r: r, name: name, trials: trials, pods: pods, start: r.now()}
 	r.scen = append(r.scen, s)
-	switch {
-	case r.mode == Bars && trials <= 0:
-		// Open-ended (soak): the total grows with the trials done.
-		s.bar = r.p.AddBar(1,
-			mpb.PrependDecorators(
-				decor.Name(name, decor.WCSyncSpaceR),
-				decor.Any(func(decor.Statistics) string { return s.doneText() }, decor.WCSyncWidth),
-			),
-			mpb.AppendDecorators(
-				decor.Any(func(decor.Statistics) string { return s.stats() }, decor.WCSyncSpace),
-				decor.Elapsed(decor.ET_STYLE_GO, decor.WCSyncSpace),
-			))
-	case r.mode == Bars:
-		s.bar = r.p.AddBar(int64(trials),
-			mpb.PrependDecorators(
-				decor.Name(name, decor.WCSyncSpaceR),
-				decor.CountersNoUnit("%d/%d trials", decor.WCSyncWidth),
-			),
-			mpb.AppendDecorators(
-				decor.Any(func(decor.Statistics) string { return s.stats() }, decor.WCSyncSpace),
-				decor.OnComplete(decor.AverageETA(decor.ET_STYLE_GO, decor.WCSyncSpace), "done"),
-			))
-	case r.mode == Plain:
+	switch r.mode {
+	case Plain:
 		if trials > 0 {
 			fmt.Fprintf(r.w, "progress: %s: started, %d trials, %d pods\n", name, trials, pods)
 		} else {
 			fmt.Fprintf(r.w, "progress: %s: started, open-ended\n", name)
 		}
 	}
+	r.mu.Unlock()
+	if r.mode == Bars {
+		s.barMu.Lock()
+		// Total 0: mpb never completes the bar on its own (the pods may
+		// reach their estimate before the last trial is committed); change
+		// sets the total shown, Done completes the bar.
+		s.bar = r.p.AddBar(0,
+			mpb.PrependDecorators(
+				decor.Name(name, decor.WCSyncSpaceR),
+				decor.Any(func(decor.Statistics) string { return s.trialsText() }, decor.WCSyncWidth),
+			),
+			mpb.AppendDecorators(
+				decor.Any(func(decor.Statistics) string { return s.stats() }, decor.WCSyncSpace),
+			))
+		s.barMu.Unlock()
+		s.change(func() {})
+	}
 	return s
 }
 
-// stats renders "pods N/M, violations V" (the caller may hold r.mu or not:
-// it reads fields under r.mu itself when called from mpb).
+func (s *Scenario) podsDoneLocked() int { return max(s.podsStreamed, s.podsCommitted) }
+
+// change applies f to the counters under r.mu, then moves the bar to the
+// pods done (trials done when the pod count is unknown).
+func (s *Scenario) change(f func()) {
+	s.barMu.Lock()
+	defer s.barMu.Unlock()
+	s.r.mu.Lock()
+	f()
+	var total, cur int
+	switch {
+	case s.pods > 0 && s.trials > 0:
+		total, cur = s.pods, s.podsDoneLocked()
+	case s.trials > 0:
+		total, cur = s.trials, s.done
+	default: // open-ended: the bar fills up to the trial in flight
+		total, cur = s.done+1, s.done
+	}
+	live := !s.finished
+	s.r.mu.Unlock()
+	if s.bar != nil && live {
+		s.bar.SetTotal(int64(total), false)
+		s.bar.SetCurrent(int64(cur))
+	}
+}
+
+// PodsDone records n more pods finished (checked) in running trials, so
+// that the bar advances within a long trial (at the next sync: see
+// syncBars). Safe for concurrent use, and cheap enough to call per pod.
+func (s *Scenario) PodsDone(n int) {
+	s.r.mu.Lock()
+	s.podsStreamed += n
+	s.r.mu.Unlock()
+}
+
+// PodDone is PodsDone(1).
+func (s *Scenario) PodDone() { s.PodsDone(1) }
+
+// TrialDone records a committed trial: its pods (not counted twice when
+// they were reported by PodsDone) and violations.
+func (s *Scenario) TrialDone(pods, violations int) {
+	s.change(func() {
+		s.done++
+		s.podsCommitted += pods
+		s.violations += violations
+	})
+}
+
+// trialsText is "2/15 trials" (or "3 trials" open-ended).
+func (s *Scenario) trialsText() string {
+	s.r.mu.Lock()
+	defer s.r.mu.Unlock()
+	if s.trials <= 0 {
+		return fmt.Sprintf("%d trials", s.done)
+	}
+	return fmt.Sprintf("%d/%d trials", s.done, s.trials)
+}
+
+// stats renders "pods 340/600  85 pods/s  ETA 3s  violations 0" for a bar.
 func (s *Scenario) stats() string {
 	s.r.mu.Lock()
 	defer s.r.mu.Unlock()
-	return s.statsLocked()
+	parts := []string{s.podsText(), s.rateText()}
+	if s.finished {
+		parts = append(parts, "in "+fmtDur(s.r.now().Sub(s.start)))
+	} else if eta := s.eta(); eta != "" {
+		parts = append(parts, "ETA "+eta)
+	}
+	return strings.Join(append(parts, fmt.Sprintf("violations %d", s.violations)), "  ")
 }
 
-func (s *Scenario) statsLocked() string {
+func (s *Scenario) podsText() string {
 	if s.pods <= 0 {
-		return fmt.Sprintf("pods %d  violations %d", s.podsDone, s.violations)
+		return fmt.Sprintf("pods %d", s.podsDoneLocked())
 	}
-	return fmt.Sprintf("pods %d/%d  violations %d", s.podsDone, s.pods, s.violations)
+	return fmt.Sprintf("pods %d/%d", s.podsDoneLocked(), s.pods)
 }
 
-func (s *Scenario) doneText() string {
-	s.r.mu.Lock()
-	defer s.r.mu.Unlock()
-	return fmt.Sprintf("%d trials", s.done)
+// rateText is the average pod rate since the scenario started.
+func (s *Scenario) rateText() string {
+	el := s.r.now().Sub(s.start).Seconds()
+	if el <= 0 || s.podsDoneLocked() == 0 {
+		return "- pods/s"
+	}
+	rate := float64(s.podsDoneLocked()) / el
+	if rate >= 10 {
+		return fmt.Sprintf("%.0f pods/s", rate)
+	}
+	return fmt.Sprintf("%.1f pods/s", rate)
 }
 
-// TrialDone records a finished trial.
-func (s *Scenario) TrialDone(pods, violations int) {
-	s.r.mu.Lock()
-	s.done++
-	s.podsDone += pods
-	s.violations += violations
-	bar, done, open := s.bar, s.done, s.trials <= 0
-	s.r.mu.Unlock()
-	if bar != nil {
-		if open {
-			bar.SetTotal(int64(done+1), false)
-		}
-		bar.Increment()
+// eta extrapolates the average rate over what is left: pods when their
+// total is known, else trials; "" when nothing is done yet or the run is
+// open-ended.
+func (s *Scenario) eta() string {
+	el := s.r.now().Sub(s.start)
+	var done, total int
+	switch {
+	case s.trials <= 0:
+		return ""
+	case s.pods > 0 && s.podsDoneLocked() > 0:
+		done, total = s.podsDoneLocked(), s.pods
+	case s.done > 0:
+		done, total = s.done, s.trials
+	default:
+		return "?"
 	}
+	return fmtDur(time.Duration(float64(el) / float64(done) * float64(max(total-done, 0))))
 }
+
+func fmtDur(d time.Duration) string { return d.Round(time.Second).String() }
 
 // Done marks the scenario finished (also when it stopped early).
 func (s *Scenario) Done() {
+	s.barMu.Lock()
+	defer s.barMu.Unlock()
 	s.r.mu.Lock()
 	if s.finished {
 		s.r.mu.Unlock()
 		return
 	}
-	s.finished = true
-	bar := s.bar
 	if s.r.mode == Plain {
-		if s.trials > 0 {
-			fmt.Fprintf(s.r.w, "progress: %s: finished %d/%d trials, %s\n", s.name, s.done, s.trials, s.statsLocked())
-		} else {
-			fmt.Fprintf(s.r.w, "progress: %s: finished %d trials, %s\n", s.name, s.done, s.statsLocked())
-		}
+		fmt.Fprintf(s.r.w, "progress: %s: finished %s, %s, %s  violations %d, in %s\n", s.name, s.trialsLine(), s.podsText(),
+			s.rateText(), s.violations, fmtDur(s.r.now().Sub(s.start)))
 	}
+	s.finished = true
+	complete := s.trials <= 0 || s.done >= s.trials
 	s.r.mu.Unlock()
-	if bar != nil {
-		switch {
-		case s.trials <= 0:
-			bar.SetTotal(int64(s.done), true)
-		case s.done < s.trials:
-			bar.Abort(false)
-		default:
-			bar.SetTotal(int64(s.trials), true)
+	if s.bar != nil {
+		if complete {
+			s.bar.SetTotal(-1, true) // the total becomes the current: complete
+		} else {
+			s.bar.Abort(false)
 		}
 	}
 }
 
-// Logf prints a line (above the bars on a terminal).
-func (r *Reporter) Logf(format string, args ...any) {
-	if r.mode == Quiet {
-		return
+// trialsLine is "2/15 trials" or "3 trials" (plain lines).
+func (s *Scenario) trialsLine() string {
+	if s.trials <= 0 {
+		return fmt.Sprintf("%d trials", s.done)
 	}
-	line := fmt.Sprintf(format, args...)
-	if !strings.HasSuffix(line, "\n") {
-		line += "\n"
-	}
-	if r.p != nil {
-		r.p.Write([]byte(line))
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	io.WriteString(r.w, line)
+	return fmt.Sprintf("%d/%d trials", s.done, s.trials)
 }
 
-func (r *Reporter) tick() {
+// tick calls f every period until Close.
+func (r *Reporter) tick(every time.Duration, f func()) {
 	defer close(r.done)
-	t := time.NewTicker(r.interval)
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-r.stop:
 			return
 		case <-t.C:
-			r.summary()
+			f()
 		}
 	}
 }
@@ -266,21 +436,18 @@ func (r *Reporter) summary() {
 	}
 	sort.SliceStable(active, func(i, j int) bool { return active[i].name < active[j].name })
 	for _, s := range active {
-		if s.trials <= 0 {
-			fmt.Fprintf(r.w, "progress: %s: %d trials, %s, elapsed %s\n", s.name, s.done, s.statsLocked(), r.now().Sub(s.start).Round(time.Second))
-			continue
+		line := fmt.Sprintf("progress: %s: %s, %s, %s  violations %d", s.name, s.trialsLine(), s.podsText(), s.rateText(), s.violations)
+		if eta := s.eta(); eta != "" {
+			line += ", eta " + eta
+		} else {
+			line += ", elapsed " + fmtDur(r.now().Sub(s.start))
 		}
-		eta := "?"
-		if s.done > 0 {
-			el := r.now().Sub(s.start)
-			rem := time.Duration(float64(el) / float64(s.done) * float64(s.trials-s.done))
-			eta = rem.Round(time.Second).String()
-		}
-		fmt.Fprintf(r.w, "progress: %s: %d/%d trials, %s, eta %s\n", s.name, s.done, s.trials, s.statsLocked(), eta)
+		fmt.Fprintln(r.w, line)
 	}
 }
 
-// Close stops the reporter and waits for the bars to finish drawing.
+// Close stops the reporter and waits for the bars to finish drawing. A
+// pending partial log line is printed first.
 func (r *Reporter) Close() {
 	r.mu.Lock()
 	if r.closed {
@@ -290,12 +457,14 @@ func (r *Reporter) Close() {
 	r.closed = true
 	scen := append([]*Scenario(nil), r.scen...)
 	r.mu.Unlock()
-	for _, s := range scen {
-		s.Done()
-	}
 	if r.stop != nil {
 		close(r.stop)
 		<-r.done
+	}
+	r.log.flush()
+	for _, s := range scen {
+		s.change(func() {}) // the last counts, before the bar completes
+		s.Done()
 	}
 	if r.p != nil {
 		r.p.Wait()

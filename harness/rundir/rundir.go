@@ -140,9 +140,10 @@ type Entry struct {
 
 	// Format 1 journals carried the checker and fault counts inline;
 	// format 2 keeps them in trials.jsonl.zst (TrialStats).
-	Rows   []check.Row            `json:"rows,omitempty"`
-	Matrix []check.Cell           `json:"matrix,omitempty"`
-	Faults map[string]*FaultCount `json:"faults,omitempty"`
+	Rows               []check.Row            `json:"rows,omitempty"`
+	Matrix             []check.Cell           `json:"matrix,omitempty"`
+	Faults             map[string]*FaultCount `json:"faults,omitempty"`
+	GroupViolatingPods map[string]int         `json:"groupViolatingPods,omitempty"`
 }
 
 // TrialStats is a trial's line in trials.jsonl.zst: what was measured
@@ -152,10 +153,13 @@ type Entry struct {
 // everything the aggregation needs besides the journal entry, so a run
 // aggregates, resumes, merges and trends without re-reading pods.
 type TrialStats struct {
-	Rows    []check.Row            `json:"rows,omitempty"`
-	Matrix  []check.Cell           `json:"matrix,omitempty"`
-	Faults  map[string]*FaultCount `json:"faults,omitempty"`
-	Metrics metrics.Snapshot       `json:"metrics"`
+	Rows   []check.Row            `json:"rows,omitempty"`
+	Matrix []check.Cell           `json:"matrix,omitempty"`
+	Faults map[string]*FaultCount `json:"faults,omitempty"`
+	// GroupViolatingPods counts the trial's pods with a violation of an
+	// invariant of each group (check.Report.GroupViolatingPods).
+	GroupViolatingPods map[string]int   `json:"groupViolatingPods,omitempty"`
+	Metrics            metrics.Snapshot `json:"metrics"`
 }
 
 // statsLine encodes a TrialStats as one JSON line: the invariants' rule

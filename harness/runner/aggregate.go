@@ -71,6 +71,11 @@ type Row struct {
 	mxOrder  [][2]string
 	Faults   map[string]*rundir.FaultCount
 	Findings []rundir.FindingRecord // the first MaxReportFindings
+	// groups counts pods with a violation per invariant group;
+	// groupsMissing: a trial with violations recorded none (a journal
+	// written before groups were recorded).
+	groups        map[string]int
+	groupsMissing bool
 }
 
 // Invariants returns the per-invariant counts in first-seen order.
@@ -114,6 +119,8 @@ type Aggregate struct {
 	AllowMixed bool
 	Mixed      bool
 	hashes     map[string]string
+	// figs is each scenario's figure data (figures.go).
+	figs map[string]*scenarioFigures
 }
 
 // NewAggregate returns an empty aggregate with a row per scenario ×
@@ -209,6 +216,15 @@ func (a *Aggregate) AddTrial(e *rundir.Entry, st *rundir.TrialStats, finds []run
 	r.ViolatingPods += e.ViolatingPods
 	r.Degradations += e.Degradations
 	r.Elapsed += time.Duration(e.ElapsedNanos)
+	if st.GroupViolatingPods == nil && e.ViolatingPods > 0 {
+		r.groupsMissing = true
+	}
+	for g, n := range st.GroupViolatingPods {
+		if r.groups == nil {
+			r.groups = map[string]int{}
+		}
+		r.groups[g] += n
+	}
 	for kind, c := range st.Faults {
 		if r.Faults == nil {
 			r.Faults = map[string]*rundir.FaultCount{}
@@ -371,15 +387,30 @@ func (a *Aggregate) loadCommitted(dir string, info rundir.Info) (int, error) {
 	if len(dups) > 0 {
 		a.Warnings = append(a.Warnings, dupWarning(dir, len(dups), count))
 	}
+	// Findings come in commit order, a trial's together: each trial's
+	// go to its row (the first MaxReportFindings) and to the figures.
+	var cur []rundir.FindingRecord
+	flush := func() {
+		if len(cur) > 0 {
+			a.addFigures(cur[0].Scenario, figuresOfRecords(cur))
+			cur = cur[:0]
+		}
+	}
 	err = v.EachFinding(func(f *rundir.FindingRecord) error {
-		if dups[trialID{f.Scenario, f.Policy, f.Trial, f.Seed}] {
+		id := trialID{f.Scenario, f.Policy, f.Trial, f.Seed}
+		if dups[id] {
 			return nil
 		}
+		if len(cur) > 0 && (trialID{cur[0].Scenario, cur[0].Policy, cur[0].Trial, cur[0].Seed}) != id {
+			flush()
+		}
+		cur = append(cur, *f)
 		if r := a.Row(f.Scenario, f.Policy); r != nil {
 			a.addFindings(r, []rundir.FindingRecord{*f})
 		}
 		return nil
 	})
+	flush()
 	return count, err
 }
 
@@ -398,7 +429,7 @@ func (a *Aggregate) loadLegacy(v *rundir.View, entries iter.Seq[*rundir.Entry], 
 		return err
 	}
 	for e := range entries {
-		st := &rundir.TrialStats{Rows: e.Rows, Matrix: e.Matrix, Faults: e.Faults}
+		st := &rundir.TrialStats{Rows: e.Rows, Matrix: e.Matrix, Faults: e.Faults, GroupViolatingPods: e.GroupViolatingPods}
 		if l := lat[trialID{e.Scenario, e.Policy, e.Trial, e.Seed}]; l != nil {
 			st.Metrics = l.Snapshot()
 		}

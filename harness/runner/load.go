@@ -3,22 +3,20 @@ package runner
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/sidebench/sidebench/harness/metrics"
 	"github.com/sidebench/sidebench/harness/rundir"
+	"github.com/sidebench/sidebench/reports/compare"
 	"github.com/sidebench/sidebench/reports/render"
 )
 
 // LoadRunData reads one scenario's report input from a run directory, a
 // multi-scenario run's reports/NAME/ directory, or a summary.json path:
 // the run's committed trials judged through the one aggregation (Load,
-// Judge), with the latency distributions. A directory without run.json
-// (a summary.json and pods.jsonl only, as older runs were shared) is read
-// from those two files. Errors name the path; unreadable input is a
-// *rundir.UsageError.
+// Judge), with the latency distributions. Errors name the path;
+// unreadable input is a *rundir.UsageError.
 func LoadRunData(path string) (render.RunData, error) {
 	dir := path
 	fi, err := os.Stat(path)
@@ -36,7 +34,7 @@ func LoadRunData(path string) (render.RunData, error) {
 		}
 	}
 	if _, err := os.Stat(filepath.Join(runDir, rundir.FileRun)); err != nil {
-		return loadSummaryAndPods(path, dir)
+		return render.RunData{}, usage("%s: not a run directory (no %s)", path, rundir.FileRun)
 	}
 	a := NewAggregate(nil, nil)
 	st, err := a.Load(runDir)
@@ -64,56 +62,6 @@ func LoadRunData(path string) (render.RunData, error) {
 	return render.RunData{}, usage("%s: a run of several scenarios (%v): name one, e.g. %s", runDir, names, filepath.Join(runDir, "reports", names[0]))
 }
 
-// loadSummaryAndPods reads a directory holding a summary.json and a plain
-// pods.jsonl: the summary's numbers, and the distributions rebuilt from
-// the records (faulted pods excluded, as the aggregation does).
-func loadSummaryAndPods(path, dir string) (render.RunData, error) {
-	sumPath := filepath.Join(dir, render.SummaryFile)
-	fh, err := os.Open(sumPath)
-	if err != nil {
-		return render.RunData{}, usage("%s: not a run directory: %v", path, unwrapPath(err))
-	}
-	s, err := render.ReadSummaryJSON(fh)
-	fh.Close()
-	if err != nil {
-		return render.RunData{}, usage("%s: %v", sumPath, err)
-	}
-	d := s.RunData()
-	podsPath := filepath.Join(dir, "pods.jsonl")
-	f, err := os.Open(podsPath)
-	if err != nil {
-		return render.RunData{}, usage("%s: cannot read per-pod records: %v", podsPath, unwrapPath(err))
-	}
-	defer f.Close()
-	agg := metrics.NewAggregator(metrics.Options{})
-	rr := metrics.NewRecordReader(f)
-	for {
-		var rec metrics.Record
-		err := rr.Read(&rec)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) && errors.Is(rr.Read(&rec), io.EOF) {
-				break // torn last line
-			}
-			return render.RunData{}, usage("%s: %v", podsPath, err)
-		}
-		if d.Scenario == "" || rec.Scenario == d.Scenario {
-			agg.Add(&rec)
-		}
-	}
-	for i := range d.Latencies {
-		l := &d.Latencies[i]
-		l.Ms = agg.Hist(metrics.Key{Scenario: d.Scenario, Policy: l.Policy, Metric: l.Metric})
-		if l.Ms.N() != l.N {
-			d.Warnings = append(d.Warnings, fmt.Sprintf("%s: %s %s: %d samples in pods.jsonl, summary.json says n=%d",
-				path, l.Policy, l.Metric, l.Ms.N(), l.N))
-		}
-	}
-	return d, nil
-}
-
 func usage(format string, args ...any) error {
 	return &rundir.UsageError{Err: fmt.Errorf(format, args...)}
 }
@@ -124,4 +72,75 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// CompareRuns loads run directories for `sidebench compare`, which pairs
+// pods: each run's report input judged through the one aggregation, and
+// every unfaulted pod's latencies from pods.jsonl.zst. A run that kept
+// only some pods' records (--keep-history findings or sample:P) is
+// refused: pairing the kept pods would compare samples biased towards
+// findings. A directory written before format 2 (a plain pods.jsonl) is
+// read by compare.Load.
+func CompareRuns(paths []string) ([]compare.Run, error) {
+	if len(paths) < 2 {
+		return nil, fmt.Errorf("need at least two run directories, got %d", len(paths))
+	}
+	var runs []compare.Run
+	for _, p := range paths {
+		r, err := compareRun(p)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	return runs, nil
+}
+
+func compareRun(path string) (compare.Run, error) {
+	dir := path
+	if fi, err := os.Stat(path); err == nil && !fi.IsDir() {
+		dir = filepath.Dir(path)
+	}
+	runDir := dir
+	if filepath.Base(filepath.Dir(dir)) == "reports" {
+		if _, err := os.Stat(filepath.Join(dir, rundir.FileRun)); err != nil {
+			runDir = filepath.Dir(filepath.Dir(dir))
+		}
+	}
+	info, err := rundir.ReadInfo(runDir)
+	if err != nil || info.Format < rundir.Format {
+		return compare.Load(path)
+	}
+	if keep, _ := rundir.ParseRetention(info.KeepHistory); !keep.All() {
+		return compare.Run{}, fmt.Errorf("%s kept the per-pod records of some pods only (--keep-history %s): compare pairs every pod; follow such runs with 'sidebench trend' (it compares their distributions) or re-run with --keep-history all", runDir, info.KeepHistory)
+	}
+	d, err := LoadRunData(path)
+	if err != nil {
+		return compare.Run{}, err
+	}
+	r := compare.Run{Path: dir, Data: d}
+	n := map[[2]string]int{}
+	err = rundir.EachPod(runDir, func(rec *metrics.Record) error {
+		if rec.Scenario != d.Scenario || rec.Faulted {
+			return nil
+		}
+		r.Pods = append(r.Pods, compare.Pod{
+			Key:         compare.PodKey{Scenario: rec.Scenario, Policy: rec.Policy, Trial: rec.Trial, Seed: rec.Seed, Pod: rec.Pod},
+			LatenciesMs: rec.LatenciesMs,
+		})
+		for m := range rec.LatenciesMs {
+			n[[2]string{rec.Policy, m}]++
+		}
+		return nil
+	})
+	if err != nil {
+		return compare.Run{}, err
+	}
+	for _, l := range d.Latencies {
+		if got := n[[2]string{l.Policy, l.Metric}]; got != l.N {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("%s: %s %s: %d samples in %s, the trials' distribution has n=%d",
+				path, l.Policy, l.Metric, got, rundir.FilePods, l.N))
+		}
+	}
+	return r, nil
 }

@@ -276,6 +276,7 @@ type finished struct {
 	t     scenario.Trial
 	stats *rundir.TrialStats
 	finds []rundir.FindingRecord
+	figs  *trialFigures
 }
 
 // execute runs trials from next on Parallel workers and commits them in
@@ -396,7 +397,9 @@ func (o *Options) execute(parent context.Context, d *rundir.Dir, agg *Aggregate,
 		}
 		for i := range es {
 			f := batch[i]
-			agg.AddTrial(&es[i], f.stats, f.finds)
+			if agg.AddTrial(&es[i], f.stats, f.finds) {
+				agg.addFigures(es[i].Scenario, f.figs)
+			}
 			progOf(es[i].Scenario).TrialDone(es[i].Pods, es[i].Violations)
 			if o.onCommit != nil {
 				o.onCommit()
@@ -491,7 +494,7 @@ func (o *Options) runTrial(ctx context.Context, d *rundir.Dir, t scenario.Trial,
 			hookErr = writePodRun(hw, meta, evs)
 		}
 	}
-	cr := check.NewRunner(check.Workers(checkWorkers), check.OnPod(onPod))
+	cr := check.NewRunner(check.Workers(checkWorkers), check.KeepPods(keepViolationPods, keepOtherPods), check.OnPod(onPod))
 	part := history.NewPartitioner(func(meta *history.Meta, pod string, evs []history.Event) error {
 		pods++
 		cr.Add(meta, pod, evs)
@@ -500,7 +503,8 @@ func (o *Options) runTrial(ctx context.Context, d *rundir.Dir, t scenario.Trial,
 	// Encoding, partitioning, checking and measuring run on their own
 	// goroutines beside the backend (a sim trial is single-threaded).
 	tally := faultTally{}
-	sinks := teeSink{part, tally}
+	tap := newFaultTap(plan.Policy, plan.Number)
+	sinks := teeSink{part, tally, tap}
 	if keep.All() {
 		sinks = append(teeSink{hw}, sinks...)
 	}
@@ -532,7 +536,7 @@ func (o *Options) runTrial(ctx context.Context, d *rundir.Dir, t scenario.Trial,
 	e := rundir.Entry{Scenario: plan.Scenario, ScenarioHash: plan.ScenarioHash, Policy: plan.Policy, Trial: plan.Number, Seed: plan.Seed,
 		Pods: pods, Violations: rep.Violations(), ViolatingPods: rep.ViolatingPods, Partial: stats.Partial, Retained: retained,
 		ElapsedNanos: int64(stats.Elapsed)}
-	st := &rundir.TrialStats{Rows: rep.Rows, Matrix: rep.Matrix, Metrics: lat.Snapshot()}
+	st := &rundir.TrialStats{Rows: rep.Rows, Matrix: rep.Matrix, GroupViolatingPods: rep.GroupViolatingPods, Metrics: lat.Snapshot()}
 	for _, row := range rep.Rows {
 		e.Degradations += row.Degradations
 	}
@@ -556,6 +560,7 @@ func (o *Options) runTrial(ctx context.Context, d *rundir.Dir, t scenario.Trial,
 		return nil, err
 	}
 	out.Finished = fin
+	out.figs = trialFiguresOf(tap, rep, plan.Policy, plan.Number, plan.Seed)
 	ok = true
 	return out, nil
 }

@@ -53,10 +53,26 @@ type Cluster struct {
 	// the kubelet hears of it and retries: the pod worker's requeue
 	// backoff. Default DefaultRetryDelay.
 	RetryDelay time.Duration
+	// NodeCPU (milli-CPU) and NodeMemory (bytes) are each node's
+	// allocatable resources: a pod is bound only where its effective
+	// requests (INV-Q1) fit next to those of the pods already there.
+	// 0 = unlimited. NodeMemory is also the memory capacity the kubelet
+	// computes oom_score_adj from (INV-Q3; DefaultNodeMemory when 0).
+	NodeCPU    int64
+	NodeMemory int64
+	// CPUManagerStatic runs every kubelet with the static CPU manager:
+	// containers of Guaranteed pods with integral CPU requests get
+	// exclusive CPUs of their node (INV-Q5). Needs NodeCPU, at most 64
+	// whole CPUs.
+	CPUManagerStatic bool
 }
 
 // DefaultRetryDelay is the default Cluster.RetryDelay.
 const DefaultRetryDelay = time.Second
+
+// DefaultNodeMemory is the memory capacity oom_score_adj is computed from
+// when Cluster.NodeMemory is 0.
+const DefaultNodeMemory = 32 << 30
 
 // Workload is a group of identical pods.
 type Workload struct {
@@ -160,8 +176,12 @@ func (cfg *Config) Validate() error {
 	if cfg.Cluster.Nodes < 1 {
 		return fmt.Errorf("sim: cluster.nodes must be >= 1, got %d", cfg.Cluster.Nodes)
 	}
-	if cfg.Cluster.PodsPerNode < 0 || cfg.Cluster.APIDelay < 0 || cfg.Cluster.SandboxLatency < 0 || cfg.Cluster.RetryDelay < 0 {
-		return errors.New("sim: cluster: podsPerNode, apiDelay, sandboxLatency and retryDelay must be >= 0")
+	if cfg.Cluster.PodsPerNode < 0 || cfg.Cluster.APIDelay < 0 || cfg.Cluster.SandboxLatency < 0 || cfg.Cluster.RetryDelay < 0 ||
+		cfg.Cluster.NodeCPU < 0 || cfg.Cluster.NodeMemory < 0 {
+		return errors.New("sim: cluster: podsPerNode, apiDelay, sandboxLatency, retryDelay, nodeCPU and nodeMemory must be >= 0")
+	}
+	if cfg.Cluster.CPUManagerStatic && (cfg.Cluster.NodeCPU < 1000 || cfg.Cluster.NodeCPU > 64000) {
+		return errors.New("sim: cluster.cpuManagerStatic needs nodeCPU between 1 and 64 CPUs (1000..64000)")
 	}
 	if cfg.Stop.MaxDuration < 0 {
 		return errors.New("sim: stop.maxDuration must be >= 0")

@@ -89,8 +89,16 @@ type pendingPod struct {
 	id   uint32
 }
 
-func (e *engine) hasRoom(n *node) bool {
-	return n.up && !n.shuttingDown && (e.cfg.Cluster.PodsPerNode == 0 || len(n.pods) < e.cfg.Cluster.PodsPerNode)
+// hasRoom reports whether node n can take a pod of workload w: it is up,
+// below PodsPerNode, and the pod's effective requests (INV-Q1) fit in its
+// allocatable resources next to those of the pods bound there (the
+// scheduler's NodeResourcesFit and the kubelet's admission count the same
+// requests).
+func (e *engine) hasRoom(n *node, w int32) bool {
+	c := &e.cfg.Cluster
+	ws := &e.wls[w]
+	return n.up && !n.shuttingDown && (c.PodsPerNode == 0 || len(n.pods) < c.PodsPerNode) &&
+		(c.NodeCPU == 0 || n.usedCPU+ws.cpu <= c.NodeCPU) && (c.NodeMemory == 0 || n.usedMem+ws.mem <= c.NodeMemory)
 }
 
 // schedule binds p to the next node with room (round robin), or queues it.
@@ -105,7 +113,7 @@ func (e *engine) schedule(p *pod) {
 		if k >= nn {
 			k -= nn
 		}
-		if e.hasRoom(&e.nodes[k]) {
+		if e.hasRoom(&e.nodes[k], p.wl) {
 			e.rr = k + 1
 			if e.rr == nn {
 				e.rr = 0
@@ -123,22 +131,61 @@ func (e *engine) bind(p *pod, k int) {
 	p.nodeName = n.name
 	p.nidx = int32(len(n.pods))
 	n.pods = append(n.pods, p.slot)
+	ws := &e.wls[p.wl]
+	n.usedCPU += ws.cpu
+	n.usedMem += ws.mem
 	e.res.PodsScheduled++
-	e.ev = history.Event{T: e.now, Kind: history.PodScheduled, Pod: p.name, Node: n.name}
+	if e.cfg.Cluster.CPUManagerStatic {
+		e.allocateCPUs(p, n)
+	}
+	e.ev = history.Event{T: e.now, Kind: history.PodScheduled, Pod: p.name, Node: n.name, CPU: ws.cpu, Mem: ws.mem}
 	e.write()
 	e.push(event{t: e.now + int64(e.cfg.Cluster.APIDelay), kind: evBind, slot: p.slot, id: p.id})
+}
+
+// allocateCPUs gives p's containers their exclusive CPUs of node n at
+// admission (kubelet.AllocateCPUs). A pod whose exclusive CPUs do not fit
+// runs in the shared pool (the kubelet would reject it; the sim's
+// scheduler already counted its effective requests).
+func (e *engine) allocateCPUs(p *pod, n *node) {
+	sets := make([]kubelet.CPUSet, p.spec.Len())
+	taken, ok := kubelet.AllocateCPUs(p.spec, n.freeCPUs, e.cfg.Gates, sets)
+	if !ok || taken == 0 && !anySet(sets) {
+		return
+	}
+	n.freeCPUs &^= taken
+	p.cpus, p.cpuSets = taken, sets
+	p.cpuNames = make([]string, len(sets))
+	for i, s := range sets {
+		if s != 0 {
+			p.cpuNames[i] = s.String()
+		}
+	}
+}
+
+func anySet(s []kubelet.CPUSet) bool {
+	for _, x := range s {
+		if x != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // drainPending binds waiting pods to node k while it has room.
 func (e *engine) drainPending(k int) {
 	n := &e.nodes[k]
-	for e.pendHd < len(e.pending) && e.hasRoom(n) {
+	for e.pendHd < len(e.pending) {
 		pp := e.pending[e.pendHd]
-		e.pendHd++
 		p := &e.pods[pp.slot]
 		if p.id != pp.id || p.node >= 0 || p.deleted {
+			e.pendHd++
 			continue
 		}
+		if !e.hasRoom(n, p.wl) {
+			break // FIFO: the head waits for room
+		}
+		e.pendHd++
 		e.bind(p, k)
 	}
 	if e.pendHd == len(e.pending) {
@@ -260,6 +307,9 @@ func (e *engine) removePod(p *pod, lost bool) {
 	}
 	if k >= 0 {
 		n := &e.nodes[k]
+		n.usedCPU -= e.wls[p.wl].cpu
+		n.usedMem -= e.wls[p.wl].mem
+		n.freeCPUs |= p.cpus // released when the pod is gone
 		i := p.nidx
 		last := int32(len(n.pods) - 1)
 		if i != last {
@@ -290,6 +340,9 @@ func (e *engine) afterDrive(p *pod) {
 		p.wgen++
 		if p.deleted {
 			e.scheduleRemoval(p)
+		}
+		if p.node >= 0 && !p.spec.Critical {
+			e.maybeShutdownCritical(int(p.node))
 		}
 	}
 }

@@ -382,11 +382,12 @@ func (e *engine) applyNodeShutdown(fi int, id uint32, k int) {
 		return
 	}
 	e.faultBegin(fi, id, k, nil, -1)
-	n.shuttingDown = true
+	n.shuttingDown, n.critStarted = true, false
 	n.nFault, n.nFaultIdx = id, uint16(fi)
-	e.ev = history.Event{T: e.now, Kind: history.NodeShutdown, Node: n.name, Grace: int64(s.ShutdownGracePeriod)}
+	e.ev = history.Event{T: e.now, Kind: history.NodeShutdown, Node: n.name, Grace: int64(s.ShutdownGracePeriod), CritGrace: int64(s.ShutdownGracePeriodCriticalPods)}
 	e.write()
 	e.shutdownPods(k, false)
+	e.maybeShutdownCritical(k)
 	e.push(event{t: e.now + int64(s.ShutdownGracePeriod-s.ShutdownGracePeriodCriticalPods), kind: evShutdownCritical, slot: int32(k), gen: n.ngen})
 	e.push(event{t: e.now + int64(s.ShutdownGracePeriod), kind: evShutdownEnd, slot: int32(k), gen: n.ngen})
 }
@@ -395,6 +396,12 @@ func (e *engine) applyNodeShutdown(fi int, id uint32, k int) {
 // pods of node k within their node-shutdown budget (INV-F4).
 func (e *engine) shutdownPods(k int, critical bool) {
 	n := &e.nodes[k]
+	if critical {
+		if n.critStarted {
+			return
+		}
+		n.critStarted = true
+	}
 	s := e.faults[n.nFaultIdx].spec
 	for i := 0; i < len(n.pods) && e.err == nil; i++ {
 		p := &e.pods[n.pods[i]]
@@ -407,6 +414,23 @@ func (e *engine) shutdownPods(k int, critical bool) {
 		}
 		e.step(p, &api.Input{Kind: api.InNodeShutdown, Grace: time.Duration(p.shutdown)})
 	}
+}
+
+// maybeShutdownCritical starts the critical group of node k's shutdown
+// as soon as no regular pod is left to terminate: the shutdown manager
+// waits for a group's pods, or its budget, before the next group, and
+// skips an empty one (nodeshutdown_manager.go killPods).
+func (e *engine) maybeShutdownCritical(k int) {
+	n := &e.nodes[k]
+	if !n.shuttingDown || n.critStarted || !n.kubeletUp {
+		return
+	}
+	for _, slot := range n.pods {
+		if p := &e.pods[slot]; !p.spec.Critical && !p.kdone {
+			return
+		}
+	}
+	e.shutdownPods(k, true)
 }
 
 func (e *engine) onShutdownCritical(k int, ev *event) {
@@ -645,8 +669,8 @@ func (e *engine) applyProbeFailure(fi int, id uint32, p *pod, c int) {
 			why = "startup probe already succeeded"
 		case !p.cs[c].startupOK:
 			why = k.String() + " probe waits for the startup probe"
-		case k == api.ProbeLiveness:
-			why = "liveness probes stopped: pod terminating"
+		case e.probeStopped(p, c, k):
+			why = k.String() + " probes of main containers stopped: pod terminating"
 		}
 		e.notApplied(fi, id, -1, p, c, why)
 		return
@@ -690,9 +714,6 @@ func (e *engine) applyImage(fi int, id uint32, p *pod, c int) {
 	case p.m == nil:
 		e.notApplied(fi, id, -1, p, c, "kubelet down or pod finished on its node")
 		return
-	case p.terminating:
-		e.notApplied(fi, id, -1, p, c, "pod terminating: spec changes do not take effect (INV-U1)")
-		return
 	case p.spec.At(c).Image == s.Image:
 		e.notApplied(fi, id, -1, p, c, "image unchanged")
 		return
@@ -702,10 +723,18 @@ func (e *engine) applyImage(fi int, id uint32, p *pod, c int) {
 	e.emitC(history.ContainerImageChanged, p, c)
 	e.ev.Msg = s.Image
 	e.write()
-	if p.cs[c].rec.State == api.StateRunning {
+	switch {
+	case p.m.Terminating() && p.termReason != api.KillSandboxLost:
+		// The API server takes spec updates of a terminating pod and the
+		// kubelet sees them, but it only kills a terminating pod
+		// (SyncTerminatingPod): nothing restarts for the change (INV-U1,
+		// T10; issue 16 A10).
+		e.faultEffect(fi, id, p, c, "spec image changed during pod termination; the kubelet restarts nothing")
+		e.faultEnd(fi, id, p, c)
+	case p.cs[c].rec.State == api.StateRunning:
 		cs := e.podFaults(p, c)
 		cs.imageFault, cs.imageFaultIdx = id+1, uint16(fi)
-	} else {
+	default:
 		e.faultEffect(fi, id, p, c, "spec image changed; container not running, nothing to restart")
 		e.faultEnd(fi, id, p, c)
 	}

@@ -77,6 +77,10 @@ func (e *engine) onPodEvent(p *pod, ev *event) {
 		if ev.gen == p.cs[c].gen && p.cs[c].rec.State == api.StateNone {
 			e.step(p, &api.Input{Kind: api.InContainer, Container: c})
 		}
+	case evResized:
+		if ev.gen == p.cs[c].gen && p.cs[c].rec.State == api.StateRunning {
+			e.step(p, &api.Input{Kind: api.InContainer, Container: c, Record: p.cs[c].rec})
+		}
 	case evProbeFaultEnd:
 		e.onProbeFaultEnd(p, c, ev)
 	}
@@ -162,6 +166,7 @@ func (e *engine) trace(p *pod, t *api.TraceEvent, st *api.PodStatus) {
 		e.ev.Attempt = p.cs[t.Container].rec.Attempt
 		e.ev.Value = t.Value
 	case api.TraceTerminating:
+		p.termReason = t.Reason
 		e.ev.Kind = history.PodTerminating
 		e.ev.Reason = t.Reason.String()
 		e.ev.Grace = int64(t.Grace)

@@ -13,7 +13,10 @@ import (
 // first, readiness and liveness only once startup succeeded (or if there
 // is no startup probe); Success/FailureThreshold consecutive results flip
 // the result, and only changes are reported (InProbe) and recorded
-// (probe.result). Liveness stops while the pod terminates.
+// (probe.result). A main container's liveness and startup probes stop when
+// the pod terminates (SyncTerminatingPod: StopLivenessAndStartup, which
+// walks spec.containers only); a sidecar's keep running, inert: a
+// terminating pod is killed, never synced (INV-P6).
 //
 // Probes are cheap in the sim: a probe's outcome is a step function of
 // time (startup/readiness fail until the drawn StartupAfter/ReadyAfter,
@@ -102,8 +105,8 @@ func (e *engine) onProbe(p *pod, c int, k api.ProbeKind) {
 	if p.m == nil || p.cs[c].rec.State != api.StateRunning {
 		return
 	}
-	if k == api.ProbeLiveness && p.m.Terminating() {
-		return // liveness stops during termination (INV-P6)
+	if e.probeStopped(p, c, k) {
+		return
 	}
 	pr := p.spec.At(c).Probe(k)
 	period := int64(pr.Period)
@@ -191,11 +194,19 @@ func (e *engine) probeActive(p *pod, c int, k api.ProbeKind) bool {
 	}
 	switch k {
 	case api.ProbeStartup:
-		return !cs.startupOK
+		return !cs.startupOK && !e.probeStopped(p, c, k)
 	case api.ProbeLiveness:
-		return cs.startupOK && !p.m.Terminating()
+		return cs.startupOK && !e.probeStopped(p, c, k)
 	}
 	return cs.startupOK
+}
+
+// probeStopped reports whether probe k of c stopped because the pod
+// terminates: liveness and startup probes of main containers
+// (StopLivenessAndStartup at the start of SyncTerminatingPod; a sandbox-loss
+// kill is part of SyncPod and stops nothing).
+func (e *engine) probeStopped(p *pod, c int, k api.ProbeKind) bool {
+	return k != api.ProbeReadiness && p.m.Terminating() && p.termReason != api.KillSandboxLost && p.spec.At(c).Role == api.RoleMain
 }
 
 // rearmProbe puts probe k of c back on its period grid (after a fault

@@ -5,6 +5,7 @@ import (
 	"github.com/sidebench/sidebench/harness/faults"
 	"github.com/sidebench/sidebench/harness/history"
 	"github.com/sidebench/sidebench/reference-impl/api"
+	"github.com/sidebench/sidebench/reference-impl/kubelet"
 )
 
 // runtimeOK reports whether p's node runtime accepts calls.
@@ -51,9 +52,24 @@ func (e *engine) act(p *pod, a *api.Action) {
 		latency := e.drawAttempt(p, c, a.Attempt, &cs.plan)
 		cs.starting, cs.stopping, cs.preStopOn, cs.postStartOn, cs.startupOK = true, false, false, false, false
 		cs.probe = [3]probeState{}
-		p.cs[c].rec = api.ContainerRecord{State: api.StateCreated, Attempt: a.Attempt,
-			SandboxAttempt: p.sandbox.Attempt, Image: p.spec.At(c).Image, CreatedAt: api.Time(e.now)}
+		// A new record; the runtime keeps the exited one before it (the
+		// container GC keeps the newest dead container of each name).
+		p.cs[c].rec = p.cs[c].rec.Succeed(api.ContainerRecord{State: api.StateCreated, Attempt: a.Attempt,
+			SandboxAttempt: p.sandbox.Attempt, Image: p.spec.At(c).Image, CreatedAt: api.Time(e.now),
+			Resources: p.spec.At(c).Resources})
 		e.emitC(history.ContainerStartRequested, p, c)
+		// CreateContainer carries the oom_score_adj in
+		// LinuxContainerResources (INV-Q3).
+		if ws := &e.wls[p.wl]; p.spec == ws.spec {
+			e.ev.OOMScoreAdj = ws.oom[c]
+		} else {
+			// The pod's own spec (resized, image changed): from its own
+			// resources.
+			e.ev.OOMScoreAdj = kubelet.OOMScoreAdj(p.spec, c, e.memCapacity(), e.cfg.Gates)
+		}
+		if p.cpuNames != nil {
+			e.ev.CPUs = p.cpuNames[c]
+		}
 		e.write()
 		e.push(event{t: e.now + int64(latency), kind: evRunning, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
 
@@ -111,11 +127,52 @@ func (e *engine) act(p *pod, a *api.Action) {
 		p.cs[c].rec = api.ContainerRecord{}
 		e.push(event{t: e.now, kind: evRemoved, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
 
+	case api.ActResizeContainer:
+		if !e.runtimeOK(p) {
+			e.failAction(p, api.ActResizeContainer, c)
+			return
+		}
+		// CRI UpdateContainerResources: applied at once; the kubelet hears
+		// the record back as an event.
+		cs := &p.cs[c]
+		if cs.rec.State != api.StateRunning {
+			e.failAction(p, api.ActResizeContainer, c)
+			return
+		}
+		cs.rec.Resources = a.Resources
+		e.emitC(history.ContainerResized, p, c)
+		e.ev.CPU, e.ev.Mem, e.ev.CPULimit, e.ev.MemLimit = a.Resources.CPURequest, a.Resources.MemRequest, a.Resources.CPULimit, a.Resources.MemLimit
+		e.write()
+		e.push(event{t: e.now, kind: evResized, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
+
 	case api.ActStopSandbox:
 		e.emitP(history.SandboxStopped, p)
 		e.ev.Attempt = p.sandbox.Attempt
 		e.write()
 	}
+}
+
+// memCapacity is the node memory the kubelet computes oom_score_adj from.
+func (e *engine) memCapacity() int64 {
+	if m := e.cfg.Cluster.NodeMemory; m > 0 {
+		return m
+	}
+	return DefaultNodeMemory
+}
+
+// resizeContainer changes the spec resources of container c of p (an
+// in-place resize request through the API server, INV-U2): it writes
+// container.resize and tells the kubelet, which resizes the container in
+// place or restarts it per its resizePolicy.
+func (e *engine) resizeContainer(p *pod, c int, r api.Resources) {
+	if p.spec == e.wls[p.wl].spec {
+		p.spec = copySpec(p.spec) // the pod's own spec from now on
+	}
+	p.spec.At(c).Resources = r
+	e.emitC(history.ContainerResize, p, c)
+	e.ev.CPU, e.ev.Mem, e.ev.CPULimit, e.ev.MemLimit = r.CPURequest, r.MemRequest, r.CPULimit, r.MemLimit
+	e.write()
+	e.step(p, &api.Input{Kind: api.InResize, Container: c, Resources: r})
 }
 
 // stopContainer is CRI StopContainer(c, grace): SIGTERM now; the process
@@ -237,12 +294,16 @@ func (e *engine) exitContainer(p *pod, c int, code int32, reason api.Reason) {
 	e.ev.Code = code
 	e.ev.Reason = reason.String()
 	e.write()
-	e.step(p, &api.Input{Kind: api.InContainer, Container: c, Record: *rec})
-	if preStop && p.m != nil && p.id != 0 {
-		// The preStop exec fails once its container is gone.
+	if preStop {
+		// The preStop exec fails once its container is gone: the hook
+		// ends with the exit. Written before the kubelet hears of the
+		// exit, which may finish the pod and release its machine (issue
+		// 16 A2: the last container's hook end was lost).
 		e.emitC(history.ContainerPreStopEnd, p, c)
 		e.ev.Msg = "container exited"
 		e.write()
-		e.step(p, &api.Input{Kind: api.InPreStopDone, Container: c})
 	}
+	// The exit resets the attempt in the machine, hook included, so no
+	// InPreStopDone follows.
+	e.step(p, &api.Input{Kind: api.InContainer, Container: c, Record: *rec})
 }

@@ -48,6 +48,7 @@ const (
 	evFaultPod
 	evProbeFaultEnd
 	evRemoved
+	evResized
 )
 
 // node is one simulated node: a kubelet (the machines of its pods), a
@@ -69,8 +70,13 @@ type node struct {
 	nFaultIdx              uint16
 	recrashLeft            bool
 	shuttingDown           bool
+	critStarted            bool     // the shutdown reached its critical pods
 	shutdownBudget         [2]int64 // regular, critical grace budgets
 	shutdownReturn         bool
+	// effective requests of the pods bound here (INV-Q1)
+	usedCPU, usedMem int64
+	// exclusive CPUs not given to a pod (static CPU manager, INV-Q5)
+	freeCPUs kubelet.CPUSet
 }
 
 type probeState struct {
@@ -153,21 +159,31 @@ type pod struct {
 	terminal    bool // a terminal phase was published
 	kdone       bool // the kubelet finished the pod on this node
 	removing    bool
-	inited      bool  // first sandbox created (on-phase "initializing")
-	ran         bool  // phase Running seen
-	terminating bool  // pod.terminating seen
-	nidx        int32 // index in node.pods
+	inited      bool           // first sandbox created (on-phase "initializing")
+	ran         bool           // phase Running seen
+	terminating bool           // pod.terminating seen
+	termReason  api.KillReason // reason of the latest pod.terminating
+	nidx        int32          // index in node.pods
 	deleteGrace int64
 	shutdown    int64 // node-shutdown grace given (0 = none)
 	createdAt   int64
 	status      api.PodStatus // last published status (the API server's copy)
 	fx          []ctrFault    // nil unless a fault touched the pod
+	// exclusive CPUs of the static CPU manager: taken from the node, and
+	// each container's (rendered once); nil without exclusive CPUs
+	cpus     kubelet.CPUSet
+	cpuSets  []kubelet.CPUSet
+	cpuNames []string
 }
 
 type wlState struct {
-	cfg      *Workload
-	spec     *api.PodSpec // shared template (nil slices never mutated)
-	private  bool         // image-change target: each pod gets its own spec copy
+	cfg  *Workload
+	spec *api.PodSpec // shared template (nil slices never mutated)
+	// effective requests of its pods (INV-Q1) and each container's
+	// oom_score_adj (INV-Q3), computed once for the template
+	cpu, mem int64
+	oom      []int32
+	private  bool // image-change target: each pod gets its own spec copy
 	hspec    *history.PodSpec
 	world    faults.Workload
 	beh      []int // per container index: index into cfg.Behavior, -1 = default
@@ -246,6 +262,9 @@ func newEngine(ctx context.Context, cfg *Config, seed uint64, sink history.Sink,
 		n := &e.nodes[i]
 		n.name = "node-" + strconv.Itoa(i)
 		n.up, n.kubeletUp, n.runtimeUp = true, true, true
+		if cfg.Cluster.CPUManagerStatic {
+			n.freeCPUs = kubelet.CPUSet(1)<<uint(cfg.Cluster.NodeCPU/1000) - 1
+		}
 	}
 	e.wls = make([]wlState, len(cfg.Workloads))
 	total := 0
@@ -256,6 +275,11 @@ func newEngine(ctx context.Context, cfg *Config, seed uint64, sink history.Sink,
 		ws.spec = &w.Spec
 		ws.world = faults.WorldOf(w.Name, w.Labels, &w.Spec)
 		ws.hspec = hspec.Of(w.Name, w.Labels, &w.Spec)
+		ws.cpu, ws.mem = kubelet.EffectiveRequests(&w.Spec)
+		ws.oom = make([]int32, w.Spec.Len())
+		for c := range ws.oom {
+			ws.oom[c] = kubelet.OOMScoreAdj(&w.Spec, c, e.memCapacity(), cfg.Gates)
+		}
 		ws.prefix = history.PodNamePrefix(w.Namespace, w.Name)
 		ws.beh = make([]int, w.Spec.Len())
 		for c := range ws.beh {
@@ -331,5 +355,3 @@ func (e *engine) start() {
 		}
 	}
 }
-
-// historySpec converts a workload's template to the history's form, once.

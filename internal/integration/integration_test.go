@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -111,11 +112,13 @@ const sidecarPod = `
       initContainers:
       - name: setup
         image: busybox:1.36
+        resources: {requests: {cpu: 100m, memory: 64Mi}}
       - name: proxy
         image: envoy:1
         restartPolicy: Always
         startupProbe: {exec: {command: [ok]}, periodSeconds: 1}
         lifecycle: {preStop: {exec: {command: [drain]}}}
+        resources: {requests: {cpu: 50m, memory: 32Mi}, limits: {cpu: 100m, memory: 64Mi}}
       - name: logs
         image: fluent:1
         restartPolicy: Always
@@ -123,6 +126,9 @@ const sidecarPod = `
       - name: app
         image: app:1
         readinessProbe: {exec: {command: [ok]}, periodSeconds: 1}
+        livenessProbe: {exec: {command: [ok]}, periodSeconds: 1, terminationGracePeriodSeconds: 5}
+        lifecycle: {postStart: {exec: {command: [warm]}}}
+        resources: {requests: {cpu: 200m, memory: 128Mi}}
   behaviors:
     default: {startLatency: 200ms, termHandling: 300ms}
     setup: {runTime: 500ms}
@@ -162,6 +168,18 @@ func TestBugReplicasAreCaught(t *testing.T) {
 			restart: "Never",
 			faults:  "- {name: oom, type: oom-kill, schedule: {at: 10s}, target: {role: sidecar, container: logs, podFraction: 1}}",
 			wantID:  "INV-R1", class: check.Bound, fault: "oom-kill",
+		},
+		{
+			// app's liveness probe has a 5 s probe-level grace; the pod's is 20 s.
+			bug:    "probe-grace-ignored",
+			faults: "- {name: live, type: probe-failure, probe: liveness, window: 5s, schedule: {at: 10s}, target: {container: app, podFraction: 1}}",
+			wantID: "INV-P5", class: check.Violation, fault: "probe-failure",
+		},
+		{
+			// proxy requests 32Mi, app 128Mi: on its own proxy would score
+			// above app.
+			bug:    "own-oom-score",
+			wantID: "INV-Q3", class: check.Violation,
 		},
 	} {
 		t.Run(tc.bug, func(t *testing.T) {
@@ -240,6 +258,7 @@ const mixedFaults = `
 - {name: oom, type: oom-kill, schedule: {type: poisson, rate: 0.5}, target: {role: sidecar, podCount: 1}}
 - {name: gc, type: container-gc, schedule: {type: every, at: 5s, interval: 7s}, target: {nodeFraction: 0.5}}
 - {name: probe, type: probe-failure, probe: startup, window: 3s, schedule: {type: poisson, rate: 0.2}, target: {container: proxy, podCount: 1}}
+- {name: live, type: probe-failure, probe: liveness, window: 3s, schedule: {type: poisson, rate: 0.2}, target: {container: app, podCount: 1}}
 - {name: image, type: image-change, image: envoy:2, schedule: {type: poisson, rate: 0.2}, target: {container: logs, podCount: 1}}
 - {name: poweroff, type: node-poweroff, return: true, schedule: {type: poisson, rate: 0.02}, target: {nodeCount: 1}, downtime: 5s}
 - {name: shutdown, type: node-shutdown, return: true, shutdownGracePeriod: 20s, shutdownGracePeriodCriticalPods: 5s, schedule: {type: poisson, rate: 0.02}, target: {nodeCount: 1}, downtime: 5s}
@@ -433,4 +452,233 @@ trials: 1
 		}
 	}
 	t.Logf("reference: %d pods, 0 violations; bug replica: %d INV-RA7 findings", good.pods, len(found))
+}
+
+// TestDegenerateCrashRates: kep753 with a probe-less sidecar that crashes
+// within a microsecond of every start has no violation. At this rate a
+// sidecar sometimes becomes ready and exits within the same nanosecond:
+// two status publications at one instant, which INV-P3 once read as one
+// (issue 16 B; this seed hit it twice).
+func TestDegenerateCrashRates(t *testing.T) {
+	text := `apiVersion: sidebench.dev/v1alpha1
+kind: Scenario
+metadata: {name: crash-1us}
+seed: 7
+policies: [kep753]
+cluster: {nodes: 10, podsPerNode: 50}
+workloads:
+- name: web
+  count: 2000
+  arrival: {type: poisson, rate: 50}
+  lifetime: uniform(min=200s, max=400s)
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      terminationGracePeriodSeconds: 30
+      initContainers:
+      - name: mesh
+        image: mesh:1
+        restartPolicy: Always
+      containers:
+      - name: app
+        image: app:1
+  behaviors:
+    default: {startLatency: 100ms, termHandling: 100ms}
+    mesh: {crashMTBF: 1us}
+faults: []
+trials: 1
+`
+	o := runTrial(t, text, "kep753", 0)
+	if o.pods != 2000 {
+		t.Fatalf("%d lifecycles checked, want 2000", o.pods)
+	}
+	if v := o.byID(check.Violation); len(v) > 0 {
+		t.Fatalf("kep753 at a 1µs sidecar MTBF: violations [%s]\n%s", ids(v), firstFinding(o))
+	}
+}
+
+// TestMutatedHistoriesAreCaught proves the checkers added for issue 16 on
+// realistic histories: a kep753 run under faults (resources, probe-level
+// grace, postStart and preStop hooks, OOM kills, liveness failures, node
+// shutdowns) is clean, and one mutation per invariant — the break a buggy
+// kubelet or backend would write — is caught as that invariant.
+func TestMutatedHistoriesAreCaught(t *testing.T) {
+	text := fmt.Sprintf(`apiVersion: sidebench.dev/v1alpha1
+kind: Scenario
+metadata: {name: mutations}
+seed: 16
+policies: [kep753]
+cluster: {nodes: 10, podsPerNode: 30}
+workloads:
+- name: web
+  count: 3000
+  arrival: {type: poisson, rate: 100}
+  lifetime: uniform(min=5s, max=15s)
+%s
+faults: %s
+trials: 1
+`, sidecarPod, strings.Replace(mixedFaults, "probe: liveness, window: 3s, schedule: {type: poisson, rate: 0.2}",
+		"probe: liveness, window: 6s, schedule: {type: poisson, rate: 2}", 1))
+	// Liveness failures often and long enough (6 s > failureThreshold 3 ×
+	// period 1 s) that the run has liveness kills for the INV-P5 mutation
+	// whatever the seed's timing.
+	cfg, tr := compileTrial(t, text, "", 0)
+	var pods [][]history.Event
+	var meta *history.Meta
+	part := history.NewPartitioner(func(m *history.Meta, pod string, events []history.Event) error {
+		meta = m
+		pods = append(pods, slices.Clone(events))
+		return nil
+	})
+	if _, err := sim.RunTrial(context.Background(), cfg, tr.Seed, 0, part); err != nil {
+		t.Fatal(err)
+	}
+	if err := part.Close(); err != nil {
+		t.Fatal(err)
+	}
+	idx := func(ev []history.Event, f func(*history.Event) bool) int {
+		for i := range ev {
+			if f(&ev[i]) {
+				return i
+			}
+		}
+		return -1
+	}
+	is := func(k history.Kind, c string) func(*history.Event) bool {
+		return func(e *history.Event) bool { return e.Kind == k && (c == "" || e.Container == c) }
+	}
+	withSpec := func(ev []history.Event, f func(*history.PodSpec)) []history.Event {
+		i := idx(ev, is(history.PodCreated, ""))
+		sp := *ev[i].Spec
+		sp.Init = slices.Clone(sp.Init)
+		sp.Main = slices.Clone(sp.Main)
+		f(&sp)
+		ev[i].Spec = &sp
+		return ev
+	}
+	insertAfter := func(ev []history.Event, i int, e history.Event) []history.Event {
+		e.Pod, e.Node, e.T = ev[i].Pod, ev[i].Node, ev[i].T
+		return slices.Insert(ev, i+1, e)
+	}
+	// Each mutation returns the mutated history, or nil if the pod lacks
+	// what it needs.
+	mutations := []struct {
+		id     string
+		mutate func(ev []history.Event) []history.Event
+	}{
+		{"INV-P4", func(ev []history.Event) []history.Event {
+			return withSpec(ev, func(s *history.PodSpec) { s.Init[0].Startup = true })
+		}},
+		{"INV-P5", func(ev []history.Event) []history.Event { // a liveness kill with the pod's grace
+			i := idx(ev, func(e *history.Event) bool {
+				return e.Kind == history.ContainerStopRequested && e.Reason == "LivenessProbe"
+			})
+			if i < 0 {
+				return nil
+			}
+			ev[i].Grace = 20e9
+			return ev
+		}},
+		{"INV-P6", func(ev []history.Event) []history.Event { // app's liveness probed 5 s into termination
+			i := idx(ev, func(e *history.Event) bool { return e.Kind == history.PodTerminating && e.Reason == "PodDeleted" })
+			if i < 0 || idx(ev[i:], is(history.ContainerExited, "app")) < 0 {
+				return nil
+			}
+			j := i + idx(ev[i:], is(history.ContainerExited, "app"))
+			ev = insertAfter(ev, j-1, history.Event{Kind: history.ProbeResult, Container: "app", Probe: "liveness", Result: "failure"})
+			ev[j].T = max(ev[j].T, ev[i].T+5e9)
+			return ev
+		}},
+		{"INV-H1", func(ev []history.Event) []history.Event { // app Started before its postStart returned
+			i := idx(ev, is(history.ContainerPostStartDone, "app"))
+			if i < 0 {
+				return nil
+			}
+			return slices.Delete(ev, i, i+1)
+		}},
+		{"INV-H2", func(ev []history.Event) []history.Event { // proxy's preStop twice in one kill
+			i := idx(ev, func(e *history.Event) bool {
+				return e.Kind == history.ContainerPreStopBegin && e.Container == "proxy" && e.Reason == "PodDeleted"
+			})
+			if i < 0 {
+				return nil
+			}
+			return insertAfter(ev, i, ev[i])
+		}},
+		{"INV-Q1", func(ev []history.Event) []history.Event { // init requests summed in
+			i := idx(ev, is(history.PodScheduled, ""))
+			if i < 0 {
+				return nil
+			}
+			ev[i].CPU += 100
+			return ev
+		}},
+		{"INV-Q2", func(ev []history.Event) []history.Event {
+			return withSpec(ev, func(s *history.PodSpec) { s.QOSClass = "Guaranteed" })
+		}},
+		{"INV-Q3", func(ev []history.Event) []history.Event { // the sidecar's own score
+			i := idx(ev, is(history.ContainerStartRequested, "proxy"))
+			if i < 0 || idx(ev, is(history.ContainerStartRequested, "app")) < 0 {
+				return nil
+			}
+			ev[i].OOMScoreAdj = 999
+			return ev
+		}},
+		{"INV-Q4", func(ev []history.Event) []history.Event { // an OOM kill stops the main
+			i := idx(ev, func(e *history.Event) bool {
+				return e.Kind == history.ContainerExited && e.Reason == "OOMKilled" && e.Container == "logs"
+			})
+			if i < 0 || idx(ev, is(history.PodTerminating, "")) < i {
+				return nil
+			}
+			return insertAfter(ev, i, history.Event{Kind: history.ContainerStopRequested, Container: "app", Grace: 20e9})
+		}},
+		{"INV-F4", func(ev []history.Event) []history.Event { // a shutdown kill with the pod's full grace
+			i := idx(ev, func(e *history.Event) bool { return e.Kind == history.PodTerminating && e.Reason == "NodeShutdown" })
+			if i < 0 || ev[i].Grace >= 20e9 {
+				return nil
+			}
+			ev[i].Grace = 40e9
+			return ev
+		}},
+		{"INV-U2", func(ev []history.Event) []history.Event { // app restarted for a resize it takes in place
+			i := idx(ev, is(history.ContainerRunning, "app"))
+			if i < 0 {
+				return nil
+			}
+			ev = insertAfter(ev, i, history.Event{Kind: history.ContainerResize, Container: "app", CPU: 300, Mem: 128 << 20})
+			return insertAfter(ev, i+1, history.Event{Kind: history.ContainerStopRequested, Container: "app", Reason: "ResizeRestart", Grace: 20e9})
+		}},
+	}
+	clean := check.CheckEvents(nil)
+	for _, ev := range pods {
+		r := check.NewRunner(check.Workers(1))
+		r.Add(meta, ev[0].Pod, ev)
+		if rep := r.Close(); rep.Violations() > 0 {
+			clean = rep
+			break
+		}
+	}
+	if clean.Violations() > 0 {
+		t.Fatalf("the unmutated run has violations: %v", clean.Findings)
+	}
+	for _, m := range mutations {
+		t.Run(m.id, func(t *testing.T) {
+			for _, ev := range pods {
+				mut := m.mutate(slices.Clone(ev))
+				if mut == nil {
+					continue
+				}
+				r := check.NewRunner(check.Workers(1))
+				r.Add(meta, mut[0].Pod, mut)
+				rep := r.Close()
+				if row := rep.Row(m.id); row == nil || row.Violations == 0 {
+					t.Fatalf("%s: mutated pod %s not caught; findings %v", m.id, mut[0].Pod, rep.Findings)
+				}
+				return
+			}
+			t.Fatalf("%s: no pod of the run has what the mutation needs", m.id)
+		})
+	}
 }

@@ -56,9 +56,21 @@ const (
 	// container is restarted at once, before the other containers were
 	// reset and the sidecars re-initialized (violates INV-RA4/RA5).
 	BugResetTriggerFirst
+	// BugProbeGraceIgnored: a container killed for a failed liveness or
+	// startup probe gets the pod's grace, not the probe-level
+	// terminationGracePeriodSeconds (before KEP-2238; violates INV-P5).
+	BugProbeGraceIgnored
+	// BugOwnOOMScore: a sidecar's oom_score_adj comes from its own memory
+	// request only, so a small sidecar is a preferred OOM victim (before
+	// PR #128029; violates INV-Q3).
+	BugOwnOOMScore
+	// BugSidecarCPUsReused: the static CPU manager gives a sidecar's
+	// exclusive CPUs to the containers after it, as if it were a regular
+	// init container (the 1.28 alpha known issue; violates INV-Q5).
+	BugSidecarCPUsReused
 )
 
-var bugNames = [...]string{"", "reinit-mains-first", "rerun-init-after-gc", "sidecars-with-mains", "no-sidecar-restart", "reset-trigger-first"}
+var bugNames = [...]string{"", "reinit-mains-first", "rerun-init-after-gc", "sidecars-with-mains", "no-sidecar-restart", "reset-trigger-first", "probe-grace-ignored", "own-oom-score", "sidecar-cpus-reused"}
 
 // BugDescriptions documents each bug replica for --help and reports.
 var BugDescriptions = map[Bug]string{
@@ -67,6 +79,9 @@ var BugDescriptions = map[Bug]string{
 	BugSidecarsWithMains: "sidecars are signalled together with main containers instead of after them (1.28 alpha)",
 	BugNoSidecarRestart:  "an exited sidecar is not restarted under restartPolicy Never",
 	BugResetTriggerFirst: "on RestartAllContainers the triggering main restarts before the pod was reset and sidecars re-initialized",
+	BugProbeGraceIgnored: "a liveness or startup probe kill uses the pod's grace, not the probe-level terminationGracePeriodSeconds (before KEP-2238)",
+	BugOwnOOMScore:       "a sidecar's oom_score_adj comes from its own memory request, above the mains' (before PR #128029)",
+	BugSidecarCPUsReused: "the static CPU manager reuses a sidecar's exclusive CPUs for later containers (1.28 alpha)",
 }
 
 func (b Bug) String() string {

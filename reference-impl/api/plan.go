@@ -36,9 +36,12 @@ const (
 	InImage
 	// InActionFailed: the runtime refused Action for Container (runtime down).
 	InActionFailed
+	// InResize: the spec resources of Container changed to Resources (an
+	// in-place resize request, INV-U2).
+	InResize
 )
 
-var inputKindNames = [...]string{"tick", "relist", "sandbox", "container", "probe", "poststart-done", "prestop-done", "delete", "node-shutdown", "image", "action-failed"}
+var inputKindNames = [...]string{"tick", "relist", "sandbox", "container", "probe", "poststart-done", "prestop-done", "delete", "node-shutdown", "image", "action-failed", "resize"}
 
 func (k InputKind) String() string {
 	if int(k) < len(inputKindNames) {
@@ -57,6 +60,7 @@ type Input struct {
 	OK        bool
 	Grace     time.Duration
 	Image     string
+	Resources Resources
 	Action    ActionKind
 	Sandbox   Sandbox
 	Record    ContainerRecord
@@ -92,9 +96,13 @@ const (
 	// ActRemoveContainer: CRI RemoveContainer of Container's record (a
 	// RestartAllContainers reset); report InContainer with StateNone.
 	ActRemoveContainer
+	// ActResizeContainer: CRI UpdateContainerResources of Container to
+	// its spec resources (Resources); report InContainer with the record's
+	// new Resources.
+	ActResizeContainer
 )
 
-var actionKindNames = [...]string{"", "create-sandbox", "start", "prestop", "stop", "stop-sandbox", "remove"}
+var actionKindNames = [...]string{"", "create-sandbox", "start", "prestop", "stop", "stop-sandbox", "remove", "resize"}
 
 func (k ActionKind) String() string {
 	if int(k) < len(actionKindNames) && k != 0 {
@@ -120,9 +128,10 @@ const (
 	KillSpecChanged  // image change, INV-U1
 	KillUnknownState // INV-F8
 	KillRestartAll   // RestartAllContainers reset (INV-RA*)
+	KillResize       // in-place resize with resizePolicy RestartContainer (INV-U2)
 )
 
-var killReasonNames = [...]string{"", "PodDeleted", "PodCompleted", "InitFailed", "SandboxLost", "NodeShutdown", "LivenessProbe", "StartupProbe", "FailedPostStartHook", "SpecChanged", "UnknownState", "RestartAllContainers"}
+var killReasonNames = [...]string{"", "PodDeleted", "PodCompleted", "InitFailed", "SandboxLost", "NodeShutdown", "LivenessProbe", "StartupProbe", "FailedPostStartHook", "SpecChanged", "UnknownState", "RestartAllContainers", "ResizeRestart"}
 
 func (r KillReason) String() string {
 	if int(r) < len(killReasonNames) {
@@ -148,6 +157,8 @@ type Action struct {
 	Attempt   uint32
 	Grace     time.Duration
 	Reason    KillReason
+	// Resources are the resources of an ActResizeContainer.
+	Resources Resources
 	// Restart marks a kill (ActRunPreStop/ActStopContainer of a single
 	// container) after which the container is restarted whatever the pod
 	// restart policy (spec change, probe failure under Always/OnFailure,
@@ -169,6 +180,8 @@ func (a Action) String() string {
 		return "stop-sandbox"
 	case ActRemoveContainer:
 		return fmt.Sprintf("remove #%d reason=%s", a.Container, a.Reason)
+	case ActResizeContainer:
+		return fmt.Sprintf("resize #%d %+v", a.Container, a.Resources)
 	}
 	return a.Kind.String()
 }

@@ -108,6 +108,34 @@ type Container struct {
 	// RestartRules are restartPolicyRules, evaluated in order on exit; the
 	// first rule whose exit codes match decides (INV-RR1).
 	RestartRules []RestartRule
+
+	// Resources are the container's requests and limits; ResizePolicy says
+	// which of them restart the container when resized in place (INV-U2).
+	Resources    Resources
+	ResizePolicy ResizePolicy
+}
+
+// Resources are CPU and memory requests and limits: milli-CPU and bytes,
+// zero when unset. Only the two resources QoS, scheduling and OOM scores
+// are computed from are modelled.
+type Resources struct {
+	CPURequest, CPULimit int64
+	MemRequest, MemLimit int64
+}
+
+// ResizePolicy is a container's resizePolicy: true means RestartContainer
+// for that resource, false NotRequired (the default).
+type ResizePolicy struct {
+	CPURestart, MemRestart bool
+}
+
+// RestartFor reports whether resizing from old to new needs a restart of
+// the container under policy p: a changed resource whose policy is
+// RestartContainer (kuberuntime_manager.go computePodResizeAction).
+func (p ResizePolicy) RestartFor(old, new Resources) bool {
+	cpu := old.CPURequest != new.CPURequest || old.CPULimit != new.CPULimit
+	mem := old.MemRequest != new.MemRequest || old.MemLimit != new.MemLimit
+	return cpu && p.CPURestart || mem && p.MemRestart
 }
 
 // RuleAction is a restartPolicyRules action.
@@ -211,6 +239,12 @@ type PodSpec struct {
 	// Critical marks a pod that node shutdown terminates in the critical
 	// phase (priority class system-*-critical).
 	Critical bool
+	// NodeCritical marks priority class system-node-critical: the kubelet
+	// gives its containers the lowest oom_score_adj (IsNodeCriticalPod).
+	NodeCritical bool
+	// OverheadCPU (milli-CPU) and OverheadMem (bytes) are spec.overhead,
+	// added to the pod's effective requests (INV-Q1).
+	OverheadCPU, OverheadMem int64
 }
 
 // DefaultTerminationGracePeriod is Kubernetes' default TGPS.
@@ -279,6 +313,9 @@ func (s *PodSpec) Validate() error {
 	if s.Len() > MaxContainers {
 		return &SpecError{Rule: "containers", Msg: fmt.Sprintf("at most %d containers are supported, got %d", MaxContainers, s.Len())}
 	}
+	if s.OverheadCPU < 0 || s.OverheadMem < 0 {
+		return &SpecError{Rule: "overhead", Msg: "overhead must be >= 0"}
+	}
 	if s.TerminationGracePeriod < 0 {
 		return &SpecError{Rule: "terminationGracePeriodSeconds", Msg: fmt.Sprintf("must be >= 0, got %v", s.TerminationGracePeriod)}
 	}
@@ -330,6 +367,19 @@ func (s *PodSpec) Validate() error {
 			case r.Action == RuleRestart && c.Role == RoleSidecar:
 				return &SpecError{Container: c.Name, Rule: "restartPolicyRules", Msg: fmt.Sprintf("rule %d: a sidecar always restarts; only RestartAllContainers rules are allowed on it", j)}
 			}
+		}
+		r := &c.Resources
+		switch {
+		case r.CPURequest < 0 || r.CPULimit < 0 || r.MemRequest < 0 || r.MemLimit < 0:
+			return &SpecError{Container: c.Name, Rule: "resources", Msg: "requests and limits must be >= 0"}
+		case r.CPULimit > 0 && r.CPURequest > r.CPULimit:
+			return &SpecError{Container: c.Name, Rule: "resources", Msg: "the cpu request must be <= its limit"}
+		case r.MemLimit > 0 && r.MemRequest > r.MemLimit:
+			return &SpecError{Container: c.Name, Rule: "resources", Msg: "the memory request must be <= its limit"}
+		case c.Role == RoleInit && (c.ResizePolicy.CPURestart || c.ResizePolicy.MemRestart):
+			// pkg/apis/core/validation: a regular init container cannot be
+			// restarted for a resize.
+			return &SpecError{Container: c.Name, Rule: "resizePolicy", Msg: "RestartContainer is not allowed on a regular init container"}
 		}
 		for k := ProbeStartup; k <= ProbeLiveness; k++ {
 			p := c.Probe(k)

@@ -120,6 +120,35 @@ type ContainerRecord struct {
 	CreatedAt      Time
 	StartedAt      Time
 	FinishedAt     Time
+
+	// LastExited says the runtime still holds the record of the attempt
+	// before this one, terminated with LastExitCode after running from
+	// LastStartedAt to LastFinishedAt. The kubelet reads it as the
+	// container's LastTerminationState (kubelet_pods.go
+	// convertToAPIContainerStatuses: the second newest record of a name)
+	// and as the exit doBackOff measures the backoff from when a restart
+	// follows a kill in the same SyncPod (kuberuntime_manager.go). The
+	// container GC keeps the newest dead record of each container, so it
+	// is there unless the previous record was removed.
+	LastExited     bool
+	LastExitCode   int32
+	LastStartedAt  Time
+	LastFinishedAt Time
+
+	// Resources are the resources the runtime applied to the container:
+	// the spec's at creation, updated by an in-place resize (the kubelet's
+	// actuated resources, INV-U2).
+	Resources Resources
+}
+
+// Succeed returns the record of a new attempt that replaces r, carrying
+// r's termination as the last one if r had exited.
+func (r *ContainerRecord) Succeed(next ContainerRecord) ContainerRecord {
+	if r.State == StateExited {
+		next.LastExited, next.LastExitCode = true, r.ExitCode
+		next.LastStartedAt, next.LastFinishedAt = r.StartedAt, r.FinishedAt
+	}
+	return next
 }
 
 // ProbeKind names a probe.
@@ -229,6 +258,16 @@ type ContainerObs struct {
 	// attempt; it seeds a restarted kubelet from the API server's copy so
 	// that Started/Ready do not flap (INV-F1).
 	StartedSeen bool
+	// ResizePending is set while an in-place resize (CRI
+	// UpdateContainerResources) is in flight.
+	ResizePending bool
+
+	// ReadySeen is the same for Ready: a restarted kubelet keeps the
+	// published Ready of a container that ran before it started until
+	// the container's first readiness result (ChangeContainerStatusOn-
+	// KubeletRestart off since 1.35: prober_manager.go UpdatePodStatus,
+	// setReadyStateOnKubeletRestart).
+	ReadySeen bool
 }
 
 // Termination is the kubelet-local state of a whole-pod kill in progress.

@@ -3,10 +3,11 @@
 // (reference-impl/api). It is the only reference-impl package that imports
 // k8s.io/*.
 //
-// PodSpecFromV1 keeps what matters for sidecar ordering (container roles,
+// PodSpecFromV1 keeps what matters for sidecar semantics (container roles,
 // probe timing, lifecycle hook presence, restart policy, grace period,
-// criticality) and ignores fields that do not affect ordering (resources,
-// env, volumes, ports, security contexts, ...). Fields that would change
+// criticality, CPU and memory requests and limits, resize policy,
+// overhead) and ignores fields that do not (other resources, env,
+// volumes, ports, security contexts, ...). Fields that would change
 // ordering semantics in a way the reference implementation does not model
 // are rejected with an error that names the container and the rule.
 package convert
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/sidebench/sidebench/reference-impl/api"
 )
@@ -90,6 +92,8 @@ func PodSpecFromV1(in *corev1.PodSpec) (api.PodSpec, error) {
 		out.TerminationGracePeriod = time.Duration(*in.TerminationGracePeriodSeconds) * time.Second
 	}
 	out.Critical = CriticalPriorityClasses[in.PriorityClassName]
+	out.NodeCritical = in.PriorityClassName == "system-node-critical"
+	out.OverheadCPU, out.OverheadMem = milliCPU(in.Overhead), bytesOf(in.Overhead)
 	if len(in.EphemeralContainers) > 0 {
 		return out, &Error{Container: in.EphemeralContainers[0].Name, Field: "ephemeralContainers[0]", Rule: "ephemeral-containers", Msg: "ephemeral containers are not supported"}
 	}
@@ -180,7 +184,70 @@ func containerFromV1(in *corev1.Container, path string, init bool) (api.Containe
 		c.PostStart = in.Lifecycle.PostStart != nil
 		c.PreStop = in.Lifecycle.PreStop != nil
 	}
+	r := &c.Resources
+	r.CPURequest, r.CPULimit = milliCPU(in.Resources.Requests), milliCPU(in.Resources.Limits)
+	r.MemRequest, r.MemLimit = bytesOf(in.Resources.Requests), bytesOf(in.Resources.Limits)
+	// API defaulting (pkg/apis/core/v1/defaults.go): a limit without a
+	// request sets the request.
+	if _, ok := in.Resources.Requests[corev1.ResourceCPU]; !ok {
+		r.CPURequest = r.CPULimit
+	}
+	if _, ok := in.Resources.Requests[corev1.ResourceMemory]; !ok {
+		r.MemRequest = r.MemLimit
+	}
+	for j, rp := range in.ResizePolicy {
+		field := fmt.Sprintf("%s.resizePolicy[%d]", path, j)
+		restart := false
+		switch rp.RestartPolicy {
+		case corev1.NotRequired, "":
+		case corev1.RestartContainer:
+			restart = true
+		default:
+			return c, &Error{Container: in.Name, Field: field + ".restartPolicy", Rule: "resizePolicy", Msg: fmt.Sprintf("unsupported value %q (allowed: NotRequired, RestartContainer)", rp.RestartPolicy)}
+		}
+		switch rp.ResourceName {
+		case corev1.ResourceCPU:
+			c.ResizePolicy.CPURestart = restart
+		case corev1.ResourceMemory:
+			c.ResizePolicy.MemRestart = restart
+		default:
+			return c, &Error{Container: in.Name, Field: field + ".resourceName", Rule: "resizePolicy", Msg: fmt.Sprintf("unsupported resource %q (allowed: cpu, memory)", rp.ResourceName)}
+		}
+	}
 	return c, nil
+}
+
+// milliCPU is the CPU quantity of l in milli-CPU (0 if unset).
+func milliCPU(l corev1.ResourceList) int64 {
+	q, ok := l[corev1.ResourceCPU]
+	if !ok {
+		return 0
+	}
+	return q.MilliValue()
+}
+
+// bytesOf is the memory quantity of l in bytes (0 if unset).
+func bytesOf(l corev1.ResourceList) int64 {
+	q, ok := l[corev1.ResourceMemory]
+	if !ok {
+		return 0
+	}
+	return q.Value()
+}
+
+// resourceList builds a ResourceList of the non-zero quantities.
+func resourceList(cpu, mem int64) corev1.ResourceList {
+	if cpu == 0 && mem == 0 {
+		return nil
+	}
+	l := corev1.ResourceList{}
+	if cpu != 0 {
+		l[corev1.ResourceCPU] = *resource.NewMilliQuantity(cpu, resource.DecimalSI)
+	}
+	if mem != 0 {
+		l[corev1.ResourceMemory] = *resource.NewQuantity(mem, resource.BinarySI)
+	}
+	return l
 }
 
 func probeFromV1(in *corev1.Probe, name, path string) (*api.Probe, error) {
@@ -236,8 +303,12 @@ func PodSpecToV1(in api.PodSpec) corev1.PodSpec {
 	g := int64(in.TerminationGracePeriod / time.Second)
 	out.TerminationGracePeriodSeconds = &g
 	if in.Critical {
+		out.PriorityClassName = "system-cluster-critical"
+	}
+	if in.NodeCritical {
 		out.PriorityClassName = "system-node-critical"
 	}
+	out.Overhead = resourceList(in.OverheadCPU, in.OverheadMem)
 	for i := range in.Init {
 		out.InitContainers = append(out.InitContainers, containerToV1(&in.Init[i]))
 	}
@@ -268,6 +339,14 @@ func containerToV1(in *api.Container) corev1.Container {
 			out.ExitCodes.Operator = corev1.ContainerRestartRuleOnExitCodesOpNotIn
 		}
 		c.RestartPolicyRules = append(c.RestartPolicyRules, out)
+	}
+	c.Resources.Requests = resourceList(in.Resources.CPURequest, in.Resources.MemRequest)
+	c.Resources.Limits = resourceList(in.Resources.CPULimit, in.Resources.MemLimit)
+	if in.ResizePolicy.CPURestart {
+		c.ResizePolicy = append(c.ResizePolicy, corev1.ContainerResizePolicy{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.RestartContainer})
+	}
+	if in.ResizePolicy.MemRestart {
+		c.ResizePolicy = append(c.ResizePolicy, corev1.ContainerResizePolicy{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer})
 	}
 	c.StartupProbe = probeToV1(in.StartupProbe)
 	c.ReadinessProbe = probeToV1(in.ReadinessProbe)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
 	"github.com/sidebench/sidebench/reference-impl/api"
@@ -69,7 +70,7 @@ func TestPodSpecFromV1(t *testing.T) {
 		{
 			name:   "system-node-critical is critical",
 			mutate: func(p *corev1.PodSpec) { p.PriorityClassName = "system-node-critical" },
-			want:   func(s *api.PodSpec) { s.Critical = true },
+			want:   func(s *api.PodSpec) { s.Critical, s.NodeCritical = true, true },
 		},
 		{
 			name:   "system-cluster-critical is critical",
@@ -88,6 +89,29 @@ func TestPodSpecFromV1(t *testing.T) {
 			want: func(s *api.PodSpec) {
 				s.Main[0].LivenessProbe = &api.Probe{InitialDelay: 3 * time.Second, Period: 2 * time.Second, Timeout: 4 * time.Second, FailureThreshold: 5, SuccessThreshold: 1, TerminationGracePeriod: 7 * time.Second}
 			},
+		},
+		{
+			name: "resources, resize policy and overhead; a limit alone sets the request",
+			mutate: func(p *corev1.PodSpec) {
+				p.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}
+				p.InitContainers[0].Resources = corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
+					Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+				}
+				p.InitContainers[0].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceMemory, RestartPolicy: corev1.RestartContainer}}
+			},
+			want: func(s *api.PodSpec) {
+				s.OverheadCPU, s.OverheadMem = 10, 16<<20
+				s.Init[0].Resources = api.Resources{CPURequest: 100, CPULimit: 1000, MemRequest: 64 << 20, MemLimit: 64 << 20}
+				s.Init[0].ResizePolicy.MemRestart = true
+			},
+		},
+		{
+			name: "RestartContainer resize policy on a regular init container is rejected",
+			mutate: func(p *corev1.PodSpec) {
+				p.InitContainers[1].ResizePolicy = []corev1.ContainerResizePolicy{{ResourceName: corev1.ResourceCPU, RestartPolicy: corev1.RestartContainer}}
+			},
+			wantErr: `"migrate": resizePolicy`,
 		},
 		{
 			name: "postStart presence",
@@ -188,10 +212,14 @@ func TestRoundTrip(t *testing.T) {
 					LivenessProbe: &api.Probe{Period: 5 * time.Second, Timeout: 2 * time.Second, SuccessThreshold: 1, FailureThreshold: 1, TerminationGracePeriod: 3 * time.Second}},
 				{Name: "b", Role: api.RoleSidecar},
 			},
-			Main:                   []api.Container{{Name: "m1", Role: api.RoleMain}, {Name: "m2", Role: api.RoleMain, PreStop: true}},
+			Main: []api.Container{{Name: "m1", Role: api.RoleMain, Resources: api.Resources{CPURequest: 250, CPULimit: 500, MemRequest: 1 << 20, MemLimit: 2 << 20},
+				ResizePolicy: api.ResizePolicy{CPURestart: true, MemRestart: true}}, {Name: "m2", Role: api.RoleMain, PreStop: true}},
 			RestartPolicy:          api.RestartNever,
 			TerminationGracePeriod: 0,
 			Critical:               true,
+			NodeCritical:           true,
+			OverheadCPU:            5,
+			OverheadMem:            1 << 20,
 		},
 	}
 	for name, s := range specs {

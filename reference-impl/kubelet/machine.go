@@ -141,7 +141,9 @@ func resetAttempt(c *api.ContainerObs) {
 	c.StopRequested = false
 	c.Killing = false
 	c.StartedSeen = false
+	c.ReadySeen = false
 	c.RestartedInTerm = false
+	c.ResizePending = false
 }
 
 func (m *Machine) apply(now api.Time, in *api.Input) error {
@@ -157,6 +159,7 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 			c := &o.Containers[i]
 			c.Record = in.Records[i]
 			c.StartedSeen = in.Status.Started.Has(i) && c.Record.State == api.StateRunning
+			c.ReadySeen = c.StartedSeen && m.keepsReady(now, i, &in.Status)
 			if c.Record.State != api.StateNone && c.Record.Attempt+1 > c.NextAttempt {
 				c.NextAttempt = c.Record.Attempt + 1
 			}
@@ -189,8 +192,19 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 		}
 		old := c.Record
 		c.Record = in.Record
+		c.ResizePending = false // the runtime answered
 		if in.Record.State != api.StateNone && in.Record.Attempt+1 > c.NextAttempt {
 			c.NextAttempt = in.Record.Attempt + 1
+		}
+		if in.Record.State == api.StateExited && old.State == api.StateRunning && c.KillRestart && m.restartHeldByBackoff(now, c, &old) {
+			// The kubelet restarts a container it killed in the same
+			// SyncPod, through doBackOff measured from the exit before
+			// the killed attempt. When that backoff still runs, the start
+			// fails with CrashLoopBackOff and the restart is forgotten:
+			// from now on the restart policy decides on the new exit
+			// (ShouldContainerBeRestarted), e.g. exit 0 under OnFailure
+			// ends the pod.
+			c.KillRestart = false
 		}
 		switch in.Record.State {
 		case api.StateRunning:
@@ -281,13 +295,37 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 		if _, err := m.container(in.Container); err != nil {
 			return err
 		}
-		if o.Term.Active || o.Pod.Done {
-			return nil // INV-U1: no spec change takes effect during termination
+		if o.Pod.Done {
+			return nil
 		}
+		// The kubelet receives spec updates of a terminating pod too, but
+		// a terminating pod is only killed (SyncTerminatingPod), never
+		// synced, so nothing restarts for it (INV-U1, T10): the planner
+		// does not look at images during a whole-pod kill. The change is
+		// kept for what follows a sandbox-loss kill (re-initialization).
 		m.ownSpec()
 		m.spec.At(in.Container).Image = in.Image
+	case api.InResize:
+		if _, err := m.container(in.Container); err != nil {
+			return err
+		}
+		if o.Pod.Done {
+			return nil
+		}
+		// Like an image change: the spec changes at once; whether a
+		// running container is resized in place or restarted is the
+		// planner's (computePodResizeAction); a terminating pod applies
+		// nothing.
+		m.ownSpec()
+		m.spec.At(in.Container).Resources = in.Resources
 	case api.InActionFailed:
 		switch in.Action {
+		case api.ActResizeContainer:
+			c, err := m.container(in.Container)
+			if err != nil {
+				return err
+			}
+			c.ResizePending = false
 		case api.ActCreateSandbox:
 			o.Pod.SandboxRequested = false
 		case api.ActStartContainer:
@@ -321,6 +359,30 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 		return fmt.Errorf("kubelet: unknown input kind %d", in.Kind)
 	}
 	return nil
+}
+
+// keepsReady reports whether a restarted kubelet keeps container i's
+// published Ready: prober_manager.go setReadyStateOnKubeletRestart keeps
+// it for a container that started before kubeletRestartGracePeriod (10 s
+// before the kubelet started) and, if it has a readiness probe, only while
+// the pod's Ready condition is True; the readiness worker does not seed a
+// Failure for it (worker.go isRestart). now is the kubelet's start.
+func (m *Machine) keepsReady(now api.Time, i int, st *api.PodStatus) bool {
+	c := &m.obs.Containers[i]
+	if !st.ReadySet.Has(i) || c.Record.StartedAt >= now.Add(-KubeletRestartGracePeriod) {
+		return false
+	}
+	return m.spec.At(i).ReadinessProbe == nil || st.Ready
+}
+
+// restartHeldByBackoff reports whether doBackOff fails the restart of a
+// container killed with a restart in the same sync: the backoff runs from
+// the exit before the killed attempt (old is the killed attempt's record).
+func (m *Machine) restartHeldByBackoff(now api.Time, c *api.ContainerObs, old *api.ContainerRecord) bool {
+	if !old.LastExited || c.Backoff == 0 || old.LastFinishedAt.Sub(old.LastStartedAt) >= BackoffResetAfter {
+		return false
+	}
+	return now < old.LastFinishedAt.Add(c.Backoff)
 }
 
 func maxDuration(a, b time.Duration) time.Duration {
@@ -405,8 +467,22 @@ func (m *Machine) issue(now api.Time, a api.Action) {
 		o.Pod.SandboxRequested = true
 	case api.ActStartContainer:
 		c := &o.Containers[a.Container]
-		if c.Record.State == api.StateExited {
-			c.Backoff = nextBackoff(c.Backoff, c.Record.FinishedAt.Sub(c.Record.StartedAt))
+		// doBackOff moves the backoff on (Backoff.Next) whenever it finds
+		// an exited container to measure from: the latest exit, or, for a
+		// restart in the SyncPod that killed the container, the exit
+		// before the killed attempt. Init containers of an earlier
+		// sandbox were purged: nothing to measure from.
+		r := &c.Record
+		purged := a.Container < len(m.spec.Init) && r.SandboxAttempt != o.Sandbox.Attempt
+		switch {
+		case r.State != api.StateExited || purged:
+		case c.KillRestart:
+			if r.LastExited {
+				c.Backoff = nextBackoff(c.Backoff, r.LastFinishedAt.Sub(r.LastStartedAt))
+				c.Restarts++
+			}
+		default:
+			c.Backoff = nextBackoff(c.Backoff, r.FinishedAt.Sub(r.StartedAt))
 			c.Restarts++
 		}
 		c.StartPending, c.StartRequestedAt = true, now
@@ -422,6 +498,8 @@ func (m *Machine) issue(now api.Time, a api.Action) {
 		}
 	case api.ActRemoveContainer:
 		o.Containers[a.Container].RemovePending = true
+	case api.ActResizeContainer:
+		o.Containers[a.Container].ResizePending = true
 	case api.ActStopContainer:
 		c := &o.Containers[a.Container]
 		c.StopRequested, c.StopRequestedAt = true, now
@@ -443,6 +521,13 @@ func (m *Machine) trace(e api.TraceEvent) {
 func (m *Machine) publish(now api.Time, st api.PodStatus) {
 	last := m.last
 	if last.Phase.Terminal() {
+		st.Phase, st.Reason = last.Phase, last.Reason
+	}
+	if st.Phase.Terminal() && !last.Phase.Terminal() && !m.obs.Pod.Done {
+		// The status manager delays a terminal phase until the pod worker
+		// says no container can be running any more (status_manager.go
+		// mergePodStatus, couldHaveRunningContainers): until the pod's
+		// kill completed, the previous phase stands (INV-C1, S6).
 		st.Phase, st.Reason = last.Phase, last.Reason
 	}
 	if !m.published || st.Phase != last.Phase {

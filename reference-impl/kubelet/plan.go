@@ -18,6 +18,10 @@ const (
 	// BackoffResetAfter: a container that ran this long restarts without
 	// backoff (INV-R2 "reset after 10 min of running").
 	BackoffResetAfter = 10 * time.Minute
+	// KubeletRestartGracePeriod: a container that started at least this
+	// long before the kubelet did keeps its Ready across the kubelet
+	// restart (prober_manager.go kubeletRestartGracePeriod).
+	KubeletRestartGracePeriod = 10 * time.Second
 )
 
 // kind is the part a container plays under the active policy. Policies map
@@ -75,6 +79,9 @@ type planner struct {
 	g     api.Gates
 	now   api.Time
 	out   *api.Plan
+	// startAsked says this plan already asks for a container start: the
+	// kubelet starts one container at a time (see start).
+	startAsked bool
 }
 
 // Plan computes what the kubelet should do for one pod from the spec and
@@ -161,16 +168,6 @@ func (p *planner) plan() {
 		initialized = p.planInit2019()
 	} else {
 		initialized = p.planInit()
-	}
-	if !initialized && p.anyMainStarted() && !p.out.KillPod {
-		// Every main already ran in this sandbox, so initialization is
-		// long done even if the last sidecar just exited. Deciding the
-		// mains here lets INV-R6 kill a pod whose mains are all finished
-		// instead of first restarting that sidecar, which is what kubelet
-		// v1.37 does (computeInitContainerActions returns
-		// !podHasInitialized when the last init container is a sidecar
-		// that exited). Documented in docs/reference-impl.md.
-		initialized = true
 	}
 	if p.out.KillPod || !initialized {
 		return
@@ -290,7 +287,7 @@ func (p *planner) beginKill(i int, reason api.KillReason, grace time.Duration, r
 func (p *planner) podGrace() time.Duration { return p.spec.TerminationGracePeriod }
 
 func (p *planner) probeGrace(i int, k api.ProbeKind) time.Duration {
-	if pr := p.spec.At(i).Probe(k); pr != nil && pr.TerminationGracePeriod > 0 {
+	if pr := p.spec.At(i).Probe(k); pr != nil && pr.TerminationGracePeriod > 0 && p.g.Bug != api.BugProbeGraceIgnored {
 		return pr.TerminationGracePeriod
 	}
 	return p.podGrace()
@@ -298,9 +295,20 @@ func (p *planner) probeGrace(i int, k api.ProbeKind) time.Duration {
 
 // start asks for container i to be started unless a start is in flight or
 // crash-loop backoff holds it back (INV-R2).
+//
+// The kubelet starts containers one by one: SyncPod loops over
+// InitContainersToStart, then ContainersToStart (kuberuntime_manager.go,
+// steps 8 and 9), and startContainer (kuberuntime_container.go) returns
+// only once the runtime started the process and the postStart hook
+// returned (INV-S3). So while any container of the pod is being started
+// or runs its postStart hook, nothing else is started, and one plan asks
+// for one start; the planner is called in the kubelet's order (init
+// containers in spec order, then mains), so the first start asked for is
+// the kubelet's first. The next start follows when the runtime reports
+// the container running (InContainer) or its hook done (InPostStartDone).
 func (p *planner) start(i int) {
 	c := &p.obs.Containers[i]
-	if c.StartPending || c.Killing {
+	if c.StartPending || c.Killing || p.startAsked || p.startInFlight() {
 		return
 	}
 	r := &c.Record
@@ -313,6 +321,20 @@ func (p *planner) start(i int) {
 		return
 	}
 	p.act(api.Action{Kind: api.ActStartContainer, Container: i, Attempt: attempt})
+	p.startAsked = true
+}
+
+// startInFlight reports whether the pod worker is still inside a
+// container start: a start requested and not yet reported, or a postStart
+// hook of a running container in this sandbox.
+func (p *planner) startInFlight() bool {
+	for i := range p.obs.Containers {
+		c := &p.obs.Containers[i]
+		if c.StartPending || (c.PostStart == api.HookRunning && p.running(i)) {
+			return true
+		}
+	}
+	return false
 }
 
 // backoffUntil reports whether a restart of i must wait, and until when.
@@ -321,7 +343,7 @@ func (p *planner) start(i int) {
 func (p *planner) backoffUntil(i int) (api.Time, bool) {
 	c := &p.obs.Containers[i]
 	r := &c.Record
-	if r.State != api.StateExited || c.Backoff == 0 {
+	if r.State != api.StateExited || c.Backoff == 0 || p.purged(i) {
 		return 0, false
 	}
 	if r.FinishedAt.Sub(r.StartedAt) >= BackoffResetAfter {
@@ -332,6 +354,15 @@ func (p *planner) backoffUntil(i int) (api.Time, bool) {
 		return until, true
 	}
 	return 0, false
+}
+
+// purged reports whether container i is an init container whose record
+// belongs to an earlier sandbox: the kubelet removed it when it recreated
+// the sandbox (SyncPod: purgeInitContainers), so doBackOff finds no exited
+// container to measure a backoff from.
+func (p *planner) purged(i int) bool {
+	r := &p.obs.Containers[i].Record
+	return i < len(p.spec.Init) && r.State != api.StateNone && r.SandboxAttempt != p.obs.Sandbox.Attempt
 }
 
 // nextBackoff is the delay that will hold back the restart after the one
@@ -346,11 +377,12 @@ func nextBackoff(cur time.Duration, ranFor time.Duration) time.Duration {
 	return MaxBackoff
 }
 
-// hasInitialized is computeInitContainerActions' podHasInitialized seed:
-// a main container Created or Running in the current sandbox means every
-// init container ran at some point, even if its record is gone (INV-F1).
-// Exited mains do not count: after a node reboot they belong to the old
-// sandbox (kubernetes#120247).
+// mainsSayInitialized is computeInitContainerActions' podHasInitialized
+// seed, kubecontainer.HasAnyActiveRegularContainerStarted: a main
+// container record of any state in the current sandbox means every init
+// container ran at some point, even if its record is gone (INV-F1). Mains
+// of an earlier sandbox do not count (kubernetes#120247: after a node
+// reboot they belong to the old sandbox).
 func (p *planner) mainsSayInitialized() bool {
 	for i := len(p.spec.Init); i < p.spec.Len(); i++ {
 		r := p.rec(i)
@@ -362,7 +394,7 @@ func (p *planner) mainsSayInitialized() bool {
 			}
 			continue
 		}
-		if r != nil && (r.State == api.StateCreated || r.State == api.StateRunning) {
+		if r != nil && p.kinds[i] == kindMain {
 			return true
 		}
 		// SyncPod creates containers synchronously, so the kubelet never
@@ -427,8 +459,15 @@ func (p *planner) planInit() bool {
 				toStart = toStart.With(i)
 			}
 		case api.StateRunning:
+			if k == kindInit && !c.Killing {
+				// A regular init container: wait for it to finish; it is
+				// resized in place (InPlacePodVerticalScalingInitContainers,
+				// GA in 1.37), never restarted for it.
+				p.resize(i)
+				break
+			}
 			if k != kindSidecar || c.Killing {
-				break // a regular init container: wait for it to finish
+				break
 			}
 			if spec.Init[i].StartupProbe != nil && !c.StartedSeen {
 				res := c.Probe[api.ProbeStartup]
@@ -454,7 +493,9 @@ func (p *planner) planInit() bool {
 			if img := spec.Init[i].Image; img != "" && r.Image != "" && img != r.Image {
 				// Restart running sidecars whose definition changed (INV-U1).
 				p.beginKill(i, api.KillSpecChanged, p.podGrace(), true)
+				break
 			}
+			p.resize(i)
 		case api.StateExited:
 			if k == kindSidecar {
 				if p.g.Bug == api.BugNoSidecarRestart && p.spec.RestartPolicy == api.RestartNever {
@@ -553,7 +594,8 @@ func (p *planner) started(i int) bool {
 }
 
 // ready is the Ready flag: started and the readiness probe (if any)
-// succeeded.
+// succeeded; a restarted kubelet keeps the published Ready until the
+// first readiness result (ReadySeen, INV-F1).
 func (p *planner) ready(i int) bool {
 	if !p.started(i) {
 		return false
@@ -561,7 +603,14 @@ func (p *planner) ready(i int) bool {
 	if p.spec.At(i).ReadinessProbe == nil {
 		return true
 	}
-	return p.obs.Containers[i].Probe[api.ProbeReadiness] == api.ProbeSuccess
+	c := &p.obs.Containers[i]
+	switch c.Probe[api.ProbeReadiness] {
+	case api.ProbeSuccess:
+		return true
+	case api.ProbeUnknown:
+		return c.ReadySeen
+	}
+	return false
 }
 
 // planInit2019 is initialization under the 2019 proposal: regular init
@@ -740,6 +789,12 @@ func (p *planner) planMain(i int, keep, toStart *int) {
 		reason, grace = api.KillLivenessProbe, p.probeGrace(i, api.ProbeLiveness)
 	case c.Probe[api.ProbeStartup] == api.ProbeFailure:
 		reason, grace = api.KillStartupProbe, p.probeGrace(i, api.ProbeStartup)
+	case !p.resize(i):
+		// A resize restart: the container is started again whatever the
+		// restart policy (computePodResizeAction puts it in
+		// ContainersToStart).
+		*toStart++
+		return
 	default:
 		*keep++
 		return
@@ -748,6 +803,29 @@ func (p *planner) planMain(i int, keep, toStart *int) {
 		*toStart++
 	}
 	p.beginKill(i, reason, grace, restart)
+}
+
+// resize is computePodResizeAction for running container i: when its
+// spec resources differ from what the runtime applied, it is resized in
+// place (CRI UpdateContainerResources), or, if a changed resource's
+// resizePolicy is RestartContainer, killed and restarted (INV-U2; a
+// regular init container cannot have that policy). It reports whether the
+// container is kept.
+func (p *planner) resize(i int) bool {
+	c := &p.obs.Containers[i]
+	r := p.rec(i)
+	want := p.spec.At(i).Resources
+	if r == nil || r.State != api.StateRunning || c.Killing || c.StopRequested || r.Resources == want {
+		return true
+	}
+	if p.spec.At(i).ResizePolicy.RestartFor(r.Resources, want) && p.kinds[i] != kindInit {
+		p.beginKill(i, api.KillResize, p.podGrace(), true)
+		return false
+	}
+	if !c.ResizePending {
+		p.act(api.Action{Kind: api.ActResizeContainer, Container: i, Resources: want})
+	}
+	return true
 }
 
 // anyMainStarted reports whether a main container has a record in the

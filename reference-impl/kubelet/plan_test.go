@@ -197,15 +197,53 @@ func TestComputePlan(t *testing.T) {
 				}
 				o.Containers[iLogs].Probe[api.ProbeReadiness] = api.ProbeFailure
 			},
-			want: []string{"start app#0", "start worker#0"},
+			want: []string{"start app#0"},
 		},
-		"INV-S5/mains start in parallel once every sidecar started": {
+		"INV-S5/mains start once every sidecar started, the first one first": {
 			mutateObs: func(o *api.Observed) {
 				for i := iApp; i < len(o.Containers); i++ {
 					o.Containers[i] = api.ContainerObs{}
 				}
 			},
-			want: []string{"start app#0", "start worker#0"},
+			want: []string{"start app#0"},
+		},
+		// Issue 16 A1: SyncPod starts containers one by one and
+		// startContainer returns only after the runtime started the process
+		// and the postStart hook returned (kuberuntime_manager.go SyncPod
+		// step 9, kuberuntime_container.go startContainer step 4).
+		"INV-S3/the next main waits while the previous main's start is in flight": {
+			mutateObs: func(o *api.Observed) {
+				for i := iApp; i < len(o.Containers); i++ {
+					o.Containers[i] = api.ContainerObs{}
+				}
+				o.Containers[iApp].StartPending = true
+			},
+			want: nil,
+		},
+		"INV-S3/the next main waits for the previous main's postStart hook": {
+			mutateSpec: func(s *api.PodSpec) { s.Main[0].PostStart = true },
+			mutateObs: func(o *api.Observed) {
+				o.Containers[iWorker] = api.ContainerObs{}
+				o.Containers[iApp].PostStart = api.HookRunning
+			},
+			want: nil,
+		},
+		"INV-S3/the next main starts once the previous one runs and its postStart returned": {
+			mutateSpec: func(s *api.PodSpec) { s.Main[0].PostStart = true },
+			mutateObs: func(o *api.Observed) {
+				o.Containers[iWorker] = api.ContainerObs{}
+				o.Containers[iApp].PostStart = api.HookDone
+			},
+			want: []string{"start worker#0"},
+		},
+		"INV-S3/a restarting sidecar's postStart holds back a main restart": {
+			mutateSpec: func(s *api.PodSpec) { s.Init[2].PostStart = true },
+			mutateObs: func(o *api.Observed) {
+				o.Containers[iLogs].PostStart = api.HookRunning
+				exited(o, iWorker, 1, sec(10))
+			},
+			now:  sec(10),
+			want: nil,
 		},
 		"INV-S6/failed init container under Never kills the pod": {
 			mutateSpec: func(s *api.PodSpec) { s.RestartPolicy = api.RestartNever; s.Init[0], s.Init[1] = s.Init[1], s.Init[0] },
@@ -319,6 +357,123 @@ func TestComputePlan(t *testing.T) {
 				}
 			},
 		},
+		// Issue 16 A6: a main whose record is Created (start requested,
+		// never ran) is "waiting" in getPhase, so a pod deleted in that
+		// state is never Succeeded; TerminatePod turns the non-terminal
+		// phase into Failed.
+		"INV-T8/deleted during re-initialization with a main that never ran: Failed": {
+			mutateObs: func(o *api.Observed) {
+				o.Sandbox = api.Sandbox{State: api.SandboxReady, Attempt: 1}
+				for i := iSetup; i < iApp; i++ {
+					o.Containers[i].Record.SandboxAttempt = 1
+				}
+				for _, i := range []int{iProxy, iLogs} {
+					exited(o, i, 0, sec(60))
+				}
+				o.Containers[iApp].Record = api.ContainerRecord{State: api.StateCreated, CreatedAt: sec(20)}
+				exited(o, iWorker, 0, sec(30))
+				o.Containers[iWorker].Record.SandboxAttempt = 0
+				o.Pod.Deleted, o.Pod.Done = true, true
+			},
+			now: sec(60),
+			wantStatus: func(t *testing.T, st api.PodStatus) {
+				if st.Phase != api.PhaseFailed {
+					t.Errorf("phase = %v, want Failed (app never ran)", st.Phase)
+				}
+			},
+		},
+		// A main killed by its liveness probe with a restart planned, then
+		// the pod deleted before the kill completed: a terminating pod
+		// restarts nothing (SyncTerminatingPod), so the exit 0 is a
+		// success and the terminal phase is Succeeded (getPhase). Found as
+		// a false INV-C2/T8 at 100k faulted lifecycles.
+		"INV-T8/probe-killed main, pod deleted before the restart, exit 0: Succeeded": {
+			mutateObs: func(o *api.Observed) {
+				for i := iProxy; i < len(o.Containers); i++ {
+					exited(o, i, 0, sec(50))
+				}
+				o.Containers[iApp].KillRestart = true
+				o.Pod.Deleted, o.Pod.Done = true, true
+			},
+			now: sec(51),
+			wantStatus: func(t *testing.T, st api.PodStatus) {
+				if st.Phase != api.PhaseSucceeded {
+					t.Errorf("phase = %v, want Succeeded (every main exited 0; no restart while terminating)", st.Phase)
+				}
+			},
+		},
+		// Issue 16 A7: getPhase during re-initialization. Terminated
+		// statuses of the lost sandbox carry over (convertToAPIContainer-
+		// Statuses keeps an old Terminated state), so completed inits are
+		// not pending and the lost mains count as stopped; a terminated
+		// sidecar is "not taken into account"; podHasInitialized
+		// (HasAnyActiveRegularContainerStarted) is false. Initialized stays
+		// True (GeneratePodInitializedCondition: a main has a Terminated
+		// status).
+		"INV-F3/new sandbox before the first init runs: the kubelet's phase stays Running": {
+			mutateObs: func(o *api.Observed) {
+				o.Sandbox = api.Sandbox{State: api.SandboxReady, Attempt: 1}
+				for i := iProxy; i < len(o.Containers); i++ {
+					exited(o, i, 137, sec(50))
+				}
+			},
+			now:  sec(51),
+			want: []string{"start setup#1"},
+			wantStatus: func(t *testing.T, st api.PodStatus) {
+				if st.Phase != api.PhaseRunning || !st.Initialized {
+					t.Errorf("status = %+v, want Running and Initialized (getPhase with the lost sandbox's statuses)", st)
+				}
+			},
+		},
+		"INV-F3/re-initialization: a regular init running in the new sandbox makes it Pending": {
+			mutateObs: func(o *api.Observed) {
+				o.Sandbox = api.Sandbox{State: api.SandboxReady, Attempt: 1}
+				for i := iProxy; i < len(o.Containers); i++ {
+					exited(o, i, 137, sec(50))
+				}
+				o.Containers[iSetup].Record = api.ContainerRecord{State: api.StateRunning, Attempt: 1, SandboxAttempt: 1, StartedAt: sec(51)}
+			},
+			now: sec(52),
+			wantStatus: func(t *testing.T, st api.PodStatus) {
+				if st.Phase != api.PhasePending || !st.Initialized {
+					t.Errorf("status = %+v, want Pending (regular init running) and still Initialized", st)
+				}
+			},
+		},
+		"INV-F3/re-initialization: a sidecar OOM-killed while the others started": {
+			mutateObs: func(o *api.Observed) {
+				o.Sandbox = api.Sandbox{State: api.SandboxReady, Attempt: 1}
+				for i := iApp; i < len(o.Containers); i++ {
+					exited(o, i, 137, sec(50))
+				}
+				o.Containers[iSetup].Record.SandboxAttempt = 1
+				o.Containers[iProxy].Record.SandboxAttempt = 1
+				exited(o, iLogs, 137, sec(55))
+				o.Containers[iLogs].Record.SandboxAttempt, o.Containers[iLogs].Record.Reason = 1, api.ReasonOOMKilled
+			},
+			now:  sec(55),
+			want: []string{"start logs#1"},
+			wantStatus: func(t *testing.T, st api.PodStatus) {
+				if st.Phase != api.PhaseRunning {
+					t.Errorf("phase = %v, want Running (a terminated sidecar is not counted by getPhase)", st.Phase)
+				}
+			},
+		},
+		// Issue 16 A8: podHasInitialized is HasAnyActiveRegularContainer-
+		// Started, true for a main status of ANY state in the current
+		// sandbox (v1.37.2), so an exited main keeps the pod initialized
+		// after its init records were garbage-collected: nothing re-runs.
+		"INV-F1/init records GC'd, then every main exits: only the mains restart": {
+			mutateSpec: func(s *api.PodSpec) { s.Init[2] = api.Container{Name: "logs", Image: "logs:v1", Role: api.RoleInit} },
+			mutateObs: func(o *api.Observed) {
+				o.Containers[iSetup] = api.ContainerObs{Gone: true}
+				o.Containers[iLogs] = api.ContainerObs{Gone: true}
+				exited(o, iApp, 1, sec(10))
+				exited(o, iWorker, 1, sec(10))
+			},
+			now:  sec(10),
+			want: []string{"start app#1"},
+		},
 		"INV-P3/a failing sidecar readiness probe makes the pod NotReady without restarts": {
 			mutateObs: func(o *api.Observed) { o.Containers[iLogs].Probe[api.ProbeReadiness] = api.ProbeFailure },
 			want:      nil,
@@ -338,6 +493,14 @@ func TestComputePlan(t *testing.T) {
 			},
 			mutateObs: func(o *api.Observed) { o.Containers[iWorker].Probe[api.ProbeLiveness] = api.ProbeFailure },
 			want:      []string{"stop worker 5s LivenessProbe"},
+		},
+		"bug probe-grace-ignored/a liveness kill gets the pod's grace": {
+			gates: api.Gates{Bug: api.BugProbeGraceIgnored},
+			mutateSpec: func(s *api.PodSpec) {
+				s.Main[1].LivenessProbe = &api.Probe{Period: time.Second, SuccessThreshold: 1, FailureThreshold: 3, TerminationGracePeriod: 5 * time.Second}
+			},
+			mutateObs: func(o *api.Observed) { o.Containers[iWorker].Probe[api.ProbeLiveness] = api.ProbeFailure },
+			want:      []string{"stop worker 30s LivenessProbe"},
 		},
 		"INV-T1/preStop hooks of mains and sidecars start together": {
 			mutateObs: func(o *api.Observed) { terminating(o, sec(100), 30*time.Second) },
@@ -506,21 +669,6 @@ func TestComputePlan(t *testing.T) {
 			now:  sec(50),
 			want: []string{"create-sandbox 1"},
 		},
-		"INV-F3/new sandbox re-runs init from the first container": {
-			mutateObs: func(o *api.Observed) {
-				o.Sandbox = api.Sandbox{State: api.SandboxReady, Attempt: 1}
-				for i := iProxy; i < len(o.Containers); i++ {
-					exited(o, i, 137, sec(50))
-				}
-			},
-			now:  sec(51),
-			want: []string{"start setup#1"},
-			wantStatus: func(t *testing.T, st api.PodStatus) {
-				if st.Phase != api.PhasePending || st.Initialized {
-					t.Errorf("status = %+v, want Pending and not initialized until re-initialized", st)
-				}
-			},
-		},
 		"INV-F3/sandbox lost under Never with containers created: the pod ends": {
 			mutateSpec: func(s *api.PodSpec) { s.RestartPolicy = api.RestartNever },
 			mutateObs: func(o *api.Observed) {
@@ -656,8 +804,10 @@ func TestComputePlan(t *testing.T) {
 					exited(o, i, 137, sec(50))
 				}
 			},
-			now:  sec(51),
-			want: []string{"start proxy#1", "start logs#1", "start app#1", "start worker#1"},
+			now: sec(51),
+			// Serial starts: proxy first; the mains follow as soon as the
+			// sidecars run, without waiting for them to be Started.
+			want: []string{"start proxy#1"},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

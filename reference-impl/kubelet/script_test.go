@@ -195,8 +195,14 @@ func (e *scriptEnv) run(cmd string, args []string) string {
 		}
 		st := map[string]api.ContainerState{"running": api.StateRunning, "created": api.StateCreated, "unknown": api.StateUnknown}[fields[0]]
 		r := &e.records[i]
-		if fields[0] != "unknown" {
-			*r = api.ContainerRecord{Attempt: e.nextAttempt[i], SandboxAttempt: e.sandbox.Attempt, Image: e.m.Spec().At(i).Image, CreatedAt: e.now, StartedAt: e.now}
+		sameAttempt := r.State == api.StateCreated && r.Attempt == e.nextAttempt[i] && r.SandboxAttempt == e.sandbox.Attempt
+		if fields[0] != "unknown" && !(fields[0] == "running" && sameAttempt) {
+			// A new attempt; the runtime keeps the exited one before it.
+			*r = r.Succeed(api.ContainerRecord{Attempt: e.nextAttempt[i], SandboxAttempt: e.sandbox.Attempt, Image: e.m.Spec().At(i).Image, CreatedAt: e.now,
+				Resources: e.m.Spec().At(i).Resources})
+		}
+		if fields[0] == "running" {
+			r.StartedAt = e.now
 		}
 		r.State = st
 		in = api.Input{Kind: api.InContainer, Container: i, Record: *r}
@@ -260,6 +266,30 @@ func (e *scriptEnv) run(cmd string, args []string) string {
 			return "error: " + err.Error()
 		}
 		in = api.Input{Kind: api.InImage, Container: i, Image: fields[2]}
+	case "resize":
+		// resize NAME [cpu=MILLI] [mem=MIB]: the spec requests change.
+		i, err := e.idx(fields[1])
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		res := e.m.Spec().At(i).Resources
+		if v, ok := opts["cpu"]; ok {
+			n, _ := strconv.Atoi(v)
+			res.CPURequest = int64(n)
+		}
+		if v, ok := opts["mem"]; ok {
+			n, _ := strconv.Atoi(v)
+			res.MemRequest = int64(n) << 20
+		}
+		in = api.Input{Kind: api.InResize, Container: i, Resources: res}
+	case "resized":
+		// The runtime applied the resize the machine asked for.
+		i, err := e.idx(fields[1])
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		e.records[i].Resources = e.m.Spec().At(i).Resources
+		in = api.Input{Kind: api.InContainer, Container: i, Record: e.records[i]}
 	case "start-failed":
 		i, err := e.idx(fields[1])
 		if err != nil {
@@ -278,6 +308,13 @@ func (e *scriptEnv) run(cmd string, args []string) string {
 		in = api.Input{Kind: api.InRelist, Sandbox: e.sandbox, Records: append([]api.ContainerRecord(nil), e.records...), Status: last, Deleted: e.deleted, Grace: e.deleteGrace}
 	case "status":
 		return e.formatStatus(e.m.Status())
+	case "images":
+		// The machine's spec images, in spec order.
+		var out []string
+		for i := 0; i < e.m.Spec().Len(); i++ {
+			out = append(out, e.name(i)+"="+e.m.Spec().At(i).Image)
+		}
+		return strings.Join(out, " ")
 	default:
 		return "error: unknown command " + fields[0]
 	}
@@ -338,6 +375,15 @@ func (e *scriptEnv) createPod(opts map[string]string, lines []string) string {
 				c.LivenessProbe = probe
 			case "poststart":
 				c.PostStart = true
+			case "cpu":
+				n, _ := strconv.Atoi(v)
+				c.Resources.CPURequest = int64(n)
+			case "mem":
+				n, _ := strconv.Atoi(v)
+				c.Resources.MemRequest = int64(n) << 20
+			case "restart-on":
+				c.ResizePolicy.CPURestart = v == "cpu"
+				c.ResizePolicy.MemRestart = v == "memory"
 			case "prestop":
 				c.PreStop = true
 			}
@@ -412,6 +458,8 @@ func (e *scriptEnv) formatAction(a api.Action) string {
 		return "> stop-sandbox"
 	case api.ActRemoveContainer:
 		return fmt.Sprintf("> remove %s reason=%s", e.name(a.Container), a.Reason)
+	case api.ActResizeContainer:
+		return fmt.Sprintf("> resize %s cpu=%dm mem=%dMi", e.name(a.Container), a.Resources.CPURequest, a.Resources.MemRequest>>20)
 	}
 	return "> ?"
 }

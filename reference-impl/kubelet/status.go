@@ -5,6 +5,13 @@ import "github.com/sidebench/sidebench/reference-impl/api"
 // status generates the pod status the kubelet publishes: per-container
 // Started/Ready, the phase (kubelet_pods.go getPhase) and the Initialized,
 // ContainersReady and Ready conditions (status/generate.go).
+//
+// The kubelet computes the phase and Initialized from the API container
+// statuses, which keep a container's last Terminated state after its
+// runtime record is gone (garbage collection, or the purge of init
+// containers when a sandbox is recreated: convertToAPIContainerStatuses
+// starts from the old status). The planner reads that from the latest
+// record of each container whatever its sandbox, and from Gone.
 func (p *planner) status() api.PodStatus {
 	var st api.PodStatus
 	n := p.spec.Len()
@@ -19,15 +26,18 @@ func (p *planner) status() api.PodStatus {
 			st.ReadySet = st.ReadySet.With(i)
 		}
 	}
-	st.Initialized = p.initializedCondition(st.Started)
-	st.Phase = p.phase(st.Started, st.Initialized)
-	if p.obs.Pod.Shutdown && p.obs.Pod.Done {
+	st.Phase = p.phase(st.Started)
+	if p.obs.Pod.Shutdown && p.obs.Pod.Done && st.Phase != api.PhaseSucceeded {
 		// INV-F4: pods killed by graceful node shutdown are Failed with
-		// reason Terminated (a pod that had already succeeded is not
-		// killed, so Shutdown is never set for it).
+		// reason Terminated, "unless it was already in a successful
+		// terminal phase" (nodeshutdown_manager.go killPods): a pod whose
+		// mains all exited 0 keeps the Succeeded of its terminal getPhase,
+		// as a real kubelet v1.37.2 publishes it (local-node-shutdown).
 		st.Phase, st.Reason = api.PhaseFailed, "Terminated"
 	}
-	cr := st.Phase != api.PhaseSucceeded
+	st.Initialized = p.initializedCondition(st.Started, st.Phase)
+	// generate.go: a terminal phase makes ContainersReady and Ready False.
+	cr := !st.Phase.Terminal()
 	for i := 0; i < n && cr; i++ {
 		if p.kinds[i] != kindInit && !st.ReadySet.Has(i) {
 			cr = false
@@ -39,19 +49,48 @@ func (p *planner) status() api.PodStatus {
 	return st
 }
 
-// initializedCondition: every regular init container completed and every
-// sidecar started, or a main container already started in this sandbox
-// (INV-P2). Under the 2019 proposal sidecars are not init containers and do
-// not gate the condition.
-func (p *planner) initializedCondition(started api.Set) bool {
-	if p.anyMainStarted() {
+// lastExit returns the exit code of container i's last termination as
+// the API status shows it (its latest record in any sandbox, a record
+// garbage-collected after it exited, or the attempt before a record that
+// never ran), and whether there is one.
+func (p *planner) lastExit(i int) (int32, bool) {
+	c := &p.obs.Containers[i]
+	r := &c.Record
+	switch {
+	case r.State == api.StateExited:
+		return r.ExitCode, true
+	case r.State == api.StateNone && c.Gone:
+		return c.GoneExitCode, true
+	case r.State == api.StateCreated && r.LastExited:
+		return r.LastExitCode, true
+	}
+	return 0, false
+}
+
+// initializedCondition is GeneratePodInitializedCondition: True once the
+// pod Succeeded, or once any main container has a Running or Terminated
+// status (HasAnyRegularContainerStarted over the API statuses, which keep
+// the mains of a lost sandbox), or when every regular init container
+// completed and every sidecar is started (INV-P2). Under the 2019
+// proposal sidecars are not init containers and do not gate the
+// condition.
+func (p *planner) initializedCondition(started api.Set, ph api.Phase) bool {
+	if ph == api.PhaseSucceeded {
 		return true
+	}
+	for i := len(p.spec.Init); i < p.spec.Len(); i++ {
+		if p.kinds[i] != kindMain {
+			continue
+		}
+		c := &p.obs.Containers[i]
+		if s := c.Record.State; s == api.StateRunning || s == api.StateExited || (s == api.StateNone && c.Gone) {
+			return true
+		}
 	}
 	for i := range p.spec.Init {
 		switch p.kinds[i] {
 		case kindInit:
-			r := p.rec(i)
-			if r == nil || r.State != api.StateExited || r.ExitCode != 0 {
+			if code, ok := p.lastExit(i); !ok || code != 0 {
 				return false
 			}
 		case kindSidecar:
@@ -63,47 +102,73 @@ func (p *planner) initializedCondition(started api.Set) bool {
 	return true
 }
 
-// phase mirrors getPhase: sidecar exits never decide the phase (INV-C2), a
-// running-but-not-started sidecar keeps the pod Pending until it
-// initialized (INV-P1), and a pod that is done on this node is Succeeded
-// only if every main container exited 0 (INV-T8).
-func (p *planner) phase(started api.Set, initialized bool) api.Phase {
+// phase mirrors getPhase (kubelet_pods.go): sidecar exits never decide the
+// phase (INV-C2); a regular init container running, or never run, and a
+// sidecar running but not Started before any main container ran in this
+// sandbox keep the pod Pending (INV-P1), and so does a container that
+// never ran; a pod that is done on this node is Succeeded only if every
+// main container exited 0 (INV-T8), and a non-terminal phase becomes
+// Failed then (status_manager.go TerminatePod).
+//
+// During re-initialization after a lost sandbox the statuses of the lost
+// sandbox carry over: completed inits are not pending, the lost mains
+// count as stopped, so the phase is Running except while a regular init
+// runs or a sidecar runs unstarted (issue 16 A7, docs/reference-impl.md).
+func (p *planner) phase(started api.Set) api.Phase {
 	var pendingInit, failedInit, pendingSidecars int
 	var running, waiting, stopped, succeeded, unknown int
+	// podHasInitialized: HasAnyActiveRegularContainerStarted.
 	hasInitialized := p.anyMainStarted()
 	for i := range p.spec.Init {
-		r := p.rec(i)
+		c := &p.obs.Containers[i]
+		r := &c.Record
+		cur := r.State != api.StateNone && r.SandboxAttempt == p.obs.Sandbox.Attempt
 		switch p.kinds[i] {
 		case kindInit:
-			if hasInitialized {
-				continue // records may be gone; the API keeps the old status
-			}
 			switch {
-			case r == nil, r.State == api.StateRunning, r.State == api.StateCreated, r.State == api.StateUnknown:
+			case cur && r.State == api.StateRunning:
 				pendingInit++
-			case r.ExitCode != 0:
-				failedInit++
+			case r.State == api.StateUnknown:
+				failedInit++ // reported Terminated, exit 137
+			case r.State == api.StateNone && !c.Gone:
+				// Never ran, or its record vanished: once a main ran the
+				// API status still shows it completed.
+				if !hasInitialized {
+					pendingInit++
+				}
+			default:
+				if code, ok := p.lastExit(i); !ok {
+					pendingInit++ // created, never ran
+				} else if code != 0 {
+					failedInit++
+				}
 			}
 		case kindSidecar:
 			switch {
-			case r == nil:
-				if !hasInitialized {
-					pendingSidecars++
-				}
-			case r.State == api.StateRunning:
+			case cur && r.State == api.StateRunning:
 				running++
 				if !started.Has(i) {
 					pendingSidecars++
 				}
-			case r.State == api.StateCreated && r.Attempt == 0:
+			case r.State == api.StateExited, r.State == api.StateUnknown, r.State == api.StateCreated && r.LastExited,
+				r.State == api.StateNone && (c.Gone || c.NextAttempt > 0):
+				// A terminated sidecar (or one waiting with a last
+				// termination) is "not taken into account".
+			case r.State == api.StateNone && hasInitialized:
+				// Its record vanished after the pod initialized: the API
+				// status still shows its termination.
+			default:
+				// Waiting without a last termination: never ran.
 				pendingSidecars++
+				waiting++
 			}
 		case kindSidecar2019:
 			// Excluded from the phase (KEP-19b), but a sidecar that has not
 			// come up yet keeps the pod Pending.
-			if r == nil && !hasInitialized {
+			rr := p.rec(i)
+			if rr == nil && !hasInitialized {
 				waiting++
-			} else if r != nil && r.State == api.StateRunning {
+			} else if rr != nil && rr.State == api.StateRunning {
 				running++
 			}
 		case kindMain:
@@ -118,7 +183,7 @@ func (p *planner) phase(started api.Set, initialized bool) api.Phase {
 		return api.PhaseFailed
 	}
 	switch {
-	case pendingInit > 0 || (pendingSidecars > 0 && !initialized && !hasInitialized):
+	case pendingInit > 0 || (pendingSidecars > 0 && !hasInitialized):
 		return p.terminalOr(terminal, api.PhasePending)
 	case waiting > 0:
 		return p.terminalOr(terminal, api.PhasePending)
@@ -146,7 +211,8 @@ func (p *planner) phase(started api.Set, initialized bool) api.Phase {
 }
 
 // terminalOr: a pod that is done on this node but has no decisive
-// container statuses (deleted while initializing) is Failed.
+// container statuses (deleted while initializing) is Failed
+// (TerminatePod).
 func (p *planner) terminalOr(terminal bool, ph api.Phase) api.Phase {
 	if terminal {
 		return api.PhaseFailed
@@ -154,47 +220,50 @@ func (p *planner) terminalOr(terminal bool, ph api.Phase) api.Phase {
 	return ph
 }
 
+// countMain counts main container i as getPhase does, from its latest
+// record in any sandbox (a main of a lost sandbox is stopped, waiting to
+// be restarted in the new one).
 func (p *planner) countMain(i int, running, waiting, stopped, succeeded, unknown *int) {
 	if p.kinds[i] != kindMain {
 		return
 	}
 	c := &p.obs.Containers[i]
 	r := &c.Record
-	if r.State != api.StateNone && r.SandboxAttempt != p.obs.Sandbox.Attempt {
-		// A main of an earlier sandbox: it is waiting to be restarted in
-		// this one, with a last termination state.
+	cur := r.State != api.StateNone && r.SandboxAttempt == p.obs.Sandbox.Attempt
+	switch r.State {
+	case api.StateRunning:
+		if cur {
+			*running++
+		} else {
+			*unknown++ // cannot be: a lost sandbox's containers are dead
+		}
+		return
+	case api.StateExited:
+		if cur && (c.KillRestart || c.StartPending) && !p.obs.Pod.Deleted {
+			// Killed with a restart, or restarting: the kubelet kills and
+			// starts it in one SyncPod, so no status in between shows it
+			// stopped (issue 16 A3); it is running again by the next one.
+			// Not once the pod is deleted: the deletion cancels that sync
+			// and a terminating pod restarts nothing (SyncTerminatingPod),
+			// so the exit is final.
+			*running++
+			return
+		}
+	case api.StateUnknown:
+		// convertToAPIContainerStatuses: a container in Unknown state that
+		// was running is reported Terminated, exit 137
+		// (ContainerStatusUnknown).
 		*stopped++
-		if r.ExitCode == 0 {
+		return
+	}
+	if code, ok := p.lastExit(i); ok {
+		*stopped++
+		if code == 0 {
 			*succeeded++
 		}
 		return
 	}
-	switch r.State {
-	case api.StateNone:
-		if c.Gone {
-			// Garbage-collected after it exited: the status keeps its last
-			// termination.
-			*stopped++
-			if c.GoneExitCode == 0 {
-				*succeeded++
-			}
-			return
-		}
-		*waiting++
-	case api.StateRunning:
-		*running++
-	case api.StateExited:
-		*stopped++
-		if r.ExitCode == 0 {
-			*succeeded++
-		}
-	case api.StateCreated:
-		if r.Attempt == 0 {
-			*waiting++
-		} else {
-			*stopped++
-		}
-	default:
-		*unknown++
-	}
+	// No termination yet: never ran (a Created record included, issue 16
+	// A6), or vanished without one.
+	*waiting++
 }

@@ -61,6 +61,17 @@ type RunData struct {
 	// State, if set, is written as summary.json's "sidebench" section:
 	// the run's progress and the result table's rows.
 	State *RunState
+
+	// Figure inputs (report.html only; not in summary.json): see
+	// figdata.go.
+	Groups        []GroupRate
+	FaultWindows  []FaultWindow
+	FindingPoints []FindingPoint
+	// Dropped counts the fault windows and finding points left out of the
+	// run timeline to bound memory (the figure says so).
+	Dropped       TimelineDropped
+	LatencyLimits []LatencyLimit
+	RateTargets   []RateTarget
 }
 
 // PolicyRun is what ran of one policy.
@@ -107,6 +118,9 @@ type RunState struct {
 	Build           Build      `json:"build"`
 	Rows            []StateRow `json:"rows"`
 	RSS             []RSSPoint `json:"rss,omitempty"`
+	// Progress is where each judged scenario × policy stood at each soak
+	// checkpoint: the lifecycles accumulated against the target.
+	Progress []ProgressPoint `json:"progress,omitempty"`
 	// Verdict is the run's overall verdict over its judged policies and
 	// bug replicas: PASS, FAIL or INSUFFICIENT DATA; Pass is Verdict !=
 	// FAIL and the run complete.
@@ -197,9 +211,9 @@ type Meta struct {
 }
 
 // Latency is one latency metric of one policy: its distribution (optional;
-// the ECDF and comparisons need it) and its nearest-rank percentiles with
-// confidence intervals. If N is 0 and Ms is not empty, the percentiles are
-// computed from it (stats.QuantileSummaryOf).
+// the latency figures and comparisons need it) and its nearest-rank
+// percentiles with confidence intervals. If N is 0 and Ms is not empty,
+// the percentiles are computed from it (stats.QuantileSummaryOf).
 type Latency struct {
 	Policy string
 	// Metric is a harness/metrics name, e.g. "pod_startup".
@@ -231,7 +245,8 @@ type InvariantRow struct {
 }
 
 // MatrixCell counts one invariant's findings attributed to one fault
-// ("none" if no fault preceded them) for one policy (check.Cell).
+// ("unattributed" if no fault can have caused them) for one policy
+// (check.Cell).
 type MatrixCell struct {
 	Policy         string
 	ID             string
@@ -244,7 +259,11 @@ type MatrixCell struct {
 // Finding is one notable finding with its explanation (check.Finding).
 type Finding struct {
 	Policy string
-	ID     string
+	// Trial and Seed name the trial the finding comes from (`sidebench
+	// explain RUNDIR --pod POD --trial N` prints it).
+	Trial int
+	Seed  uint64
+	ID    string
 	// Class is violation, degradation or bound-exceeded.
 	Class  string
 	Pod    string
@@ -252,8 +271,8 @@ type Finding struct {
 	T      int64 // ns on the run's clock
 	Msg    string
 	Excuse string
-	// Fault is the nearest preceding fault ("" if none), FaultID its
-	// instance and FaultT its time (ns).
+	// Fault is the fault that can have caused it ("" if unattributed),
+	// FaultID its instance and FaultT its time (ns).
 	Fault   string
 	FaultID uint32
 	FaultT  int64
@@ -292,8 +311,19 @@ type Timeline struct {
 	Policy string
 	Pod    string
 	// Why the pod is shown, e.g. "S3 violation" or "slowest pod_startup".
-	Why    string
+	Why   string
+	Trial int
+	Seed  uint64
+	// Marks are the pod's findings, drawn at their instants.
+	Marks  []TimelineMark
 	Events []history.Event
+}
+
+// TimelineMark is a finding drawn on a pod's timeline: the instant the
+// checker decided the invariant broke.
+type TimelineMark struct {
+	T         int64
+	ID, Class string
 }
 
 // Class names of findings.
@@ -338,7 +368,7 @@ func normalize(d RunData) RunData {
 	out.Findings = slices.Clone(d.Findings)
 	slices.SortStableFunc(out.Findings, func(a, b Finding) int {
 		return cmp.Or(cmp.Compare(classRank(a.Class), classRank(b.Class)), cmp.Compare(pidx(a.Policy), pidx(b.Policy)),
-			naturalCompare(a.ID, b.ID), cmp.Compare(a.Pod, b.Pod), cmp.Compare(a.T, b.T))
+			naturalCompare(a.ID, b.ID), cmp.Compare(a.Pod, b.Pod), cmp.Compare(a.Trial, b.Trial), cmp.Compare(a.T, b.T))
 	})
 	out.Verdicts = slices.Clone(d.Verdicts)
 	slices.SortStableFunc(out.Verdicts, func(a, b Verdict) int {
@@ -346,8 +376,9 @@ func normalize(d RunData) RunData {
 	})
 	out.Timelines = slices.Clone(d.Timelines)
 	slices.SortStableFunc(out.Timelines, func(a, b Timeline) int {
-		return cmp.Or(cmp.Compare(pidx(a.Policy), pidx(b.Policy)), cmp.Compare(a.Pod, b.Pod))
+		return cmp.Or(cmp.Compare(pidx(a.Policy), pidx(b.Policy)), cmp.Compare(a.Trial, b.Trial), cmp.Compare(a.Pod, b.Pod))
 	})
+	normalizeFigures(&out, pidx)
 	return out
 }
 
@@ -402,19 +433,23 @@ func classRank(c string) int {
 	return 3
 }
 
-// compareFault orders "none" first, then by name.
+// compareFault orders the column of findings no fault explains first
+// ("unattributed", check.Unattributed; "none" in runs written before it was
+// named so), then the faults by name.
 func compareFault(a, b string) int {
 	if a == b {
 		return 0
 	}
-	if a == "none" {
-		return -1
-	}
-	if b == "none" {
+	if noFault(a) != noFault(b) {
+		if noFault(a) {
+			return -1
+		}
 		return 1
 	}
 	return naturalCompare(a, b)
 }
+
+func noFault(f string) bool { return f == "unattributed" || f == "none" }
 
 // naturalCompare orders strings with embedded numbers numerically: S2 < S10.
 func naturalCompare(a, b string) int {

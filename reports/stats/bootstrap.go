@@ -58,7 +58,7 @@ func newRand(seed uint64) *rand.Rand {
 // (Efron & Tibshirani 1993). Summary.Quantile is 0 (not a quantile).
 func Bootstrap(x []float64, stat Statistic, confidence float64, resamples int, seed uint64) Summary {
 	s := Summary{Center: math.NaN(), Lo: math.Inf(-1), Hi: math.Inf(1), Confidence: confidence, N: len(x)}
-	if w := sampleChecks(confidence, x); w != "" {
+	if w := bootstrapChecks(confidence, x); w != "" {
 		s.Warnings = append(s.Warnings, w)
 		return s
 	}
@@ -91,7 +91,7 @@ func BootstrapMean(x []float64, confidence float64, resamples int, seed uint64) 
 func BootstrapDiff(a, b []float64, stat Statistic, confidence float64, resamples int, seed uint64) Summary {
 	s := Summary{Center: math.NaN(), Lo: math.Inf(-1), Hi: math.Inf(1), Confidence: confidence, N: len(a) + len(b)}
 	for _, x := range [][]float64{a, b} {
-		if w := sampleChecks(confidence, x); w != "" {
+		if w := bootstrapChecks(confidence, x); w != "" {
 			s.Warnings = append(s.Warnings, w)
 			return s
 		}
@@ -113,22 +113,26 @@ func BootstrapDiff(a, b []float64, stat Statistic, confidence float64, resamples
 	return s
 }
 
-func bootstrapChecks(confidence float64, n int) string {
+func bootstrapChecks(confidence float64, x []float64) string {
+	switch {
+	case !(confidence > 0 && confidence < 1):
+		return fmt.Sprintf("confidence %v outside (0, 1)", confidence)
+	case len(x) == 0:
+		return "no samples"
+	case hasNaN(x):
+		return "sample contains NaN"
+	}
+	return ""
+}
+
+// countChecks is bootstrapChecks for an ordered sample of n values (a
+// Hist holds no NaN).
+func countChecks(confidence float64, n int) string {
 	switch {
 	case !(confidence > 0 && confidence < 1):
 		return fmt.Sprintf("confidence %v outside (0, 1)", confidence)
 	case n == 0:
 		return "no samples"
-	}
-	return ""
-}
-
-func sampleChecks(confidence float64, x []float64) string {
-	if w := bootstrapChecks(confidence, len(x)); w != "" {
-		return w
-	}
-	if hasNaN(x) {
-		return "sample contains NaN"
 	}
 	return ""
 }
@@ -170,21 +174,28 @@ func bootstrapBounds(vals []float64, confidence float64) (lo, hi float64) {
 // stream differs from BootstrapDiff's, so the two agree in distribution,
 // not draw by draw.
 func BootstrapQuantileDiff(a, b []float64, q, confidence float64, resamples int, seed uint64) Summary {
-	for _, x := range [][]float64{a, b} {
-		if len(x) > 0 && hasNaN(x) {
-			return Summary{Center: math.NaN(), Lo: math.Inf(-1), Hi: math.Inf(1), Confidence: confidence, Quantile: q, N: len(a) + len(b),
-				Warnings: []string{"sample contains NaN"}}
-		}
-	}
-	return BootstrapQuantileDiffOf(Sorted(sortedCopy(a)), Sorted(sortedCopy(b)), q, confidence, resamples, seed)
+	return quantileBootstrap(a, b, q, confidence, resamples, seed, func(qa, qb float64) float64 { return qb - qa })
 }
 
-// BootstrapQuantileDiffOf is BootstrapQuantileDiff over ordered samples
-// (sorted slices or Hists).
-func BootstrapQuantileDiffOf(sa, sb Ordered, q, confidence float64, resamples int, seed uint64) Summary {
+// quantileBootstrap is combine(Q_q(a), Q_q(b)) on the data with its
+// percentile-bootstrap interval, a and b resampled independently through
+// their order statistics; bad input gives an unbounded summary and a
+// warning.
+func quantileBootstrap(a, b []float64, q, confidence float64, resamples int, seed uint64, combine func(qa, qb float64) float64) Summary {
+	for _, x := range [][]float64{a, b} {
+		if w := bootstrapChecks(confidence, x); w != "" {
+			return Summary{Center: math.NaN(), Lo: math.Inf(-1), Hi: math.Inf(1), Confidence: confidence, Quantile: q, N: len(a) + len(b), Warnings: []string{w}}
+		}
+	}
+	return quantileBootstrapOf(Sorted(sortedCopy(a)), Sorted(sortedCopy(b)), q, confidence, resamples, seed, combine)
+}
+
+// quantileBootstrapOf is quantileBootstrap over ordered samples (sorted
+// slices or Hists): the same draws for the same order statistics.
+func quantileBootstrapOf(sa, sb Ordered, q, confidence float64, resamples int, seed uint64, combine func(qa, qb float64) float64) Summary {
 	s := Summary{Center: math.NaN(), Lo: math.Inf(-1), Hi: math.Inf(1), Confidence: confidence, Quantile: q, N: sa.Len() + sb.Len()}
-	for _, x := range []Ordered{sa, sb} {
-		if w := bootstrapChecks(confidence, x.Len()); w != "" {
+	for _, n := range []int{sa.Len(), sb.Len()} {
+		if w := countChecks(confidence, n); w != "" {
 			s.Warnings = append(s.Warnings, w)
 			return s
 		}
@@ -197,17 +208,23 @@ func BootstrapQuantileDiffOf(sa, sb Ordered, q, confidence float64, resamples in
 		resamples = DefaultResamples
 	}
 	s.Warnings = append(s.Warnings, bootstrapWarnings(resamples, min(sa.Len(), sb.Len()))...)
-	s.Center = PercentileOf(sb, 100*q) - PercentileOf(sa, 100*q)
+	s.Center = combine(PercentileOf(sa, 100*q), PercentileOf(sb, 100*q))
 	src := rand.NewPCG(seed, bootstrapStream)
 	ba := orderStatSampler(sa, q, src)
 	bb := orderStatSampler(sb, q, src)
 	vals := make([]float64, resamples)
 	for i := range vals {
 		va := ba()
-		vals[i] = bb() - va
+		vals[i] = combine(va, bb())
 	}
-	s.Lo, s.Hi = bootstrapBounds(vals, confidence)
+	s.Lo, s.Hi = bootstrapBounds(vals, s.Confidence)
 	return s
+}
+
+// BootstrapQuantileDiffOf is BootstrapQuantileDiff over ordered samples
+// (sorted slices or Hists).
+func BootstrapQuantileDiffOf(sa, sb Ordered, q, confidence float64, resamples int, seed uint64) Summary {
+	return quantileBootstrapOf(sa, sb, q, confidence, resamples, seed, func(qa, qb float64) float64 { return qb - qa })
 }
 
 // Log is an ordered sample's natural logarithm, itself ordered (log is
@@ -216,6 +233,129 @@ type Log struct{ Ordered }
 
 // At is log of the (i+1)-th smallest value.
 func (l Log) At(i int) float64 { return math.Log(l.Ordered.At(i)) }
+
+// RelativeChange is qb/qa − 1, the change from qa to qb as a fraction of
+// qa. Equal values are no change (also 0 → 0); any other change from 0 is
+// ±Inf. It is never NaN for finite inputs, so bootstrap replicates sort.
+func RelativeChange(qa, qb float64) float64 {
+	switch {
+	case qa == qb:
+		return 0
+	case qa == 0:
+		return math.Inf(int(math.Copysign(1, qb)))
+	}
+	return qb/qa - 1
+}
+
+// BootstrapQuantileChange is the relative change of the nearest-rank
+// q-quantile from a to b, RelativeChange(Q_q(a), Q_q(b)), with a
+// percentile-bootstrap interval, the samples resampled independently
+// (BootstrapQuantileDiff's exact order-statistic shortcut: O(resamples)
+// after sorting). Use it for unpaired samples; Center is the change on the
+// data. Deterministic in seed.
+func BootstrapQuantileChange(a, b []float64, q, confidence float64, resamples int, seed uint64) Summary {
+	return quantileBootstrap(a, b, q, confidence, resamples, seed, RelativeChange)
+}
+
+// BootstrapPairedQuantileChange is BootstrapQuantileChange for paired
+// samples: (a[i], b[i]) is one unit (a pod under two runs sharing its
+// random numbers), and a resample draws n units with replacement, keeping
+// each pair together. The pod-to-pod spread common to both sides then
+// cancels out of the interval, which is what makes a paired comparison
+// sharper. One summary per q in qs (each in (0, 1)), all from the same
+// resamples.
+//
+// Cost: O(n) per resample, no sorting: a resample is a vector of counts
+// per unit, and its nearest-rank quantile on each side is found by walking
+// that side's sort order accumulating counts. The result equals sorting
+// every materialised resample (a test checks it). Deterministic in seed.
+func BootstrapPairedQuantileChange(a, b []float64, qs []float64, confidence float64, resamples int, seed uint64) []Summary {
+	out := make([]Summary, len(qs))
+	for i, q := range qs {
+		out[i] = Summary{Center: math.NaN(), Lo: math.Inf(-1), Hi: math.Inf(1), Confidence: confidence, Quantile: q, N: len(a)}
+	}
+	fail := func(w string) []Summary {
+		for i := range out {
+			out[i].Warnings = append(out[i].Warnings, w)
+		}
+		return out
+	}
+	if len(a) != len(b) {
+		return fail("samples of different lengths cannot be paired")
+	}
+	for _, x := range [][]float64{a, b} {
+		if w := bootstrapChecks(confidence, x); w != "" {
+			return fail(w)
+		}
+	}
+	for i, q := range qs {
+		if !(q > 0 && q < 1) {
+			return fail(fmt.Sprintf("quantile %v outside (0, 1)", q))
+		}
+		if i > 0 && q <= qs[i-1] {
+			return fail(fmt.Sprintf("quantiles %v not ascending", qs))
+		}
+	}
+	if resamples <= 0 {
+		resamples = DefaultResamples
+	}
+	n := len(a)
+	ranks := make([]int, len(qs))
+	for i, q := range qs {
+		ranks[i] = NearestRank(n, 100*q)
+		out[i].Warnings = append(out[i].Warnings, bootstrapWarnings(resamples, n)...)
+		out[i].Center = RelativeChange(Percentile(a, 100*q), Percentile(b, 100*q))
+	}
+	orderA, orderB := sortOrder(a), sortOrder(b)
+	r := newRand(seed)
+	counts := make([]int, n)
+	qa, qb := make([]float64, len(qs)), make([]float64, len(qs))
+	vals := make([][]float64, len(qs))
+	for i := range vals {
+		vals[i] = make([]float64, resamples)
+	}
+	for k := 0; k < resamples; k++ {
+		clear(counts)
+		for range n {
+			counts[r.IntN(n)]++
+		}
+		quantilesByCount(a, orderA, counts, ranks, qa)
+		quantilesByCount(b, orderB, counts, ranks, qb)
+		for i := range qs {
+			vals[i][k] = RelativeChange(qa[i], qb[i])
+		}
+	}
+	for i := range qs {
+		out[i].Lo, out[i].Hi = bootstrapBounds(vals[i], confidence)
+	}
+	return out
+}
+
+// sortOrder returns the indices of x in ascending order of value (stable).
+func sortOrder(x []float64) []int {
+	idx := make([]int, len(x))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(i, j int) int { return cmpFloat(x[i], x[j]) })
+	return idx
+}
+
+// quantilesByCount sets out[i] to the value of rank ranks[i] (1-based) in
+// the multiset holding counts[u] copies of x[u], walking x in order.
+func quantilesByCount(x []float64, order, counts, ranks []int, out []float64) {
+	seen, i := 0, 0
+	for _, u := range order {
+		seen += counts[u]
+		for i < len(ranks) && seen >= ranks[i] {
+			out[i] = x[u]
+			i++
+		}
+		if i == len(ranks) {
+			return
+		}
+	}
+}
 
 // orderStatSampler returns a function drawing the nearest-rank q-quantile
 // of a bootstrap resample of sorted.

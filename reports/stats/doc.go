@@ -2,9 +2,11 @@
 // percentiles with a declared estimator, distribution-free confidence
 // intervals for quantiles, a seeded bootstrap, rare-event rate bounds
 // (Wilson, Clopper–Pearson, rule of three) and the number of trials needed
-// to certify a rate, two-sample tests (Mann–Whitney U, Kolmogorov–Smirnov),
-// Holm–Bonferroni correction, and benchstat-style Summary and Comparison
-// values that carry their warnings with them.
+// to certify a rate, the paired Wilcoxon signed-rank and sign tests, the
+// two-sample Kolmogorov–Smirnov test, Holm–Bonferroni correction, and
+// benchstat-style Summary values that carry their warnings with them. The
+// unpaired Mann–Whitney U test is golang.org/x/perf/benchmath's, called by
+// reports/compare.
 //
 // Style follows golang.org/x/perf/benchmath: every estimator states its
 // assumptions, results carry a confidence interval and a list of warnings
@@ -25,9 +27,11 @@
 //   - Bootstrap: percentile bootstrap, math/rand/v2 PCG seeded by the
 //     caller, so the same seed gives the same interval.
 //   - Rates: Wilson score and Clopper–Pearson (exact, via Beta quantiles).
-//   - Mann–Whitney U: exact null distribution for small samples without
-//     ties, normal approximation with tie and continuity correction
-//     otherwise; always two-sided.
+//   - Wilcoxon signed-rank: zeros dropped, ties averaged; exact below 50
+//     non-zero differences without ties or zeros, normal approximation
+//     with tie and continuity correction otherwise (R's wilcox.test).
+//   - Paired bootstrap of quantile changes: pods resampled with their
+//     partners, O(n) per resample through counts.
 //   - Kolmogorov–Smirnov: D from gonum, asymptotic p-value (Stephens'
 //     effective-n correction).
 package stats

@@ -53,12 +53,41 @@ func TestHistEstimatorsEqualSampleEstimators(t *testing.T) {
 				t.Errorf("n=%d q=%v: bootstrap hist %+v, samples %+v", n, q, bh, bs)
 			}
 		}
-		if got, want := MannWhitneyUHist(ha, hb), MannWhitneyU(ca, cb); !reflect.DeepEqual(got, want) {
-			t.Errorf("n=%d: MWU hist %+v, samples %+v", n, got, want)
+		// U counts the pairs (a_i, b_j) with a_i > b_j, ties one half.
+		var u float64
+		for _, x := range ca {
+			for _, y := range cb {
+				switch {
+				case x > y:
+					u++
+				case x == y:
+					u += 0.5
+				}
+			}
 		}
-		if got, want := CompareHist(ha, hb, 0), Compare(ca, cb, 0); !reflect.DeepEqual(got, want) {
-			t.Errorf("n=%d: compare hist %+v, samples %+v", n, got, want)
+		if got := MannWhitneyUHist(ha, hb); got.U != u || got.N1 != n || !(got.P >= 0 && got.P <= 1) {
+			t.Errorf("n=%d: MWU %+v, pairwise U %v", n, got, u)
 		}
+	}
+}
+
+// TestMannWhitneyUHist: the exact p-value of a complete separation, the
+// normal approximation's verdicts on a shift and on no shift.
+func TestMannWhitneyUHist(t *testing.T) {
+	r := MannWhitneyUHist(HistOf([]float64{1, 2, 3}), HistOf([]float64{4, 5, 6}))
+	if !r.Exact || r.U != 0 || math.Abs(r.P-0.1) > 1e-12 { // 2/C(6,3)
+		t.Errorf("separated: %+v", r)
+	}
+	g := rand.New(rand.NewPCG(9, 9))
+	a, b, c := lognormalSample(g, 2000, 300), lognormalSample(g, 2000, 300), lognormalSample(g, 2000, 360)
+	if r := MannWhitneyUHist(HistOf(a), HistOf(b)); r.Exact || r.P < 0.05 {
+		t.Errorf("same distribution: %+v", r)
+	}
+	if r := MannWhitneyUHist(HistOf(a), HistOf(c)); r.P > 1e-6 {
+		t.Errorf("20%% slower: %+v", r)
+	}
+	if r := MannWhitneyUHist(&Hist{}, HistOf(a)); !math.IsNaN(r.P) || len(r.Warnings) == 0 {
+		t.Errorf("empty: %+v", r)
 	}
 }
 

@@ -104,3 +104,13 @@ func sortedCopy(x []float64) []float64 {
 func hasNaN(x []float64) bool {
 	return slices.ContainsFunc(x, math.IsNaN)
 }
+
+func cmpFloat(x, y float64) int {
+	switch {
+	case x < y:
+		return -1
+	case x > y:
+		return 1
+	}
+	return 0
+}

@@ -456,130 +456,6 @@ func TestMoreTrialsNeeded(t *testing.T) {
 	}
 }
 
-func TestMannWhitneyU(t *testing.T) {
-	a := []float64{1, 2, 3, 4, 5}
-	b := []float64{6, 7, 8, 9, 10}
-	// R: wilcox.test(1:5, 6:10)$p.value = 2/choose(10,5) = 0.007937.
-	r := MannWhitneyU(a, b)
-	if !r.Exact || r.U != 0 || !near(r.P, 2.0/252, 1e-12) {
-		t.Errorf("exact 5v5 = %+v, want U=0 p=%v", r, 2.0/252)
-	}
-	// Symmetric in the order of the samples (U becomes n1·n2 − U).
-	if r2 := MannWhitneyU(b, a); r2.U != 25 || r2.P != r.P {
-		t.Errorf("swapped = %+v", r2)
-	}
-	// Normal approximation with continuity correction on the same data:
-	// R: wilcox.test(1:5, 6:10, exact=FALSE)$p.value = 0.01219
-	// (ECOSYSTEM.md §5: 0.0122).
-	if _, p, _ := mwuNormal(0, 5, 5, 0); !near(p, 0.0122, 1e-4) {
-		t.Errorf("normal approx p = %v, want 0.0122", p)
-	}
-	// Identical samples: p = 1.
-	if r := MannWhitneyU(a, a); r.P != 1 {
-		t.Errorf("identical samples p = %v", r.P)
-	}
-	if r := MannWhitneyU([]float64{3, 3}, []float64{3, 3, 3}); r.P != 1 || len(r.Warnings) == 0 {
-		t.Errorf("all equal = %+v", r)
-	}
-	// Large samples use the normal path.
-	if r := MannWhitneyU(seq(1, 30), seq(16, 45)); r.Exact || !(r.P < 0.001) {
-		t.Errorf("30v30 shifted = %+v", r)
-	}
-}
-
-// TestMWUExactCounts checks the DP distribution against enumeration of all
-// C(m+n, m) assignments of ranks.
-func TestMWUExactCounts(t *testing.T) {
-	for _, mn := range [][2]int{{1, 1}, {2, 3}, {3, 4}, {5, 5}, {4, 7}} {
-		m, n := mn[0], mn[1]
-		want := make([]float64, m*n+1)
-		for mask := 0; mask < 1<<(m+n); mask++ {
-			if popcount(mask) != m {
-				continue
-			}
-			u := 0 // pairs (first-sample rank, second-sample rank) with first > second
-			for i := 0; i < m+n; i++ {
-				if mask&(1<<i) == 0 {
-					continue
-				}
-				for j := 0; j < i; j++ {
-					if mask&(1<<j) == 0 {
-						u++
-					}
-				}
-			}
-			want[u]++
-		}
-		if got := mwuCounts(m, n); !slices.Equal(got, want) {
-			t.Errorf("mwuCounts(%d, %d) = %v, want %v", m, n, got, want)
-		}
-	}
-	// benchstat: min p for 4v4 is 0.0286, so 4 samples suffice at α=0.05.
-	if p := MinMWUP(4, 4); !near(p, 2.0/70, 1e-12) {
-		t.Errorf("MinMWUP(4,4) = %v", p)
-	}
-}
-
-func popcount(x int) int {
-	c := 0
-	for ; x != 0; x &= x - 1 {
-		c++
-	}
-	return c
-}
-
-// TestMWUTies checks the tie-corrected normal approximation against the
-// permutation variance of the rank sum computed from midranks directly:
-// Var(R1) = n1·n2/(N(N−1)) · Σ(r_k − (N+1)/2)².
-func TestMWUTies(t *testing.T) {
-	a := []float64{1, 2, 2, 3, 5, 5, 8}
-	b := []float64{2, 3, 4, 5, 6, 7, 9, 9}
-	r := MannWhitneyU(a, b)
-	if r.Exact {
-		t.Fatal("ties must use the normal approximation")
-	}
-	// U by pair counting (ties count one half).
-	var u float64
-	for _, x := range a {
-		for _, y := range b {
-			switch {
-			case x > y:
-				u++
-			case x == y:
-				u += 0.5
-			}
-		}
-	}
-	if r.U != u {
-		t.Errorf("U = %v, pair count %v", r.U, u)
-	}
-	all := append(slices.Clone(a), b...)
-	N := float64(len(all))
-	var ss float64
-	for _, v := range all {
-		var less, eq float64
-		for _, w := range all {
-			if w < v {
-				less++
-			} else if w == v {
-				eq++
-			}
-		}
-		mid := less + (eq+1)/2
-		ss += (mid - (N+1)/2) * (mid - (N+1)/2)
-	}
-	n1, n2 := float64(len(a)), float64(len(b))
-	sigma := math.Sqrt(n1 * n2 / (N * (N - 1)) * ss)
-	z := (math.Abs(u-n1*n2/2) - 0.5) / sigma
-	p := math.Erfc(z / math.Sqrt2)
-	if !near(r.P, p, 1e-12) || !near(r.Z, z, 1e-12) {
-		t.Errorf("tied p = %v z = %v, independent p = %v z = %v", r.P, r.Z, p, z)
-	}
-	if len(r.Warnings) == 0 {
-		t.Error("want the small-sample ties warning")
-	}
-}
-
 func TestKolmogorovQ(t *testing.T) {
 	// Classical asymptotic critical values of the Kolmogorov distribution
 	// (Smirnov 1948 table; e.g. Massey 1951): 1.2238 (10%), 1.3581 (5%),
@@ -658,46 +534,6 @@ func TestHolm(t *testing.T) {
 	}
 }
 
-func TestCompare(t *testing.T) {
-	tests := []struct {
-		name     string
-		a, b     []float64
-		sig      bool
-		delta    string
-		warnings []string
-	}{
-		{"disjoint 5v5", seq(1, 5), seq(6, 10), true, "+166.67%", nil},
-		{"same", seq(1, 10), seq(1, 10), false, "~", nil},
-		{"3v3 too few", seq(1, 3), seq(11, 13), false, "~", []string{"need >= 4 samples to detect a difference at alpha level 0.05"}},
-		{"zero baseline", []float64{0, 0, 0, 0, 0}, seq(1, 5), true, "?", []string{"baseline median is 0: relative change undefined"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			c := Compare(tt.a, tt.b, 0)
-			if c.Significant != tt.sig || c.Delta() != tt.delta {
-				t.Errorf("Compare = %+v (delta %q)", c, c.Delta())
-			}
-			for _, w := range tt.warnings {
-				if !slices.Contains(c.Warnings, w) {
-					t.Errorf("missing warning %q in %q", w, c.Warnings)
-				}
-			}
-			if _, err := json.Marshal(c); err != nil {
-				t.Errorf("json: %v", err)
-			}
-		})
-	}
-	c := Compare(seq(1, 5), seq(6, 10), 0.05)
-	if s := c.String(); s != "+166.67% (p=0.008 n=5+5)" {
-		t.Errorf("String = %q", s)
-	}
-	// Holm across 3 metrics: 0.0079·3 = 0.0238 stays significant.
-	cs := HolmAdjust([]Comparison{c, Compare(seq(1, 10), seq(1, 10), 0.05), Compare(seq(1, 10), seq(2, 11), 0.05)})
-	if !cs[0].Significant || !near(cs[0].P, 3*c.PRaw, 1e-12) || cs[0].PRaw != c.PRaw {
-		t.Errorf("Holm-adjusted = %+v", cs[0])
-	}
-}
-
 // TestBootstrapQuantileDiff compares the order-statistic shortcut with the
 // resampling bootstrap (BootstrapDiff with Median): the same bootstrap
 // distribution, so the interval ends agree up to Monte Carlo error.
@@ -755,5 +591,30 @@ func BenchmarkBootstrapQuantileDiff(b *testing.B) {
 	}
 	for b.Loop() {
 		BootstrapQuantileDiff(x, y, 0.5, 0.95, 10000, 1)
+	}
+}
+
+// TestTrialsNeededAtRate: counted from zero, the projection agrees with
+// MoreTrialsNeeded while the bound is above the target, and says where it
+// crossed once below.
+func TestTrialsNeededAtRate(t *testing.T) {
+	for _, c := range []struct {
+		k, n int
+		p    float64
+	}{{1, 2000, 1e-3}, {3, 50000, 1e-3}, {11, 440400, 1e-4}, {5, 1000, 1e-2}} {
+		N := TrialsNeededAtRate(float64(c.k)/float64(c.n), c.p, 0.975)
+		more, err := MoreTrialsNeeded(c.k, c.n, c.p, 0.975)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if more > 0 && N != c.n+more {
+			t.Errorf("k=%d n=%d p=%g: %d at the rate, n+more = %d", c.k, c.n, c.p, N, c.n+more)
+		}
+		if more == 0 && (N > c.n || N <= 0) {
+			t.Errorf("k=%d n=%d p=%g: bound below p at n, but needed %d", c.k, c.n, c.p, N)
+		}
+	}
+	if TrialsNeededAtRate(0, 1e-3, 0.975) != TrialsNeeded(1e-3, 0.975) || TrialsNeededAtRate(2e-3, 1e-3, 0.975) != -1 {
+		t.Error("edges")
 	}
 }

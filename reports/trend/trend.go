@@ -3,8 +3,10 @@
 // upper bound, pod_startup p50 and p99 with their confidence intervals,
 // the lifecycles behind them and the build that ran; and, between
 // adjacent nights, a change flag from the tests `sidebench compare` uses
-// (reports/compare: Mann–Whitney U on pod_startup with the relative-change
-// threshold, Wilson intervals on the violation rates). Regressed says
+// (the unpaired ones of reports/compare, nights having different seeds:
+// Mann–Whitney U on pod_startup, here on the nights' 1 ms histograms,
+// with the relative-change threshold; disjoint Wilson intervals on an
+// invariant's violation rate). Regressed says
 // whether the newest night regressed against the one before: a nightly
 // gate.
 //
@@ -20,7 +22,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sidebench/sidebench/reports/compare"
 	"github.com/sidebench/sidebench/reports/render"
 	"github.com/sidebench/sidebench/reports/stats"
 )
@@ -94,7 +95,7 @@ type Table struct {
 // Build orders the nights by start time and computes the table.
 func Build(nights []Night, o Options) Table {
 	if o.Alpha <= 0 {
-		o.Alpha = stats.DefaultAlpha
+		o.Alpha = 0.05
 	}
 	if o.Threshold == 0 {
 		o.Threshold = 0.05
@@ -162,51 +163,60 @@ func point(night int, d render.RunData, pol string, confidence float64) Point {
 }
 
 // changes compares night b with night a for one policy with compare's
-// tests: a latency row is a change when it is significant and moves the
-// median by more than the threshold; a rate row when the Wilson intervals
-// do not overlap. The p99 is a change when its intervals do not overlap
-// and it moved by more than the threshold (a tail shift the median test
-// does not see). Regression: one of them is worse.
+// unpaired tests: pod_startup changed when Mann–Whitney U rejects at Alpha
+// and the median moved by more than the threshold; its p99 when the
+// intervals are disjoint and it moved by more than the threshold (a tail
+// shift the median test does not see); an invariant's violation rate when
+// the Wilson intervals are disjoint. Regression: one of them is worse.
 func changes(a, b render.RunData, pol string, o Options) ([]string, bool) {
-	ct := compare.Compare(only(a, pol), only(b, pol), compare.Options{Alpha: o.Alpha, Threshold: o.Threshold, Confidence: o.Confidence, Metrics: []string{"pod_startup"}})
 	var out []string
 	regressed := false
-	for _, r := range ct.Latencies {
-		if r.Significant && !math.IsNaN(r.DeltaPct) && math.Abs(r.DeltaPct) > 100*o.Threshold {
-			out = append(out, fmt.Sprintf("pod_startup median %s → %s ms (%+.1f%%, p=%.3g)", fmtMs(r.MedianA), fmtMs(r.MedianB), r.DeltaPct, r.P))
-			regressed = regressed || r.Regression
+	la, lb := latency(a, pol), latency(b, pol)
+	if la.Ms.N() > 0 && lb.Ms.N() > 0 {
+		u := stats.MannWhitneyUHist(la.Ms, lb.Ms)
+		ma, mb := stats.PercentileOf(la.Ms, 50), stats.PercentileOf(lb.Ms, 50)
+		if rel := stats.RelativeChange(ma, mb); u.P < o.Alpha && math.Abs(rel) > o.Threshold {
+			out = append(out, fmt.Sprintf("pod_startup median %s → %s ms (%+.1f%%, Mann–Whitney p=%.3g)", fmtMs(ma), fmtMs(mb), 100*rel, u.P))
+			regressed = regressed || rel > 0
 		}
 	}
-	pa, pb := p99(a, pol), p99(b, pol)
-	if rel := (pb.Center - pa.Center) / pa.Center; pa.N > 0 && pb.N > 0 && math.Abs(rel) > o.Threshold && (pb.Lo > pa.Hi || pb.Hi < pa.Lo) {
+	pa, pb := la.P99, lb.P99
+	if rel := stats.RelativeChange(pa.Center, pb.Center); pa.N > 0 && pb.N > 0 && math.Abs(rel) > o.Threshold && (pb.Lo > pa.Hi || pb.Hi < pa.Lo) {
 		out = append(out, fmt.Sprintf("pod_startup p99 %s → %s ms (%+.1f%%, %v intervals disjoint)", fmtMs(pa.Center), fmtMs(pb.Center), 100*rel, o.Confidence))
 		regressed = regressed || pb.Lo > pa.Hi
 	}
-	for _, r := range ct.Rates {
-		if r.Delta != "~" {
-			out = append(out, fmt.Sprintf("%s violation rate %d/%d → %d/%d (%s)", r.ID, r.A.K, r.A.N, r.B.K, r.B.N, r.Delta))
-			regressed = regressed || r.Regression
+	rb := map[string]render.InvariantRow{}
+	for _, r := range b.Invariants {
+		if r.Policy == pol {
+			rb[r.ID] = r
+		}
+	}
+	for _, r := range a.Invariants {
+		y, ok := rb[r.ID]
+		if r.Policy != pol || !ok {
+			continue
+		}
+		ra, rrb := stats.Rate(r.Violations, r.Checked, o.Confidence), stats.Rate(y.Violations, y.Checked, o.Confidence)
+		switch {
+		case ra.N == 0 || rrb.N == 0:
+		case rrb.WilsonLo > ra.WilsonHi:
+			out = append(out, fmt.Sprintf("%s violation rate %d/%d → %d/%d (worse)", r.ID, ra.K, ra.N, rrb.K, rrb.N))
+			regressed = true
+		case rrb.WilsonHi < ra.WilsonLo:
+			out = append(out, fmt.Sprintf("%s violation rate %d/%d → %d/%d (better)", r.ID, ra.K, ra.N, rrb.K, rrb.N))
 		}
 	}
 	return out, regressed
 }
 
-// only keeps one policy of a run's report input.
-func only(d render.RunData, pol string) render.RunData {
-	c := d
-	c.Policies = []string{pol}
-	c.Latencies = slices.DeleteFunc(slices.Clone(d.Latencies), func(l render.Latency) bool { return l.Policy != pol })
-	c.Invariants = slices.DeleteFunc(slices.Clone(d.Invariants), func(r render.InvariantRow) bool { return r.Policy != pol })
-	return c
-}
-
-func p99(d render.RunData, pol string) stats.Summary {
+// latency is a policy's pod_startup row (empty if none).
+func latency(d render.RunData, pol string) render.Latency {
 	for _, l := range d.Latencies {
 		if l.Policy == pol && l.Metric == "pod_startup" {
-			return l.P99
+			return l
 		}
 	}
-	return stats.Summary{Center: math.NaN()}
+	return render.Latency{P99: stats.Summary{Center: math.NaN()}}
 }
 
 func fmtMs(v float64) string {

@@ -134,7 +134,7 @@ func TestE2EKube(t *testing.T) {
 		defer b.Close()
 		s := load("kube-job-completion")
 		var c collect
-		st, err := b.RunTrial(ctx, plan(t, scenario.Expand(s)[0]), &c)
+		st, err := b.RunTrial(ctx, plan(t, s), &c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,7 +172,7 @@ func TestE2EKube(t *testing.T) {
 			cancel()
 		}()
 		var c collect
-		st, err := b.RunTrial(tctx, plan(t, scenario.Expand(load("kube-start-ordering"))[0]), &c)
+		st, err := b.RunTrial(tctx, plan(t, load("kube-start-ordering")), &c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,10 +241,10 @@ func readHistory(dir string) ([]byte, error) {
 	return io.ReadAll(r)
 }
 
-// plan compiles a trial (the runner's first step).
-func plan(t *testing.T, tr scenario.Trial) *trialplan.Plan {
+// plan compiles the first trial of s (RunTrial takes a compiled plan).
+func plan(t *testing.T, s *scenario.Scenario) *trialplan.Plan {
 	t.Helper()
-	p, err := trialplan.Compile(tr)
+	p, err := trialplan.Compile(scenario.Expand(s)[0])
 	if err != nil {
 		t.Fatal(err)
 	}

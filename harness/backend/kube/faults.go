@@ -474,12 +474,9 @@ func (tr *trial) imageChange(ctx context.Context, sp *faults.Spec, label string,
 		if cur == next {
 			next = tr.b.opts.Image
 		}
-		deleting := p.deleting
 		tr.mu.Unlock()
-		if deleting {
-			tr.flog.NotApplied(sp, label, p.rec.Node, p.rec.Name, c.Name, "the pod is terminating")
-			continue
-		}
+		// A terminating pod takes the patch too: the kubelet sees the new
+		// spec and must restart nothing for it (INV-U1, T10; issue 16 A10).
 		fid := tr.flog.NewID()
 		target := p.rec.Name + "/" + c.Name
 		tr.flog.Event(history.FaultBegin, sp, fid, p.rec.Node, p.rec.Name, c.Name, target, label)

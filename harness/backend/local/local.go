@@ -82,12 +82,16 @@ type Backend struct {
 	node []*nodeState
 	seq  int
 	clk  clock.Clock
+	// shutdownErr: why graceful node shutdown could not be enabled.
+	shutdownErr error
 }
 
 type nodeState struct {
 	mu          sync.Mutex
 	kubeletDown bool
 	runtimeDown bool
+	// shutdown is the node-shutdown fault in progress (faults.go).
+	shutdown *faults.Spec
 }
 
 // New builds (or reuses) the binaries and brings a cluster up.
@@ -343,6 +347,7 @@ func (b *Backend) RunTrial(ctx context.Context, p *trialplan.Plan, sink history.
 	if !Supports(p.Policy) {
 		return Stats{}, fmt.Errorf("local backend: policy %q is not what a real kubelet implements (only kep753)", p.Policy)
 	}
+	b.prepareNodeShutdown(ctx, p)
 	b.seq++
 	tr := &trial{b: b, p: p, id: fmt.Sprintf("t%d-%d", b.seq, p.Number), pods: map[string]*podState{},
 		sink: &trialSink{next: sink, known: map[string]bool{}, removed: map[string]bool{}}}
@@ -629,6 +634,17 @@ func (tr *trial) observe(pod *corev1.Pod, deleted bool) {
 	// Container flags first (a container turning ready precedes the
 	// condition it causes).
 	statuses := append(append([]corev1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+	if staleSnapshot(ps, statuses) {
+		// The status describes an attempt as running that the CRI wire
+		// has already seen exit: the kubelet computed it before, and its
+		// status manager published it late (seconds, with the CPU
+		// saturated: issue 21's density runs). Its flags, conditions and
+		// phase are the past: not written; the kubelet's next status
+		// supersedes it. Deletion and removal (metadata) still count.
+		statuses = nil
+		pod = pod.DeepCopy()
+		pod.Status = corev1.PodStatus{}
+	}
 	for _, cs := range statuses {
 		// Started comes from the CRI wire (onCRI), the kubelet's own view,
 		// unless the kubelet publishes Started for the running attempt
@@ -702,6 +718,27 @@ func (tr *trial) observe(pod *corev1.Pod, deleted bool) {
 	}
 }
 
+// staleSnapshot reports whether a published status shows a container
+// attempt running that the CRI wire has already seen exit, or an attempt
+// older than the last one the wire saw start. The CRI server writes a
+// container's start before it answers the kubelet, so anything the
+// kubelet publishes as running was seen running on the wire first.
+func staleSnapshot(ps *podState, statuses []corev1.ContainerStatus) bool {
+	for _, cs := range statuses {
+		if cs.State.Running == nil {
+			continue
+		}
+		a, seen := ps.attempt[cs.Name]
+		if !seen {
+			continue
+		}
+		if r := uint32(cs.RestartCount); r < a || (r == a && !ps.running[cs.Name]) {
+			return true
+		}
+	}
+	return false
+}
+
 // onCRI receives the CRI servers' events (with the server's lock held).
 // It writes them, then the Started flag the kubelet derives from them:
 // the kubelet marks a container Started when its startup probe succeeds
@@ -755,8 +792,12 @@ func (tr *trial) onCRI(e *history.Event) error {
 		switch {
 		case ps.deleting:
 			term = &history.Event{T: e.T, Kind: history.PodTerminating, Pod: e.Pod, Node: e.Node, Reason: "PodDeleted", Grace: ps.delGrace, Value: ordered}
-		case ps.wl.job && !anyMain:
-			term = &history.Event{T: e.T, Kind: history.PodTerminating, Pod: e.Pod, Node: e.Node, Reason: "PodCompleted", Grace: int64(ps.wl.spec.TerminationGracePeriod), Value: ordered}
+		default:
+			// The node's graceful shutdown kills its pods (faults.go).
+			term = tr.shutdownKill(ps, e, ordered)
+			if term == nil && ps.wl.job && !anyMain {
+				term = &history.Event{T: e.T, Kind: history.PodTerminating, Pod: e.Pod, Node: e.Node, Reason: "PodCompleted", Grace: int64(ps.wl.spec.TerminationGracePeriod), Value: ordered}
+			}
 		}
 		if term != nil {
 			ps.terminating = true

@@ -8,6 +8,7 @@ package hspec
 import (
 	"github.com/sidebench/sidebench/harness/history"
 	"github.com/sidebench/sidebench/reference-impl/api"
+	"github.com/sidebench/sidebench/reference-impl/kubelet"
 )
 
 // Of returns the history spec of a workload's pods.
@@ -16,6 +17,9 @@ func Of(workload string, labels map[string]string, s *api.PodSpec) *history.PodS
 		RestartPolicy: s.RestartPolicy.String(),
 		Grace:         int64(s.TerminationGracePeriod),
 		Critical:      s.Critical,
+		QOSClass:      kubelet.PodQOS(s).String(),
+		OverheadCPU:   s.OverheadCPU,
+		OverheadMem:   s.OverheadMem,
 		Labels:        labels,
 		Workload:      workload,
 	}
@@ -28,10 +32,22 @@ func Of(workload string, labels map[string]string, s *api.PodSpec) *history.PodS
 	return hs
 }
 
+func probe(p *api.Probe) *history.ProbeSpec {
+	if p == nil {
+		return nil
+	}
+	return &history.ProbeSpec{InitialDelay: int64(p.InitialDelay), Period: int64(p.Period),
+		Success: p.SuccessThreshold, Failure: p.FailureThreshold, Grace: int64(p.TerminationGracePeriod)}
+}
+
 func container(c *api.Container) history.ContainerSpec {
+	r := &c.Resources
 	hc := history.ContainerSpec{Name: c.Name, Role: c.Role.String(), Image: c.Image,
 		Startup: c.StartupProbe != nil, Readiness: c.ReadinessProbe != nil, Liveness: c.LivenessProbe != nil,
-		PostStart: c.PostStart, PreStop: c.PreStop}
+		PostStart: c.PostStart, PreStop: c.PreStop,
+		CPURequest: r.CPURequest, CPULimit: r.CPULimit, MemRequest: r.MemRequest, MemLimit: r.MemLimit,
+		CPUResizeRestart: c.ResizePolicy.CPURestart, MemResizeRestart: c.ResizePolicy.MemRestart,
+		StartupSpec: probe(c.StartupProbe), ReadinessSpec: probe(c.ReadinessProbe), LivenessSpec: probe(c.LivenessProbe)}
 	// Container-level restartPolicy and restartPolicyRules
 	// (ContainerRestartRules): the checker judges every restart decision
 	// against them (INV-RR*, INV-RA*).

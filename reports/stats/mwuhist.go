@@ -1,12 +1,15 @@
 package stats
 
 import (
-	"fmt"
 	"math"
-	"slices"
 
 	"gonum.org/v1/gonum/stat/distuv"
 )
+
+// Mann–Whitney U over histograms: how `sidebench trend` tests whether two
+// nights' pod_startup distributions differ (the unpaired test `compare`
+// uses through x/perf's benchmath), on the 1 ms histograms the runs keep
+// for every pod, so that it needs no per-pod record.
 
 // ExactMWUMax is the largest per-sample size for which MannWhitneyU uses the
 // exact null distribution (when there are no ties).
@@ -28,37 +31,12 @@ type MWUResult struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// MannWhitneyU tests whether a and b come from the same distribution
-// against the two-sided alternative that one is stochastically larger.
-//
-// Method: ranks with ties averaged. Without ties and with both samples of
-// at most ExactMWUMax values the p-value is exact, from the number of
-// arrangements giving each U (a dynamic-programming count). Otherwise it is
-// the normal approximation with tie correction,
-//
-//	σ² = n1·n2/12 · ((n+1) − Σ(t³−t)/(n(n−1))),
-//
-// and continuity correction, z = (|U − n1·n2/2| − 0.5)/σ, p = 2·(1 − Φ(z))
-// (R: wilcox.test(a, b, exact=FALSE, correct=TRUE)).
-//
-// Assumptions: independent samples, each i.i.d. No shape is assumed; the
-// test is sensitive to shifts in location, not to equal-median shape
-// changes (use KolmogorovSmirnov for those).
-func MannWhitneyU(a, b []float64) MWUResult {
-	r := MWUResult{N1: len(a), N2: len(b), P: math.NaN(), U: math.NaN()}
-	if len(a) == 0 || len(b) == 0 {
-		r.Warnings = append(r.Warnings, "no samples")
-		return r
-	}
-	if hasNaN(a) || hasNaN(b) {
-		r.Warnings = append(r.Warnings, "sample contains NaN")
-		return r
-	}
-	return mwu(tiesOf(a, b), len(a), len(b))
-}
-
-// MannWhitneyUHist is MannWhitneyU over two Hists (samples at 1 ms
-// resolution: equal buckets are ties).
+// MannWhitneyUHist tests whether the samples of two Hists come from the
+// same distribution against the two-sided alternative that one is
+// stochastically larger: ranks with ties averaged (equal buckets are
+// ties); without ties and with both samples of at most ExactMWUMax values
+// the p-value is exact, otherwise the normal approximation with tie and
+// continuity correction (R: wilcox.test(a, b, exact=FALSE, correct=TRUE)).
 func MannWhitneyUHist(a, b *Hist) MWUResult {
 	if a.N() == 0 || b.N() == 0 {
 		return MWUResult{N1: a.N(), N2: b.N(), P: math.NaN(), U: math.NaN(), Warnings: []string{"no samples"}}
@@ -71,38 +49,6 @@ func MannWhitneyUHist(a, b *Hist) MWUResult {
 // tieGroup is one distinct value of the pooled samples: how many of its
 // copies come from each sample.
 type tieGroup struct{ a, b int }
-
-// tiesOf pools a and b and returns their distinct values in ascending
-// order as tie groups.
-func tiesOf(a, b []float64) []tieGroup {
-	type obs struct {
-		v     float64
-		first bool
-	}
-	all := make([]obs, 0, len(a)+len(b))
-	for _, v := range a {
-		all = append(all, obs{v, true})
-	}
-	for _, v := range b {
-		all = append(all, obs{v, false})
-	}
-	slices.SortFunc(all, func(x, y obs) int { return cmpFloat(x.v, y.v) })
-	var groups []tieGroup
-	for i := 0; i < len(all); {
-		var g tieGroup
-		j := i
-		for ; j < len(all) && all[j].v == all[i].v; j++ {
-			if all[j].first {
-				g.a++
-			} else {
-				g.b++
-			}
-		}
-		groups = append(groups, g)
-		i = j
-	}
-	return groups
-}
 
 // mergeBuckets calls fn for every bucket of a or b in ascending order with
 // both counts.
@@ -176,16 +122,6 @@ func mwuNormal(u float64, n1, n2 int, tieSum float64) (z, p float64, ok bool) {
 	return z, min(1, 2*distuv.UnitNormal.Survival(z)), true
 }
 
-func cmpFloat(x, y float64) int {
-	switch {
-	case x < y:
-		return -1
-	case x > y:
-		return 1
-	}
-	return 0
-}
-
 // mwuCounts returns c[u] = the number of the C(m+n, m) arrangements of m
 // values of one sample among n of the other (no ties) whose U equals u,
 // for u = 0..m·n, by the recurrence f(m, n, u) = f(m−1, n, u−n) + f(m, n−1, u)
@@ -229,33 +165,4 @@ func mwuExactP(m, n int, u float64) float64 {
 		}
 	}
 	return min(1, 2*tail/total)
-}
-
-// MinMWUP returns the smallest two-sided p-value an exact Mann–Whitney test
-// can produce with samples of n1 and n2 values: 2/C(n1+n2, n1).
-func MinMWUP(n1, n2 int) float64 {
-	if n1 <= 0 || n2 <= 0 {
-		return 1
-	}
-	lc, _ := math.Lgamma(float64(n1 + n2 + 1))
-	l1, _ := math.Lgamma(float64(n1 + 1))
-	l2, _ := math.Lgamma(float64(n2 + 1))
-	return min(1, 2*math.Exp(-(lc-l1-l2)))
-}
-
-// minSamplesToDetect returns the smallest n such that n-vs-n samples can
-// reach p ≤ alpha, for benchstat's warning.
-func minSamplesToDetect(alpha float64) int {
-	n := 1
-	for MinMWUP(n, n) > alpha && n < 1000 {
-		n++
-	}
-	return n
-}
-
-func mwuDetectWarning(n1, n2 int, alpha float64) string {
-	if MinMWUP(n1, n2) > alpha {
-		return fmt.Sprintf("need >= %d samples to detect a difference at alpha level %v", minSamplesToDetect(alpha), alpha)
-	}
-	return ""
 }

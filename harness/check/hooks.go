@@ -1,0 +1,134 @@
+package check
+
+import "github.com/sidebench/sidebench/harness/history"
+
+// Hooks, SEMANTICS.md §2.6.
+var hookInvs = []*inv{
+	{id: "INV-H1", level: Hard, ex: exDefault, fn: checkH1,
+		rule: "sidecars and mains run hooks alike: Started only after postStart returned; preStop runs on pod termination and on a liveness or startup kill, never for an OOM-killed container"},
+	{id: "INV-H2", level: Hard, ex: exDefault, fn: checkH2,
+		rule: "a sidecar's preStop is not a separate phase before the pod kill, and runs once per kill (concurrently with the mains')"},
+}
+
+// wholePodReason reports whether a kill reason is a whole-pod kill's.
+func wholePodReason(r string) bool {
+	switch r {
+	case "PodDeleted", "PodCompleted", "InitFailed", "SandboxLost", "NodeShutdown":
+		return true
+	}
+	return false
+}
+
+func checkH1(p *Pod, hits []Hit) []Hit {
+	for c := range p.Ctrs {
+		ct := &p.Ctrs[c]
+		for k := range ct.Att {
+			a := &ct.Att[k]
+			// startContainer runs the postStart hook before it returns, so
+			// a main is Started only after it (INV-S3 judges sidecars).
+			if ct.Role == RoleMain && ct.Spec.PostStart && a.Started != none && (a.PostStart == none || a.PostStart > a.Started) && !p.hookCut(a, a.Started) {
+				hits = append(hits, p.at(a.Started, a.PostStart, "main %q published Started=true before its postStart hook returned", ct.Name))
+			}
+			// killContainer runs preStop for a liveness or startup kill as
+			// for any kill (INV-S2 judges a sidecar's startup kill).
+			if ct.Spec.PreStop && a.Stop != none && p.termAt(a.Stop) == nil && a.Running != none && a.Running < a.Stop &&
+				(a.KillReason == "LivenessProbe" || a.KillReason == "StartupProbe" && ct.Role != RoleSidecar) &&
+				(a.PreStop == none || a.PreStop > a.Stop) {
+				hits = append(hits, p.at(a.Stop, none, "%s %q killed for its %s without running preStop", what(ct.Role), ct.Name, a.KillReason))
+			}
+			// The kernel kills an OOM victim: the kubelet runs no preStop
+			// for it, before or after.
+			if a.ExitReason == "OOMKilled" && a.PreStop != none && a.PreStop > a.Exited {
+				hits = append(hits, p.at(a.PreStop, a.Exited, "preStop of %q ran after it was OOM-killed", ct.Name))
+			}
+		}
+	}
+	// A whole-pod kill runs the preStop of every running container that
+	// has one before stopping it (killContainer; the grace is > 0).
+	for t := range p.Terms {
+		w := &p.Terms[t]
+		if w.Grace <= 0 || w.Reason == "RestartAllContainers" {
+			continue
+		}
+		for c := range p.Ctrs {
+			ct := &p.Ctrs[c]
+			if !ct.Spec.PreStop || !w.ran(c) {
+				continue
+			}
+			a := p.attAt(c, w.Idx)
+			if a == nil || a.Stop == none || a.Stop < w.Idx || a.Stop > w.End {
+				continue // already being killed on its own, or not stopped in this kill
+			}
+			if a.PreStop == none || a.PreStop > a.Stop {
+				hits = append(hits, p.at(a.Stop, w.Idx, "%s %q stopped in a pod kill without running preStop", what(ct.Role), ct.Name))
+			}
+		}
+	}
+	return hits
+}
+
+func checkH2(p *Pod, hits []Hit) []Hit {
+	for _, s := range p.Sidecars {
+		ct := &p.Ctrs[s]
+		var prev int32 = none
+		for _, i := range ct.Ev {
+			e := &p.Ev[i]
+			if e.Kind != history.ContainerPreStopBegin {
+				continue
+			}
+			w := p.termAt(i)
+			if w == nil && wholePodReason(e.Reason) {
+				// The 2019 design's "preStop hooks sent to sidecars before
+				// containers are terminated".
+				next := none
+				if nw := p.termAfter(i); nw != nil {
+					next = nw.Idx
+				}
+				hits = append(hits, p.at(i, next, "sidecar %q preStop (%s) ran before the pod kill began", ct.Name, e.Reason))
+				continue
+			}
+			if w != nil && prev != none && prev > w.Idx && p.sameAttempt(s, prev, i) && !p.outageBetween(prev, i) {
+				hits = append(hits, p.at(i, prev, "sidecar %q preStop ran twice in one pod kill", ct.Name))
+			}
+			prev = i
+		}
+	}
+	return hits
+}
+
+// hookCut reports whether the kubelet went down between attempt a's
+// process start and event until, before its postStart hook returned: the
+// hook died with that kubelet, and the next one, which never ran it, sees
+// a running container it counts as started.
+func (p *Pod) hookCut(a *Attempt, until int32) bool {
+	from := a.Start()
+	for _, o := range p.Outages {
+		if o.What != history.RuntimeDown && o.Down > from && o.Down < until && (a.PostStart == none || a.PostStart > o.Down) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameAttempt reports whether events i < j of container c belong to the
+// same attempt (no start in between).
+func (p *Pod) sameAttempt(c int, i, j int32) bool {
+	for k := range p.Ctrs[c].Att {
+		if s := p.Ctrs[c].Att[k].Start(); s > i && s < j {
+			return false
+		}
+	}
+	return true
+}
+
+// outageBetween reports whether the kubelet or the runtime went down
+// between events i and j: a retried termination runs preStop again
+// (INV-F6).
+func (p *Pod) outageBetween(i, j int32) bool {
+	for _, o := range p.Outages {
+		if o.Down > i && o.Down < j {
+			return true
+		}
+	}
+	return false
+}
