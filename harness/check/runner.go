@@ -14,6 +14,7 @@ import (
 type podResult struct {
 	seq        uint64
 	hookEvents *[]history.Event // the pod's events, kept for the OnPod hook
+	hookWeight int              // their in-flight budget, released after it
 	meta       *history.Meta
 	name       string
 	findings   []Finding
@@ -118,13 +119,16 @@ type Runner struct {
 	res  podResult
 
 	// Parallel mode.
+	big     *worker // checks long histories in Add's goroutine
 	stored  []atomic.Int64
 	jobs    chan job
 	results chan *podResult
 	slots   chan struct{} // bounds pods in flight, including folded-late ones
-	wg      sync.WaitGroup
-	done    chan struct{}
-	pool    sync.Pool
+	// inflight bounds the events copied for the workers.
+	inflight *budget
+	wg       sync.WaitGroup
+	done     chan struct{}
+	pool     sync.Pool
 }
 
 type job struct {
@@ -132,6 +136,59 @@ type job struct {
 	meta   *history.Meta
 	name   string
 	events *[]history.Event
+	weight int // events counted against the in-flight budget
+}
+
+// maxInflightEvents bounds the events of the pods copied to workers and
+// not yet checked (about 256 MB). Pods are few events each, but one that
+// lived through many node or cluster events can hold millions: without a
+// bound, 4 such pods per worker could be copied at once.
+const maxInflightEvents = 1 << 20
+
+// maxPooledEvents bounds the event buffers kept for reuse, so one huge
+// pod does not pin its copy.
+const maxPooledEvents = 1 << 16
+
+// bigPod is the history length from which Add checks a pod itself.
+const bigPod = 1 << 14
+
+// budget is a counting semaphore over events.
+type budget struct {
+	mu      sync.Mutex
+	cond    sync.Cond
+	avail   int
+	waiting int
+}
+
+func newBudget(n int) *budget {
+	b := &budget{avail: n}
+	b.cond.L = &b.mu
+	return b
+}
+
+// acquire takes n units (at most the whole budget, so one pod bigger than
+// the budget runs alone) and returns how many it took.
+func (b *budget) acquire(n int) int {
+	n = min(max(n, 1), maxInflightEvents)
+	b.mu.Lock()
+	for b.avail < n {
+		b.waiting++
+		b.cond.Wait()
+		b.waiting--
+	}
+	b.avail -= n
+	b.mu.Unlock()
+	return n
+}
+
+func (b *budget) release(n int) {
+	b.mu.Lock()
+	b.avail += n
+	wake := b.waiting > 0
+	b.mu.Unlock()
+	if wake {
+		b.cond.Broadcast()
+	}
 }
 
 // NewRunner returns a Runner over the registered checkers.
@@ -155,6 +212,7 @@ func NewRunner(opts ...Option) *Runner {
 	r.jobs = make(chan job, inflight)
 	r.results = make(chan *podResult, inflight)
 	r.slots = make(chan struct{}, inflight)
+	r.inflight = newBudget(maxInflightEvents)
 	r.done = make(chan struct{})
 	for range r.workers {
 		r.wg.Add(1)
@@ -186,12 +244,30 @@ func (r *Runner) Add(meta *history.Meta, pod string, events []history.Event) {
 		return
 	}
 	r.slots <- struct{}{}
+	if len(events) >= bigPod {
+		// A long history is checked here rather than copied for a worker:
+		// the copy would cost as much as the check.
+		if r.big == nil {
+			r.big = &worker{checkers: r.checkers, stored: r.stored, cap: r.cap}
+		}
+		res := &podResult{seq: r.seq, name: pod}
+		r.big.check(meta, pod, events, res)
+		if r.onPod != nil {
+			// The hook runs at the fold, after Add returned: it needs a copy.
+			buf := new([]history.Event)
+			*buf = append(*buf, events...)
+			res.hookEvents = buf
+		}
+		r.results <- res
+		return
+	}
+	w := r.inflight.acquire(len(events))
 	buf, _ := r.pool.Get().(*[]history.Event)
 	if buf == nil {
 		buf = new([]history.Event)
 	}
 	*buf = append((*buf)[:0], events...)
-	r.jobs <- job{seq: r.seq, meta: meta, name: pod, events: buf}
+	r.jobs <- job{seq: r.seq, meta: meta, name: pod, events: buf, weight: w}
 }
 
 func (r *Runner) work() {
@@ -204,9 +280,11 @@ func (r *Runner) work() {
 			res.events = append([]history.Event(nil), *j.events...)
 		}
 		if r.onPod != nil {
-			res.hookEvents = j.events // recycled after the hook
+			// Recycled, and the budget released, after the hook.
+			res.hookEvents, res.hookWeight = j.events, j.weight
 		} else {
 			r.recycle(j.events)
+			r.inflight.release(j.weight)
 		}
 		r.results <- res
 	}
@@ -214,7 +292,9 @@ func (r *Runner) work() {
 
 func (r *Runner) recycle(events *[]history.Event) {
 	clear(*events) // drop Spec/Meta pointers before pooling
-	r.pool.Put(events)
+	if cap(*events) <= maxPooledEvents {
+		r.pool.Put(events)
+	}
 }
 
 // notable: the checker found something on the pod.
@@ -248,6 +328,7 @@ func (r *Runner) collect() {
 			if res.hookEvents != nil {
 				r.onPod(res.meta, res.name, *res.hookEvents, res.notable())
 				r.recycle(res.hookEvents)
+				r.inflight.release(res.hookWeight)
 			}
 			next++
 			<-r.slots

@@ -54,20 +54,26 @@ func (s *Server) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) 
 			ok, why := s.waitHook(ctx, c, d, req.GetTimeout())
 			s.mu.Lock()
 			defer s.mu.Unlock()
+			if ok && c.plan.PostStartFails {
+				ok, why = false, "FailedPostStartHook"
+			}
 			e := c.event(history.ContainerPostStartDone)
 			e.Value, e.Msg = ok, why
-			s.emit(e)
+			s.emit(c.sb, e)
 			return hookResult(ok, why), nil
 		case HookPreStop:
-			s.emit(c.event(history.ContainerPreStopBegin))
+			s.emit(c.sb, c.event(history.ContainerPreStopBegin))
 			d := c.plan.PreStop
 			s.mu.Unlock()
 			ok, why := s.waitHook(ctx, c, d, req.GetTimeout())
 			s.mu.Lock()
 			defer s.mu.Unlock()
+			if ok && c.plan.PreStopFails {
+				ok, why = false, "FailedPreStopHook"
+			}
 			e := c.event(history.ContainerPreStopEnd)
 			e.Msg = why
-			s.emit(e)
+			s.emit(c.sb, e)
 			return hookResult(ok, why), nil
 		}
 	}
@@ -129,7 +135,7 @@ func (s *Server) probeLocked(c *container, kind string) *runtimeapi.ExecSyncResp
 		c.lastProbe[kind] = result
 		e := c.event(history.ProbeResult)
 		e.Probe, e.Result = kind, result
-		s.emit(e)
+		s.emit(c.sb, e)
 	}
 	if ok {
 		return &runtimeapi.ExecSyncResponse{}

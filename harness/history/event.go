@@ -56,6 +56,9 @@ const (
 	// limits.
 	ContainerResize  // spec resources changed: the desired resources
 	ContainerResized // the kubelet applied them in place (CRI UpdateContainerResources)
+	// ContainerUnknown: the runtime reports the container's state as
+	// Unknown (CRI CONTAINER_UNKNOWN); the kubelet kills and recreates it.
+	ContainerUnknown
 
 	// Probes.
 	ProbeResult // Container, Probe, Result
@@ -108,6 +111,7 @@ var kindNames = [kindCount]string{
 	ContainerStartFailed:    "container.start-failed",
 	ContainerResize:         "container.resize",
 	ContainerResized:        "container.resized",
+	ContainerUnknown:        "container.unknown",
 	ProbeResult:             "probe.result",
 	KubeletDown:             "kubelet.down",
 	KubeletUp:               "kubelet.up",

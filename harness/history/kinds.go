@@ -19,7 +19,7 @@ func (k Kind) IsFault() bool {
 // IsContainerLevel reports whether events of this kind name a container
 // (container.* and probe.result).
 func (k Kind) IsContainerLevel() bool {
-	return (k >= ContainerStartRequested && k <= ContainerResized) || k == ProbeResult
+	return (k >= ContainerStartRequested && k <= ContainerUnknown) || k == ProbeResult
 }
 
 // valid reports whether k is a real kind (not KindInvalid, not out of range).

@@ -205,19 +205,6 @@ func TestCheckBudget(t *testing.T) {
 	}
 }
 
-func TestParseSize(t *testing.T) {
-	for in, want := range map[string]int64{"5GB": 5e9, "500MiB": 500 << 20, "1.5G": 3 << 29, "1048576": 1 << 20, "2 kB": 2000, "3TiB": 3 << 40} {
-		if got, err := ParseSize(in); err != nil || got != want {
-			t.Errorf("%s: %d %v, want %d", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "GB", "5XB", "-1", "1..5G"} {
-		if _, err := ParseSize(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
-	}
-}
-
 // TestRetention: the sample is deterministic per (seed, pod), about P% of
 // pods, and pods with findings are always kept.
 func TestRetention(t *testing.T) {

@@ -416,28 +416,6 @@ func (d *Dir) usage() (total, reports int64) {
 	return total, reports
 }
 
-// ParseSize parses a size such as 5GB, 500MiB, 1.5G or 1048576 (bytes):
-// decimal (kB, MB, GB, TB) and binary (KiB, MiB, GiB, TiB) units, K/M/G/T
-// read as binary.
-func ParseSize(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	i := strings.IndexFunc(t, func(r rune) bool { return !(r >= '0' && r <= '9' || r == '.') })
-	num, unit := t, ""
-	if i >= 0 {
-		num, unit = t[:i], strings.TrimSpace(t[i:])
-	}
-	v, err := strconv.ParseFloat(num, 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("size %q: want a number with an optional unit (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)", s)
-	}
-	mult := map[string]float64{"": 1, "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
-		"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}[strings.ToLower(unit)]
-	if mult == 0 {
-		return 0, fmt.Errorf("size %q: unknown unit %q (allowed: B, kB, MB, GB, TB, KiB, MiB, GiB, TiB)", s, unit)
-	}
-	return int64(v * mult), nil
-}
-
 // FormatSize renders a byte count with a binary unit.
 func FormatSize(n int64) string {
 	const unit = 1024

@@ -61,6 +61,12 @@ func (e *engine) onPodEvent(p *pod, ev *event) {
 		}
 	case evActionFailed:
 		if ev.gen == p.mgen && p.m != nil {
+			if k := api.ActionKind(ev.aux); k == api.ActStartContainer && p.cs[c].rec.State == api.StateCreated {
+				// A start cut by a runtime restart left its record
+				// Created: the kubelet's relist sees it (a Waiting status
+				// whose last termination is the attempt before).
+				e.step(p, &api.Input{Kind: api.InContainer, Container: c, Record: p.cs[c].rec})
+			}
 			e.step(p, &api.Input{Kind: api.InActionFailed, Action: api.ActionKind(ev.aux), Container: c})
 		}
 	case evLifetime:
@@ -83,6 +89,12 @@ func (e *engine) onPodEvent(p *pod, ev *event) {
 		}
 	case evProbeFaultEnd:
 		e.onProbeFaultEnd(p, c, ev)
+	case evPullFailed:
+		if ev.gen == p.mgen && p.m != nil {
+			e.step(p, &api.Input{Kind: api.InActionFailed, Action: api.ActStartContainer, Container: c, PullFailed: true})
+		}
+	case evPullFaultEnd:
+		e.onPullFaultEnd(p, c, ev)
 	}
 }
 
@@ -206,6 +218,9 @@ func (e *engine) trace(p *pod, t *api.TraceEvent, st *api.PodStatus) {
 func (e *engine) emitC(k history.Kind, p *pod, c int) {
 	e.ev = history.Event{T: e.now, Kind: k, Pod: p.name, Node: p.nodeName,
 		Container: p.spec.At(c).Name, Attempt: p.cs[c].rec.Attempt}
+	if len(e.wls[p.wl].onContainer) > 0 {
+		e.evPod, e.evC = p, c
+	}
 }
 
 func (e *engine) emitP(k history.Kind, p *pod) {
