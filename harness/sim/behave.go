@@ -32,6 +32,7 @@ func (e *engine) drawAttempt(p *pod, c int, attempt uint32, out *plan) time.Dura
 		termHandling: d.TermHandling, preStop: d.PreStop, postStart: d.PostStart, exitAfter: d.ExitAfter,
 		exitCode: d.ExitCode, termExitCode: d.TermExitCode, exitReason: reasonOf(d.ExitReason),
 	}
+	e.wireDraw(p, c, out)
 	return d.StartLatency
 }
 
