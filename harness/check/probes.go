@@ -57,11 +57,17 @@ func checkP5(p *Pod, hits []Hit) []Hit {
 		for k := range ct.Att {
 			a := &ct.Att[k]
 			// The prober disables readiness and liveness until the
-			// container is started (worker.go doProbe).
-			if ct.Spec.Startup {
+			// container is started (worker.go doProbe). Only an attempt
+			// whose process ran is probed, until its exit or the next
+			// attempt (a start the runtime refused never ran: the probes
+			// that follow are the next attempt's).
+			if ct.Spec.Startup && a.Running != none {
 				end := a.Exited
 				if end == none {
 					end = p.n()
+				}
+				if k+1 < len(ct.Att) && ct.Att[k+1].Start() != none && ct.Att[k+1].Start() < end {
+					end = ct.Att[k+1].Start()
 				}
 				for _, i := range ct.Ev {
 					e := &p.Ev[i]

@@ -32,7 +32,7 @@ var userInvs = []*inv{
 	{id: "USER-PROXY-OUTLIVES", level: User, fn: checkProxyOutlives,
 		rule: "proxy-outlives-app: when the pod is killed (deletion, completion, node shutdown) or its node goes down, every sidecar running then is still running when the last main exits"},
 	{id: "USER-JOB-COMPLETES", level: User, fn: checkJobCompletes,
-		rule: "job-completes: a Job pod (restartPolicy not Always) reaches a terminal phase within grace + 2 s of its mains finishing, and no main waits forever for a sidecar that will not restart"},
+		rule: "job-completes: a Job pod (restartPolicy not Always) reaches a terminal phase within grace + 2 s of its mains finishing, Succeeded if they all exited 0, and no main waits forever for a sidecar that will not restart"},
 }
 
 // userCut is where the pod's termination begins (deletion, a whole-pod
@@ -271,12 +271,13 @@ func checkProxyOutlives(p *Pod, hits []Hit) []Hit {
 				continue
 			}
 			end := p.attemptEnd(a)
-			if end == none || end > lastMain {
+			if end == none || lastMain < p.n() && p.T(end) > p.T(lastMain) {
 				continue
 			}
 			// Exits at the same instant: the sidecar outlived the mains
-			// unless it was killed with them (SIGKILL, the node or the
-			// sandbox gone): no ordering at all.
+			// unless it was killed with them (SIGKILL, its node gone),
+			// whatever order the history lists the deaths in: no ordering
+			// at all.
 			if lastMain < p.n() && p.T(end) == p.T(lastMain) && !p.killedAt(s, a, end) {
 				continue
 			}
@@ -291,6 +292,26 @@ func checkProxyOutlives(p *Pod, hits []Hit) []Hit {
 		}
 	}
 	return hits
+}
+
+// failedBySidecar returns the user sidecar whose failed exit decided a
+// Job's Failed phase though its mains succeeded by index done, or -1:
+// a sidecar run as a regular container that exited non-zero, with no pod
+// termination or node shutdown before done (those fail a pod on their
+// own: reason Terminated).
+func (p *Pod) failedBySidecar(done int32) int {
+	if len(p.Terms) > 0 && p.Terms[0].Idx < done || len(p.Shutdowns) > 0 && p.Shutdowns[0] < done {
+		return -1
+	}
+	for _, s := range p.USidecars {
+		if p.Ctrs[s].Role == RoleSidecar {
+			continue // a native sidecar's exit code never decides the phase (INV-C2)
+		}
+		if a := p.last(s); a != nil && a.Exited != none && a.Code != 0 {
+			return s
+		}
+	}
+	return -1
 }
 
 // killedAt reports whether attempt a of c ended at index end by a kill:
@@ -322,8 +343,9 @@ func checkJobCompletes(p *Pod, hits []Hit) []Hit {
 		}
 		return none
 	}
-	// (a) Every main finished for good at done: the pod must end soon.
-	done := int32(0)
+	// (a) Every main finished for good at done: the pod must end soon,
+	// Succeeded if they all exited 0.
+	done, ok := int32(0), true
 	for _, m := range p.UMains {
 		a := p.last(m)
 		if a == nil || a.Exited == none || p.wantRestart(m, a.Code) {
@@ -331,11 +353,17 @@ func checkJobCompletes(p *Pod, hits []Hit) []Hit {
 			break
 		}
 		done = max(done, a.Exited)
+		ok = ok && a.Code == 0
 	}
 	if done != none {
 		deadline := p.T(done) + p.Spec.Grace + 2e9 + p.Slack()
 		end := ended(done)
 		switch {
+		case end != none && ok && p.Ev[end].Kind == history.PodPhase && p.Ev[end].Phase == "Failed" && p.failedBySidecar(done) >= 0:
+			// The mains succeeded; a sidecar run as a regular container
+			// failed the Job (what INV-C2 rules out for native ones).
+			s := p.failedBySidecar(done)
+			return append(hits, p.at(end, done, "the mains succeeded but the Job failed: sidecar %q (%s) decided the phase", p.Ctrs[s].Name, p.describe(p.last(s).Exited)))
 		case end != none && p.T(end) <= deadline:
 		case end == none && p.Horizon <= deadline:
 			// The history stops before the deadline: nothing to judge.

@@ -108,6 +108,13 @@ func userCases() []invCase {
 		{name: "USER-JOB-COMPLETES/wait-wrapper: the main waits for a shipper that died and will not restart", id: "USER-JOB-COMPLETES", want: Unmet,
 			ev: evs(newPod("job", jobWrapped()).at(0).created().at(10).sandbox().at(20).up("main").up("shipper").
 				at(300).exitedReason("shipper", 137, "OOMKilled").at(60000).nodeEv(history.KubeletUp))},
+		{name: "USER-JOB-COMPLETES/wait-wrapper: an OOM-killed shipper under Never fails the Job whose main succeeded", id: "USER-JOB-COMPLETES", want: Unmet,
+			ev: evs(newPod("job", jobWrapped()).at(0).created().at(10).sandbox().at(20).up("main").up("shipper").serving("shipper").
+				at(1020).appStarted("main", true).at(3000).exitedReason("shipper", 137, "OOMKilled").at(5000).exited("main", 0).phase("Failed").at(5100).removed())},
+		{name: "USER-JOB-COMPLETES/native: the shipper's exit code does not decide the phase", id: "USER-JOB-COMPLETES", clean: true,
+			ev: evs(newPod("job", jobNative()).at(0).created().at(10).sandbox().at(20).up("shipper").serving("shipper").up("main").
+				at(5000).exited("main", 0).terminating("PodCompleted", 10).stop("shipper", 10, "PodCompleted").at(5300).exited("shipper", 143).
+				phase("Succeeded").at(5400).removed())},
 		{name: "USER-JOB-COMPLETES/a history that stops before the deadline judges nothing", id: "USER-JOB-COMPLETES", clean: true,
 			ev: evs(newPod("job", jobWrapped()).at(0).created().at(10).sandbox().at(20).up("main").up("shipper").serving("shipper").
 				at(1020).appStarted("main", true).at(5000).exited("main", 0))},

@@ -175,6 +175,15 @@ func TestFromEvents(t *testing.T) {
 			faults:  []string{"kubelet-crash", "partition"},
 		},
 		{
+			name: "a graceful node shutdown of the pod's node is the node-shutdown fault's effect",
+			events: newH("ns/s").created(0, sidecarSpec("Always")).scheduled(1).
+				raw(history.Event{T: 5, Kind: history.FaultBegin, Node: "node-1", Fault: "node-shutdown", FaultID: 7}).
+				raw(history.Event{T: 5, Kind: history.NodeShutdown, Node: "node-1", Grace: 20e9}).events,
+			want:    map[Metric]float64{},
+			faulted: true,
+			faults:  []string{"node-shutdown"},
+		},
+		{
 			name: "fault begun but not applied: not faulted",
 			events: newH("ns/nf").created(0, sidecarSpec("Always")).
 				raw(history.Event{T: 5, Kind: history.FaultBegin, Fault: "apiserver-down", FaultID: 2}).

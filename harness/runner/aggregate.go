@@ -109,6 +109,8 @@ type Aggregate struct {
 	AllowMixed bool
 	Mixed      bool
 	hashes     map[string]string
+	// user holds each row's user-level counts (userlevel.go).
+	user map[*Row]*userTally
 }
 
 // NewAggregate returns an empty aggregate with a row per scenario ×
@@ -220,9 +222,13 @@ func (a *Aggregate) AddTrial(e *rundir.Entry, recs []metrics.Record, finds []run
 	for i := range recs {
 		a.lat.Add(&recs[i])
 	}
+	a.addUserLevel(r, recs)
 	for i := range finds {
 		if len(r.Findings) >= MaxReportFindings {
 			break
+		}
+		if isUserLevel(finds[i].ID) {
+			continue // the user-level section counts them (userlevel.go)
 		}
 		r.Findings = append(r.Findings, finds[i])
 	}

@@ -391,10 +391,9 @@ func (o *Options) runTrial(ctx context.Context, d *rundir.Dir, t scenario.Trial,
 	part := history.NewPartitioner(func(meta *history.Meta, pod string, evs []history.Event) error {
 		pods++
 		cr.Add(meta, pod, evs)
-		rec := metrics.FromEvents(meta, pod, evs)
-		out.recs = append(out.recs, rec)
+		out.recs = append(out.recs, metrics.FromEvents(meta, pod, evs))
 		prog.PodsDone(1)
-		return rw.Write(&rec)
+		return nil
 	})
 	// Encoding, partitioning, checking and measuring run on their own
 	// goroutine beside the backend (a sim trial is single-threaded).
@@ -417,6 +416,15 @@ func (o *Options) runTrial(ctx context.Context, d *rundir.Dir, t scenario.Trial,
 	}
 	if err := f.Sync(); err != nil {
 		return nil, err
+	}
+	// The records are written once the checker is done: each carries the
+	// user-level guarantees its pod did not get.
+	for i := range out.recs {
+		rec := &out.recs[i]
+		rec.Unmet = rep.UserUnmet[rec.Pod]
+		if err := rw.Write(rec); err != nil {
+			return nil, err
+		}
 	}
 	if err := rw.Flush(); err != nil {
 		return nil, err

@@ -84,6 +84,7 @@ type htmlPage struct {
 	ECDFMetric  string
 	Invariants  []htmlInvRow
 	Matrix      htmlMatrix
+	UserLevel   template.HTML
 	Overall     string
 	OverallCls  string
 	Verdicts    []htmlVerdict
@@ -137,6 +138,11 @@ func htmlView(d RunData) (htmlPage, error) {
 		}
 		pg.ECDF, pg.ECDFMetric = template.HTML(svg), m
 	}
+	ul, err := userLevelHTML(d)
+	if err != nil {
+		return pg, fmt.Errorf("user-level guarantees: %w", err)
+	}
+	pg.UserLevel = ul
 	for _, r := range d.Invariants {
 		rs := rowRate(r)
 		cls := "ok"
@@ -274,7 +280,7 @@ footer{font-size:.85rem;color:#333;margin-top:2rem}
 <tr><th>policy</th><th>invariant</th>{{range .Matrix.Faults}}<th>{{.}}</th>{{end}}</tr>
 {{range .Matrix.Rows}}<tr><td>{{.Policy}}</td><td><b>{{.ID}}</b></td>{{range .Cells}}<td class="num {{.Class}}"{{if .Title}} title="{{.Title}}"{{end}}>{{.Text}}</td>{{end}}</tr>
 {{end}}</table>{{end}}
-
+{{.UserLevel}}
 <h2>Graduation</h2>
 {{if not .Verdicts}}<p>No graduation criteria were evaluated.</p>{{else}}
 <p>Overall: <span class="{{.OverallCls}}">&nbsp;{{.Overall}}&nbsp;</span></p>
