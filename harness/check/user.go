@@ -296,17 +296,16 @@ func checkProxyOutlives(p *Pod, hits []Hit) []Hit {
 
 // failedBySidecar returns the user sidecar whose failed exit decided a
 // Job's Failed phase though its mains succeeded by index done, or -1:
-// a sidecar run as a regular container that exited non-zero, with no pod
-// termination or node shutdown before done (those fail a pod on their
-// own: reason Terminated).
+// a sidecar that exited non-zero (its exit counted: a regular container,
+// or a design that counts sidecars), with no pod termination or node
+// shutdown before done (those fail a pod on their own: reason
+// Terminated). Under kep753 the phase ignores sidecars (INV-C2): its pods
+// do not get here.
 func (p *Pod) failedBySidecar(done int32) int {
 	if len(p.Terms) > 0 && p.Terms[0].Idx < done || len(p.Shutdowns) > 0 && p.Shutdowns[0] < done {
 		return -1
 	}
 	for _, s := range p.USidecars {
-		if p.Ctrs[s].Role == RoleSidecar {
-			continue // a native sidecar's exit code never decides the phase (INV-C2)
-		}
 		if a := p.last(s); a != nil && a.Exited != none && a.Code != 0 {
 			return s
 		}
@@ -360,8 +359,8 @@ func checkJobCompletes(p *Pod, hits []Hit) []Hit {
 		end := ended(done)
 		switch {
 		case end != none && ok && p.Ev[end].Kind == history.PodPhase && p.Ev[end].Phase == "Failed" && p.failedBySidecar(done) >= 0:
-			// The mains succeeded; a sidecar run as a regular container
-			// failed the Job (what INV-C2 rules out for native ones).
+			// The mains succeeded; a sidecar failed the Job (what INV-C2
+			// rules out for native ones).
 			s := p.failedBySidecar(done)
 			return append(hits, p.at(end, done, "the mains succeeded but the Job failed: sidecar %q (%s) decided the phase", p.Ctrs[s].Name, p.describe(p.last(s).Exited)))
 		case end != none && p.T(end) <= deadline:

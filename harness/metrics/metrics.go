@@ -110,10 +110,15 @@ type Record struct {
 	// pod.created, or a fault.end of an instance (name, FaultID) with no
 	// fault.not-applied (in effect since before the pod's history began).
 	// A fault.begin alone does not count: faults count once they took
-	// effect (ARCHITECTURE.md rule 5), except that a node.shutdown on the
-	// pod's node while it lived is the effect of the node-shutdown fault
-	// that began there (the fault's own fault.effect summarises the
-	// shutdown at its end, often after the pods it terminated are gone).
+	// effect (ARCHITECTURE.md rule 5), except that two events of the pod's
+	// own history prove a fault's effect before its fault.effect does: a
+	// node.shutdown on the pod's node is the effect of the node-shutdown
+	// fault that began there (its fault.effect summarises the shutdown at
+	// its end, often after the pods it terminated are gone), and a
+	// container.image-changed of the pod that of its image-change (whose
+	// fault.effect waits for the new image to run: a pod removed first,
+	// after the kubelet stopped the container for it, gets a
+	// fault.not-applied).
 	// Faults lists the catalogue names.
 	Faulted bool     `json:"faulted"`
 	Faults  []string `json:"faults,omitempty"`
@@ -172,7 +177,7 @@ type faultKey struct {
 	id   uint32
 }
 
-type faultSeen struct{ begun, effect, end, notApplied bool }
+type faultSeen struct{ begun, effect, proven, end, notApplied bool }
 
 func msBetween(from, to int64) float64 { return float64(to-from) / 1e6 }
 
@@ -328,13 +333,22 @@ func FromEvents(meta *history.Meta, pod string, events []history.Event) Record {
 			if created != never && e.T >= created && (e.Node == "" || e.Node == r.Node) {
 				for k, fs := range faults {
 					if k.name == "node-shutdown" && fs.begun && !fs.notApplied {
-						fs.effect = true
+						fs.effect, fs.proven = true, true
+						faults[k] = fs
+					}
+				}
+			}
+		case history.ContainerImageChanged:
+			if created != never && e.T >= created && e.Pod == pod {
+				for k, fs := range faults {
+					if k.name == "image-change" && fs.begun && !fs.effect {
+						fs.effect, fs.proven = true, true
 						faults[k] = fs
 					}
 				}
 			}
 		case history.FaultBegin:
-			if e.Fault == "node-shutdown" {
+			if e.Fault == "node-shutdown" || e.Fault == "image-change" {
 				fs := faults[faultKey{e.Fault, e.FaultID}]
 				fs.begun = true
 				faults[faultKey{e.Fault, e.FaultID}] = fs
@@ -348,7 +362,7 @@ func FromEvents(meta *history.Meta, pod string, events []history.Event) Record {
 				case history.FaultEnd:
 					fs.end = true
 				default:
-					fs.notApplied = true
+					fs.notApplied = !fs.proven // the pod's history proved it took effect
 				}
 				faults[faultKey{e.Fault, e.FaultID}] = fs
 			}

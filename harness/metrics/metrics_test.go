@@ -184,6 +184,17 @@ func TestFromEvents(t *testing.T) {
 			faults:  []string{"node-shutdown"},
 		},
 		{
+			name: "an image change the pod was removed before it ran is still the image-change fault's effect",
+			events: newH("ns/i").created(0, sidecarSpec("Always")).scheduled(1).
+				raw(history.Event{T: 5, Kind: history.FaultBegin, Pod: "ns/i", Node: "node-1", Container: "proxy", Fault: "image-change", FaultID: 8}).
+				raw(history.Event{T: 5, Kind: history.ContainerImageChanged, Pod: "ns/i", Node: "node-1", Container: "proxy", Msg: "envoy:2"}).
+				raw(history.Event{T: 9, Kind: history.FaultNotApplied, Pod: "ns/i", Node: "node-1", Fault: "image-change", FaultID: 8}).
+				raw(history.Event{T: 9, Kind: history.FaultEnd, Pod: "ns/i", Node: "node-1", Fault: "image-change", FaultID: 8}).events,
+			want:    map[Metric]float64{},
+			faulted: true,
+			faults:  []string{"image-change"},
+		},
+		{
 			name: "fault begun but not applied: not faulted",
 			events: newH("ns/nf").created(0, sidecarSpec("Always")).
 				raw(history.Event{T: 5, Kind: history.FaultBegin, Fault: "apiserver-down", FaultID: 2}).

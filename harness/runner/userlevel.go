@@ -2,10 +2,12 @@ package runner
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/sidebench/sidebench/harness/check"
 	"github.com/sidebench/sidebench/harness/metrics"
 	"github.com/sidebench/sidebench/reports/render"
+	"github.com/sidebench/sidebench/reports/stats"
 )
 
 // The user-level guarantees (harness/check, Level USER) are counted per
@@ -27,6 +29,19 @@ var userGuarantees = func() []render.UserGuarantee {
 	return out
 }()
 
+// comparesWorkarounds reports whether scenario scen runs a workaround
+// policy.
+func (a *Aggregate) comparesWorkarounds(scen string) bool {
+	if s := a.byName[scen]; s != nil {
+		for _, g := range s.PolicyGates() {
+			if g.IsWorkaround() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // isUserLevel reports whether an invariant ID is a user-level guarantee.
 func isUserLevel(id string) bool {
 	for _, g := range userGuarantees {
@@ -37,10 +52,14 @@ func isUserLevel(id string) bool {
 	return false
 }
 
-// userTally is one scenario × policy's user-level counts.
+// userTally is one scenario × policy's user-level counts, and the
+// startup latencies of its pods no fault touched per workload and metric
+// (only for scenarios that compare workarounds: a workload's own startup
+// cost is the debate's, and the Latency section pools workloads).
 type userTally struct {
-	pods  map[string]int            // stratum → pods
-	unmet map[string]map[string]int // stratum → guarantee → pods
+	pods    map[string]int            // stratum → pods
+	unmet   map[string]map[string]int // stratum → guarantee → pods
+	startup map[[2]string][]float64   // (workload, metric) → ms
 }
 
 // addUserLevel folds one trial's pod records into row r's tally.
@@ -53,8 +72,20 @@ func (a *Aggregate) addUserLevel(r *Row, recs []metrics.Record) {
 		t = &userTally{pods: map[string]int{}, unmet: map[string]map[string]int{}}
 		a.user[r] = t
 	}
+	perWorkload := a.comparesWorkarounds(r.Scenario)
 	for i := range recs {
 		rec := &recs[i]
+		if perWorkload && !rec.Faulted {
+			if t.startup == nil {
+				t.startup = map[[2]string][]float64{}
+			}
+			for _, m := range render.UserStartupMetrics {
+				if v, ok := rec.Latency(m); ok {
+					k := [2]string{rec.Workload, m}
+					t.startup[k] = append(t.startup[k], v)
+				}
+			}
+		}
 		strata := []string{render.StratumAll, render.StratumNoFault}
 		switch len(rec.Faults) {
 		case 0:
@@ -100,6 +131,27 @@ func (a *Aggregate) userLevel(scen string) *render.UserLevel {
 	}
 	if len(u.Policies) < 2 && !any {
 		return nil
+	}
+	for _, r := range a.rows {
+		t := a.user[r]
+		if r.Scenario != scen || t == nil {
+			continue
+		}
+		keys := make([][2]string, 0, len(t.startup))
+		for k := range t.startup {
+			keys = append(keys, k)
+		}
+		slices.SortFunc(keys, func(x, y [2]string) int {
+			if c := strings.Compare(x[0], y[0]); c != 0 {
+				return c
+			}
+			return slices.Index(render.UserStartupMetrics, x[1]) - slices.Index(render.UserStartupMetrics, y[1])
+		})
+		for _, k := range keys {
+			x := t.startup[k]
+			u.Startup = append(u.Startup, render.UserStartup{Policy: r.Policy, Workload: k[0], Metric: k[1], N: len(x),
+				P50: stats.QuantileSummary(x, 0.5, render.DefaultConfidence), P90: stats.QuantileSummary(x, 0.9, render.DefaultConfidence)})
+		}
 	}
 	for s := range strata {
 		u.Strata = append(u.Strata, s)

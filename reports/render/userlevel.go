@@ -30,6 +30,17 @@ type UserLevel struct {
 	Policies []string
 	Strata   []string
 	Cells    []UserCell
+	// Startup is the startup cost per policy and workload (pods no fault
+	// touched), when the scenario compares workarounds; otherwise the
+	// section shows the Latency section's per-policy numbers.
+	Startup []UserStartup
+}
+
+// UserStartup is one workload's startup latency under one policy.
+type UserStartup struct {
+	Policy, Workload, Metric string
+	N                        int
+	P50, P90                 stats.Summary
 }
 
 // UserGuarantee is one user-level guarantee.
@@ -68,8 +79,55 @@ func userRate(c UserCell) string {
 	return fmt.Sprintf("%d/%d %s [%s, %s]", c.K, c.N, fmtPct(float64(c.K)/float64(c.N)), fmtPct(lo), fmtPct(hi))
 }
 
-// userStartupMetrics are the startup cost the section compares.
-var userStartupMetrics = []string{"pod_startup", "sidecar_gate"}
+// UserStartupMetrics are the startup cost the section compares.
+var UserStartupMetrics = []string{"pod_startup", "sidecar_gate"}
+
+// startupRows returns the startup table: rows of label cells, then n,
+// p50, p90 per metric.
+func (u *UserLevel) startupRows(d RunData) (head []string, rows [][]string) {
+	if len(u.Startup) == 0 {
+		head = []string{"policy"}
+		for _, pol := range u.Policies {
+			row := []string{pol}
+			for _, m := range UserStartupMetrics {
+				if l, ok := latencyOf(d, pol, m); ok {
+					row = append(row, fmt.Sprint(l.N), fmtSummary(l.P50), fmtSummary(l.P90))
+				} else {
+					row = append(row, "0", "·", "·")
+				}
+			}
+			rows = append(rows, row)
+		}
+		return head, rows
+	}
+	head = []string{"workload", "policy"}
+	var wls []string
+	for _, s := range u.Startup {
+		if !slices.Contains(wls, s.Workload) {
+			wls = append(wls, s.Workload)
+		}
+	}
+	slices.Sort(wls)
+	for _, wl := range wls {
+		for _, pol := range u.Policies {
+			row := []string{wl, pol}
+			for _, m := range UserStartupMetrics {
+				found := false
+				for _, s := range u.Startup {
+					if s.Policy == pol && s.Workload == wl && s.Metric == m {
+						row = append(row, fmt.Sprint(s.N), fmtSummary(s.P50), fmtSummary(s.P90))
+						found = true
+					}
+				}
+				if !found {
+					row = append(row, "0", "·", "·")
+				}
+			}
+			rows = append(rows, row)
+		}
+	}
+	return head, rows
+}
 
 // nativeStillFails lists, for each policy that is not a workaround and
 // not none, the strata and guarantees where it did not give the user what
@@ -93,6 +151,8 @@ func (u *UserLevel) nativeStillFails() []string {
 	}
 	return out
 }
+
+const userStartupIntro = "Pods no fault touched. pod_startup ends when every application started (a wrapper's exec, not its container's start); sidecar_gate is the last sidecar start (the kubelet's Started) → the first application start, absent where an application started before the kubelet saw every sidecar started. Per workload when the scenario compares workarounds, otherwise the Latency section's per-policy populations."
 
 const userLevelIntro = "Each cell is pods that did not get the guarantee / pods in the stratum, the rate and its Clopper–Pearson 95% interval. A fault kind's stratum holds the pods that kind, and no other, took effect on; \"no fault\" the pods no fault touched, \"several faults\" those two kinds or more touched. These guarantees are what the user of a sidecar wanted, judged the same way for every policy; Kubernetes promises none of them, so they change no verdict (docs/checker.md)."
 
@@ -121,19 +181,11 @@ func writeUserLevelMarkdown(p func(string, ...any), d RunData) {
 			p("| %s | %s | %s |\n", s, pol, strings.Join(cells, " | "))
 		}
 	}
-	p("\n### Startup cost\n\n")
-	p("The latency populations of the Latency section (pods no fault touched): pod_startup ends when every application started (a wrapper's exec, not its container's start), sidecar_gate is the last sidecar start → the first application start.\n\n")
-	p("| policy | pod_startup n | p50 ms [95%% CI] | p90 ms [95%% CI] | sidecar_gate n | p50 ms [95%% CI] | p90 ms [95%% CI] |\n|---|---:|---:|---:|---:|---:|---:|\n")
-	for _, pol := range u.Policies {
-		row := []string{pol}
-		for _, m := range userStartupMetrics {
-			l, ok := latencyOf(d, pol, m)
-			if !ok {
-				row = append(row, "0", "·", "·")
-				continue
-			}
-			row = append(row, fmt.Sprint(l.N), fmtSummary(l.P50), fmtSummary(l.P90))
-		}
+	p("\n### Startup cost\n\n%s\n\n", userStartupIntro)
+	head, rows := u.startupRows(d)
+	p("| %s | pod_startup n | p50 ms [95%% CI] | p90 ms [95%% CI] | sidecar_gate n | p50 ms [95%% CI] | p90 ms [95%% CI] |\n|%s---:|---:|---:|---:|---:|---:|\n",
+		strings.Join(head, " | "), strings.Repeat("---|", len(head)))
+	for _, row := range rows {
 		p("| %s |\n", strings.Join(row, " | "))
 	}
 	p("\n### Where the native design still fails\n\n")
@@ -201,14 +253,19 @@ func userLevelHTML(d RunData) (template.HTML, error) {
 			b.WriteString("</tr>\n")
 		}
 	}
-	b.WriteString("</table>\n<h3>Startup cost</h3>\n<table>\n<tr><th>policy</th><th>pod_startup n</th><th>p50 ms [95% CI]</th><th>p90 ms [95% CI]</th><th>sidecar_gate n</th><th>p50 ms [95% CI]</th><th>p90 ms [95% CI]</th></tr>\n")
-	for _, pol := range u.Policies {
-		fmt.Fprintf(&b, "<tr><td>%s</td>", e(pol))
-		for _, m := range userStartupMetrics {
-			if l, ok := latencyOf(d, pol, m); ok {
-				fmt.Fprintf(&b, `<td class="num">%d</td><td class="num">%s</td><td class="num">%s</td>`, l.N, e(fmtSummary(l.P50)), e(fmtSummary(l.P90)))
+	fmt.Fprintf(&b, "</table>\n<h3>Startup cost</h3>\n<p>%s</p>\n<table>\n<tr>", e(userStartupIntro))
+	head, rows := u.startupRows(d)
+	for _, h := range head {
+		fmt.Fprintf(&b, "<th>%s</th>", e(h))
+	}
+	b.WriteString("<th>pod_startup n</th><th>p50 ms [95% CI]</th><th>p90 ms [95% CI]</th><th>sidecar_gate n</th><th>p50 ms [95% CI]</th><th>p90 ms [95% CI]</th></tr>\n")
+	for _, row := range rows {
+		b.WriteString("<tr>")
+		for i, c := range row {
+			if i < len(head) {
+				fmt.Fprintf(&b, "<td>%s</td>", e(c))
 			} else {
-				b.WriteString(`<td class="num">0</td><td class="num">·</td><td class="num">·</td>`)
+				fmt.Fprintf(&b, `<td class="num">%s</td>`, e(c))
 			}
 		}
 		b.WriteString("</tr>\n")
