@@ -51,7 +51,13 @@ func (s *Server) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) 
 		case HookPostStart:
 			d := c.plan.PostStart
 			s.mu.Unlock()
-			ok, why := s.waitHook(ctx, c, d, req.GetTimeout())
+			var ok bool
+			var why string
+			if c.wiring != nil && c.wiring.Hold != nil {
+				ok, why = s.holdHook(ctx, c, req.GetTimeout())
+			} else {
+				ok, why = s.waitHook(ctx, c, d, req.GetTimeout())
+			}
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			e := c.event(history.ContainerPostStartDone)
@@ -62,7 +68,13 @@ func (s *Server) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) 
 			s.emit(c.event(history.ContainerPreStopBegin))
 			d := c.plan.PreStop
 			s.mu.Unlock()
-			ok, why := s.waitHook(ctx, c, d, req.GetTimeout())
+			var ok bool
+			var why string
+			if c.wiring != nil && c.wiring.Drain != nil {
+				ok, why = s.drainHook(ctx, c, req.GetTimeout())
+			} else {
+				ok, why = s.waitHook(ctx, c, d, req.GetTimeout())
+			}
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			e := c.event(history.ContainerPreStopEnd)
@@ -109,15 +121,27 @@ func (s *Server) waitHook(ctx context.Context, c *container, d time.Duration, ti
 }
 
 func (s *Server) probeLocked(c *container, kind string) *runtimeapi.ExecSyncResponse {
-	elapsed := time.Duration(s.cfg.Now() - c.startedAt)
+	// The behaviour's clock starts with the application: a wrapper that
+	// has not exec'd it yet answers no probe (startup and readiness fail,
+	// liveness passes).
+	elapsed := time.Duration(s.cfg.Now() - c.appAt)
+	if c.appAt == 0 {
+		elapsed = -1
+	}
 	var ok bool
 	switch kind {
 	case ProbeStartup:
 		ok = c.plan.StartupAfter != behavior.Never && elapsed >= c.plan.StartupAfter
+		if ok && c.plan.ReadyAfter != behavior.Never && elapsed >= c.plan.ReadyAfter {
+			s.servingLocked(c) // the startup probe saw it serving: record it first
+		}
 	case ProbeReadiness:
 		ok = c.plan.ReadyAfter != behavior.Never && elapsed >= c.plan.ReadyAfter
+		if ok {
+			s.servingLocked(c)
+		}
 	case ProbeLiveness:
-		ok = c.plan.LivenessFailAfter == behavior.Never || elapsed < c.plan.LivenessFailAfter
+		ok = c.plan.LivenessFailAfter == behavior.Never || elapsed < 0 || elapsed < c.plan.LivenessFailAfter
 	default:
 		return &runtimeapi.ExecSyncResponse{Stderr: []byte("sidebench: unknown probe " + kind + "\n"), ExitCode: 127}
 	}

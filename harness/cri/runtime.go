@@ -47,6 +47,15 @@ type container struct {
 	killAt    int64
 	stopAsked bool
 	lastProbe map[string]string
+
+	// Workaround wiring (wiring.go): what it adds to the behaviour, when
+	// the application started (startedAt unless a wrapper waits; 0 while
+	// it waits), when the wait began, and whether container.serving was
+	// written.
+	wiring      *behavior.Wiring
+	appAt       int64
+	waitFrom    int64
+	servingSent bool
 }
 
 func (c *container) stopTimers() {
@@ -230,6 +239,10 @@ func (s *Server) CreateContainer(_ context.Context, req *runtimeapi.CreateContai
 		return nil, status.Errorf(codes.FailedPrecondition, "pod sandbox %q is not ready", sb.id)
 	}
 	beh, err := behaviorFor(sb.config.GetAnnotations(), md.GetName())
+	var wiring *behavior.Wiring
+	if err == nil {
+		wiring, err = wiringFor(sb.config.GetAnnotations(), md.GetName())
+	}
 	if err != nil {
 		s.cfg.Logf("cri: %s/%s: %v", sb.pod, md.GetName(), err)
 		s.emit(history.Event{Kind: history.ContainerStartFailed, Pod: sb.pod, Container: md.GetName(), Attempt: md.GetAttempt(), Msg: err.Error()})
@@ -247,6 +260,7 @@ func (s *Server) CreateContainer(_ context.Context, req *runtimeapi.CreateContai
 		plan:      beh.Draw(behavior.ContainerKey(sb.seed, sb.pod, md.GetName(), md.GetAttempt()).Rand()),
 		exited:    make(chan struct{}),
 		lastProbe: map[string]string{},
+		wiring:    wiring,
 	}
 	s.containers[c.id] = c
 	s.emit(c.event(history.ContainerStartRequested))
@@ -304,14 +318,13 @@ func (s *Server) StartContainer(ctx context.Context, req *runtimeapi.StartContai
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
 	c.startedAt = s.cfg.Now()
 	s.emit(c.event(history.ContainerRunning))
-	if c.plan.ExitAfter != behavior.Never {
-		code, reason := c.plan.ExitCode, c.plan.ExitReason
-		c.exitTimer = time.AfterFunc(c.plan.ExitAfter, func() {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			s.exitLocked(c, code, reason, "")
-		})
+	if !c.waits() {
+		// The application is the process; a wrapper execs it later
+		// (wiring.go) and its exit is armed then.
+		c.appAt = c.startedAt
+		s.armExitLocked(c)
 	}
+	s.wireStartedLocked(c)
 	return &runtimeapi.StartContainerResponse{}, nil
 }
 
@@ -357,7 +370,10 @@ func (s *Server) StopContainer(ctx context.Context, req *runtimeapi.StopContaine
 			c.termTimer = time.AfterFunc(th, func() {
 				s.mu.Lock()
 				defer s.mu.Unlock()
-				s.exitLocked(c, code, behavior.ReasonFor(code), "")
+				if s.alive(c) {
+					s.exitLocked(c, code, behavior.ReasonFor(code), "")
+					s.ownExitLocked(c, behavior.ReasonFor(code))
+				}
 			})
 		}
 	}

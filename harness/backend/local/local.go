@@ -150,7 +150,9 @@ func (b *Backend) Close() error {
 // Supports reports whether the real kubelet implements a policy: the final
 // KEP-753 design, alone or with the Kubernetes gates ContainerRestartRules
 // and RestartAllContainersOnContainerExits (beta, on by default in
-// v1.37.2; FeatureGates names them explicitly). The 2019 proposal, none,
+// v1.37.2; FeatureGates names them explicitly), and the workaround
+// policies (their pods have no native sidecar; the CRI server executes
+// their wiring). The 2019 proposal, none,
 // SidecarsRestartableDuringPodTermination (not in Kubernetes) and the bug
 // replicas are the reference implementation's only.
 func Supports(policy string) bool {
@@ -456,6 +458,16 @@ func (tr *trial) compile() error {
 				return err
 			}
 			cw.ann[k] = v
+			if !b.Wiring.IsZero() {
+				// A workaround's wrapper, hooks and quit signal, and the
+				// user sidecars' container.serving: the CRI server
+				// executes them (docs/workarounds.md).
+				k, v, err := cri.WiringAnnotation(b.Container, b.Wiring)
+				if err != nil {
+					return err
+				}
+				cw.ann[k] = v
+			}
 		}
 		cw.ann[cri.AnnotationSeed] = strconv.FormatUint(tr.p.Seed, 10)
 		cw.tmpl = *RewriteSpec(&w.Template.Spec)

@@ -72,6 +72,8 @@ func TestSupportsAndFeatureGates(t *testing.T) {
 		"kep753-2019":                                                       false,
 		"none":                                                              false,
 		"bogus":                                                             false,
+		"workaround:wait-wrapper":                                           true,
+		"workaround:hold-until-proxy-starts(drain=zero-connections)": true,
 	} {
 		if got := Supports(p); got != want {
 			t.Errorf("Supports(%q) = %v, want %v", p, got, want)
