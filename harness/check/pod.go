@@ -147,6 +147,8 @@ type Pod struct {
 	Removed   int32
 
 	windows []window
+	// scratch space of the user-level checkers (user.go), reused
+	spans, gaps []span
 }
 
 // ErrNoSpec is returned by BuildPod for a history without pod.created.
@@ -180,7 +182,7 @@ func (p *Pod) reset() {
 		Sandboxes: p.Sandboxes[:0], Terms: p.Terms[:0], Outages: p.Outages[:0],
 		Faults: p.Faults[:0], Phases: p.Phases[:0], Conds: p.Conds[:0],
 		Images: p.Images[:0], Resizes: p.Resizes[:0], Scheduled: p.Scheduled[:0], Shutdowns: p.Shutdowns[:0],
-		windows: p.windows[:0], Created: none, Deleted: none, Removed: none,
+		windows: p.windows[:0], spans: p.spans[:0], gaps: p.gaps[:0], Created: none, Deleted: none, Removed: none,
 	}
 }
 

@@ -66,8 +66,9 @@ func (p *Pod) appStart(m int, a *Attempt) int32 {
 // the event that opened it (none: nothing has happened yet).
 type span struct{ from, to, cause int32 }
 
-// served returns the stretches during which sidecar s served, in order.
-func (p *Pod) served(s int) []span {
+// served appends the stretches during which sidecar s served, in order,
+// to out.
+func (p *Pod) served(s int, out []span) []span {
 	runtimeTruth := false
 	for _, i := range p.Ctrs[s].Ev {
 		if p.Ev[i].Kind == history.ContainerServing {
@@ -75,7 +76,6 @@ func (p *Pod) served(s int) []span {
 			break
 		}
 	}
-	var out []span
 	for k := range p.Ctrs[s].Att {
 		a := &p.Ctrs[s].Att[k]
 		if a.Running == none {
@@ -119,11 +119,12 @@ func (p *Pod) served(s int) []span {
 // unserved returns the stretches during which sidecar s did not serve:
 // the complement of served, each with the event that opened it (the
 // previous stretch's end: an exit, a readiness failure; none before the
-// first).
+// first). It reuses the pod's scratch space: valid until the next call.
 func (p *Pod) unserved(s int) []span {
-	var out []span
+	p.spans = p.served(s, p.spans[:0])
+	out := p.gaps[:0]
 	from, cause := int32(0), none
-	for _, sp := range p.served(s) {
+	for _, sp := range p.spans {
 		if sp.from > from {
 			out = append(out, span{from: from, to: sp.from, cause: cause})
 		}
@@ -132,6 +133,7 @@ func (p *Pod) unserved(s int) []span {
 	if from < p.n() {
 		out = append(out, span{from: from, to: p.n(), cause: cause})
 	}
+	p.gaps = out
 	return out
 }
 
@@ -149,23 +151,20 @@ func checkAppProxy(p *Pod, hits []Hit) []Hit {
 	}
 	cut := p.userCut()
 	best := Hit{T: -1}
-	gaps := make([][]span, len(p.USidecars))
-	for k, s := range p.USidecars {
-		gaps[k] = p.unserved(s)
-	}
-	for _, m := range p.UMains {
-		for j := range p.Ctrs[m].Att {
-			a := &p.Ctrs[m].Att[j]
-			start := p.appStart(m, a)
-			if start == none || start >= cut {
-				continue
-			}
-			end := p.attemptEnd(a)
-			if end == none || end > cut {
-				end = cut
-			}
-			for k, s := range p.USidecars {
-				for _, g := range gaps[k] {
+	for _, s := range p.USidecars {
+		gaps := p.unserved(s)
+		for _, m := range p.UMains {
+			for j := range p.Ctrs[m].Att {
+				a := &p.Ctrs[m].Att[j]
+				start := p.appStart(m, a)
+				if start == none || start >= cut {
+					continue
+				}
+				end := p.attemptEnd(a)
+				if end == none || end > cut {
+					end = cut
+				}
+				for _, g := range gaps {
 					from, to := max(start, g.from), min(end, g.to)
 					// A gap of no duration is no exposure: the app and the
 					// sidecar died, or came up, at the same instant.
@@ -234,64 +233,71 @@ func checkProxyOutlives(p *Pod, hits []Hit) []Hit {
 	}
 	// Whole-pod kills, then node losses: each is a moment the sidecars
 	// running then must outlive the mains running then.
-	type kill struct {
-		at   int32
-		what string
-	}
-	var kills []kill
 	for t := range p.Terms {
-		kills = append(kills, kill{p.Terms[t].Idx, "pod " + p.Terms[t].Reason})
+		if h, ok := p.outlives(p.Terms[t].Idx); ok {
+			h.Msg = fmt.Sprintf(h.Msg, "pod "+p.Terms[t].Reason)
+			return append(hits, h)
+		}
 	}
 	for _, o := range p.Outages {
-		if o.What == history.NodeDown {
-			kills = append(kills, kill{o.Down, "node down"})
-		}
-	}
-	for _, k := range kills {
-		lastMain, lastName := none, ""
-		for _, m := range p.UMains {
-			a := p.attAt(m, k.at)
-			if a == nil || p.appStart(m, a) == none || p.appStart(m, a) > k.at {
-				continue
-			}
-			end := p.attemptEnd(a)
-			if end == none {
-				end = p.n()
-			}
-			if end > lastMain {
-				lastMain, lastName = end, p.Ctrs[m].Name
-			}
-		}
-		if lastMain == none {
+		if o.What != history.NodeDown {
 			continue
 		}
-		for _, s := range p.USidecars {
-			a := p.attAt(s, k.at)
-			if a == nil {
-				continue
-			}
-			end := p.attemptEnd(a)
-			if end == none || lastMain < p.n() && p.T(end) > p.T(lastMain) {
-				continue
-			}
-			// Exits at the same instant: the sidecar outlived the mains
-			// unless it was killed with them (SIGKILL, its node gone),
-			// whatever order the history lists the deaths in: no ordering
-			// at all.
-			if lastMain < p.n() && p.T(end) == p.T(lastMain) && !p.killedAt(s, a, end) {
-				continue
-			}
-			h := p.at(end, lastMain, "at %s, sidecar %q (%s) did not outlive main %q (exit %s later)", k.what, p.Ctrs[s].Name, p.describe(end), lastName, ms(p.tAt(lastMain)-p.T(end)))
-			if lastMain < p.n() && p.T(end) == p.T(lastMain) {
-				h = p.at(end, lastMain, "at %s, sidecar %q (%s) was killed with main %q at the same instant: no ordering", k.what, p.Ctrs[s].Name, p.describe(end), lastName)
-			}
-			if lastMain >= p.n() {
-				h = p.at(end, k.at, "at %s, sidecar %q (%s) did not outlive main %q (still running at the end of the history)", k.what, p.Ctrs[s].Name, p.describe(end), lastName)
-			}
+		if h, ok := p.outlives(o.Down); ok {
+			h.Msg = fmt.Sprintf(h.Msg, "node down")
 			return append(hits, h)
 		}
 	}
 	return hits
+}
+
+// outlives judges the kill at index at: a hit whose message has a %s for
+// what the kill was, if a sidecar running then did not outlive the last
+// main running then.
+func (p *Pod) outlives(at int32) (Hit, bool) {
+	lastMain, last := none, -1
+	for _, m := range p.UMains {
+		a := p.attAt(m, at)
+		if a == nil || p.appStart(m, a) == none || p.appStart(m, a) > at {
+			continue
+		}
+		end := p.attemptEnd(a)
+		if end == none {
+			end = p.n()
+		}
+		if end > lastMain {
+			lastMain, last = end, m
+		}
+	}
+	if lastMain == none {
+		return Hit{}, false
+	}
+	for _, s := range p.USidecars {
+		a := p.attAt(s, at)
+		if a == nil {
+			continue
+		}
+		end := p.attemptEnd(a)
+		if end == none || lastMain < p.n() && p.T(end) > p.T(lastMain) {
+			continue
+		}
+		// Exits at the same instant: the sidecar outlived the mains
+		// unless it was killed with them (SIGKILL, its node gone),
+		// whatever order the history lists the deaths in: no ordering
+		// at all.
+		if lastMain < p.n() && p.T(end) == p.T(lastMain) && !p.killedAt(s, a, end) {
+			continue
+		}
+		sn, mn, why := p.Ctrs[s].Name, p.Ctrs[last].Name, p.describe(end)
+		switch {
+		case lastMain >= p.n():
+			return p.at(end, at, "at %%s, sidecar %q (%s) did not outlive main %q (still running at the end of the history)", sn, why, mn), true
+		case p.T(end) == p.T(lastMain):
+			return p.at(end, lastMain, "at %%s, sidecar %q (%s) was killed with main %q at the same instant: no ordering", sn, why, mn), true
+		}
+		return p.at(end, lastMain, "at %%s, sidecar %q (%s) did not outlive main %q (exit %s later)", sn, why, mn, ms(p.tAt(lastMain)-p.T(end))), true
+	}
+	return Hit{}, false
 }
 
 // failedBySidecar returns the user sidecar whose failed exit decided a
