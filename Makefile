@@ -3,7 +3,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test run bench lint vet imports cover e2e image clean
+.PHONY: all build test run bench lint vet imports cover e2e image clean density
 
 all: build
 
@@ -40,15 +40,25 @@ imports:
 ## on `--backend kube --provider local` (the local cluster with containerd +
 ## runc from Debian, installed if missing; real containers of the agent image),
 ## the checker on their histories, the interrupt/SIGINT cleanup tests, and
-## the leftover check. Then renders a sim run's report.html in headless
-## Chromium (installed from Debian if missing) and checks it is not blank.
+## the leftover check. Then renders two sim runs' report.html in headless
+## Chromium (installed from Debian if missing) and checks the verdict banner,
+## at least 4 figures (inline SVG plots) and a non-blank rendering.
 e2e: build
 	GO=$(GO) ./hack/e2e.sh
 	GO=$(GO) ./hack/e2e-kube.sh
 	rm -rf $${TMPDIR:-/tmp}/sidebench-report-e2e
-	./bin/sidebench run --quiet --out $${TMPDIR:-/tmp}/sidebench-report-e2e scenarios/policy-comparison.yaml
-	./scripts/screenshot-report.sh $${TMPDIR:-/tmp}/sidebench-report-e2e/report.html
+	for s in policy-comparison bug-replicas; do \
+		./bin/sidebench run --quiet --out $${TMPDIR:-/tmp}/sidebench-report-e2e/$$s scenarios/$$s.yaml && \
+		./scripts/screenshot-report.sh $${TMPDIR:-/tmp}/sidebench-report-e2e/$$s/report.html || exit 1; \
+	done
 	rm -rf $${TMPDIR:-/tmp}/sidebench-report-e2e
+
+## density: the local backend's density benchmark (hack/density.sh; root,
+## about 4 min per size): 20, 40 and 80 real kubelets, idle RSS and CPU per
+## node, then 400 sidecar pods at 20 pods/s (scenarios/local-density.yaml):
+## pods/s, startup p50/p99, checker. Figures in docs/local-backend.md.
+density: build
+	GO=$(GO) ./hack/density.sh $(DENSITY_NODES)
 
 ## image: the sidebench agent as an OCI layout tarball (no registry, no
 ## docker) for kind or `ctr images import` (docs/kube-backend.md), with the

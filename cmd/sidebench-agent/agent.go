@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/sidebench/sidebench/harness/behavior"
 )
 
@@ -59,7 +61,13 @@ type agent struct {
 	// memTick is how often memory grows (tests shorten nothing else).
 	memTick time.Duration
 	hog     hog
+	// clk times the plan (default the real clock; tests step a fake one).
+	clk clock.WithTicker
 }
+
+// ready is a closed channel: a step that is already due fires at once
+// (a fake clock fires a zero-length timer only at its next step).
+var ready = func() chan time.Time { c := make(chan time.Time); close(c); return c }()
 
 // oomRate is how fast memory grows after an oom trigger: fast enough that a
 // limit of a few hundred MiB is hit within a second or two.
@@ -72,6 +80,9 @@ const oomCeiling = 8 << 30
 // code. sig delivers SIGTERM; oom delivers the oom trigger (SIGUSR1).
 func (a *agent) run(sig <-chan os.Signal, oom <-chan os.Signal) int {
 	p := &a.plan
+	if a.clk == nil {
+		a.clk = clock.RealClock{}
+	}
 	// Offsets count from the logged exec time, so that the log shows each
 	// step at least its planned offset after the exec line.
 	exec := time.Unix(0, a.log.event(evExec, nil, p.String()))
@@ -95,10 +106,14 @@ func (a *agent) run(sig <-chan os.Signal, oom <-chan os.Signal) int {
 	)
 	for {
 		var next <-chan time.Time
-		var timer *time.Timer
+		var timer clock.Timer
 		if len(todo) > 0 {
-			timer = time.NewTimer(todo[0].at - time.Since(exec))
-			next = timer.C
+			if wait := todo[0].at - a.clk.Since(exec); wait > 0 {
+				timer = a.clk.NewTimer(wait)
+				next = timer.C()
+			} else {
+				next = ready
+			}
 		}
 		select {
 		case <-next:
@@ -106,13 +121,13 @@ func (a *agent) run(sig <-chan os.Signal, oom <-chan os.Signal) int {
 			todo = todo[1:]
 			switch st.ev {
 			case evStart:
-				started = time.Now()
+				started = a.clk.Now()
 				t := a.log.event(evStart, nil, "")
 				_ = writeState(a.c, state{Attempt: a.c.Attempt, Start: t, PID: pid})
 				if growth {
-					tk := time.NewTicker(a.memTick)
+					tk := a.clk.NewTicker(a.memTick)
 					defer tk.Stop()
-					memC = tk.C
+					memC = tk.C()
 				}
 			case evStarted:
 				touch(a.c.path(fileStarted))
@@ -138,28 +153,28 @@ func (a *agent) run(sig <-chan os.Signal, oom <-chan os.Signal) int {
 					ignored = true
 				}
 			default:
-				termC = time.After(p.TermHandling)
+				termC = a.clk.After(p.TermHandling)
 			}
 		case <-termC:
 			a.log.event(evExit, codePtr(p.TermExitCode), "sigterm")
 			return int(p.TermExitCode)
 		case <-oom:
 			if forced.IsZero() {
-				forced = time.Now()
+				forced = a.clk.Now()
 				a.log.event(evOOMTrigger, nil, "")
 				if memC == nil {
-					tk := time.NewTicker(a.memTick)
+					tk := a.clk.NewTicker(a.memTick)
 					defer tk.Stop()
-					memC = tk.C
+					memC = tk.C()
 				}
 			}
 		case <-memC:
 			var want int64
 			if growth && !started.IsZero() {
-				want = int64(a.c.Behavior.MemoryGrowth * time.Since(started).Seconds())
+				want = int64(a.c.Behavior.MemoryGrowth * a.clk.Since(started).Seconds())
 			}
 			if !forced.IsZero() {
-				want += int64(oomRate * time.Since(forced).Seconds())
+				want += int64(oomRate * a.clk.Since(forced).Seconds())
 			}
 			a.hog.grow(want)
 			limit := 2 * a.c.Behavior.MemoryLimit

@@ -31,6 +31,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 func main() { os.Exit(realMain(os.Args[1:], os.Getenv, os.Stdout, os.Stderr)) }
@@ -61,7 +63,7 @@ func realMain(args []string, getenv func(string) string, stdout, stderr io.Write
 			fmt.Fprintln(stderr, "usage: sidebench-agent hook poststart|prestop")
 			return exitUsage
 		}
-		return hook(args[1], getenv, stderr)
+		return hook(args[1], getenv, stderr, clock.RealClock{})
 	case "plan":
 		c, err := loadConfig(getenv)
 		if err != nil {
@@ -288,8 +290,8 @@ func logProbe(kind string, ok, forced bool, getenv func(string) string) {
 }
 
 // hook plays a lifecycle hook: it sleeps the hook duration drawn for the
-// current attempt (never: until killed), logging its begin and end.
-func hook(kind string, getenv func(string) string, stderr io.Writer) int {
+// current attempt (never: until killed) on clk, logging its begin and end.
+func hook(kind string, getenv func(string) string, stderr io.Writer, clk clock.Clock) int {
 	var begin, end string
 	switch kind {
 	case "poststart", "postStart":
@@ -316,7 +318,7 @@ func hook(kind string, getenv func(string) string, stderr io.Writer) int {
 			c.Attempt-- // the main process logged its exec already
 		}
 	}
-	l, err := openLog(&c, nowNS)
+	l, err := openLog(&c, func() int64 { return clk.Now().UnixNano() })
 	if err != nil {
 		fmt.Fprintln(stderr, "sidebench-agent: log:", err)
 		return exitConfig
@@ -329,7 +331,7 @@ func hook(kind string, getenv func(string) string, stderr io.Writer) int {
 		d = p.PreStop
 	}
 	l.event(begin, nil, "")
-	time.Sleep(d) // Never is ~292 years: the hook hangs until the kubelet gives up
+	<-clk.After(d) // Never is ~292 years: the hook hangs until the kubelet gives up
 	l.event(end, nil, "")
 	return 0
 }

@@ -75,3 +75,27 @@ func BenchmarkRunner(b *testing.B) {
 		b.Fatal("violations")
 	}
 }
+
+// BenchmarkRunnerViolating measures the Runner on pods that all violate
+// the same invariants, without and with KeepPods: the worst case of
+// KeepPods, whose keeper never fills (no second pod brings a new
+// invariant), so every violating pod's events are copied by its worker
+// (docs/performance.md).
+func BenchmarkRunnerViolating(b *testing.B) {
+	ev := designNone().events()
+	for _, c := range []struct {
+		name string
+		opts []Option
+	}{{"keep=off", nil}, {"keep=on", []Option{KeepPods(2, 1)}}} {
+		b.Run(c.name, func(b *testing.B) {
+			r := NewRunner(c.opts...)
+			b.ReportAllocs()
+			for b.Loop() {
+				r.Add(testMeta, "default/pnone", ev)
+			}
+			if rep := r.Close(); rep.Violations() == 0 {
+				b.Fatal("no violations")
+			}
+		})
+	}
+}

@@ -57,17 +57,16 @@ func checkP5(p *Pod, hits []Hit) []Hit {
 		for k := range ct.Att {
 			a := &ct.Att[k]
 			// The prober disables readiness and liveness until the
-			// container is started (worker.go doProbe). Only an attempt
-			// whose process ran is probed, until its exit or the next
-			// attempt (a start the runtime refused never ran: the probes
-			// that follow are the next attempt's).
+			// container is started (worker.go doProbe).
+			// An attempt whose start failed (the runtime was down) never
+			// ran: the probes that follow belong to the next attempt.
 			if ct.Spec.Startup && a.Running != none {
 				end := a.Exited
 				if end == none {
 					end = p.n()
 				}
-				if k+1 < len(ct.Att) && ct.Att[k+1].Start() != none && ct.Att[k+1].Start() < end {
-					end = ct.Att[k+1].Start()
+				if k+1 < len(ct.Att) {
+					end = min(end, ct.Att[k+1].Start())
 				}
 				for _, i := range ct.Ev {
 					e := &p.Ev[i]

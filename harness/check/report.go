@@ -66,6 +66,11 @@ type Report struct {
 	// per-pod facts behind the user-level rates by fault kind (pods.jsonl
 	// carries them).
 	UserUnmet map[string][]string `json:"-"`
+	// GroupViolatingPods counts, per invariant group (InvariantGroup), the
+	// pods with at least one violation of an invariant of the group.
+	GroupViolatingPods map[string]int `json:"groupViolatingPods,omitempty"`
+	// Kept are the pods KeepPods kept, with their events.
+	Kept []KeptPod `json:"-"`
 }
 
 // Violations is the total number of violations.
@@ -97,6 +102,7 @@ type aggregator struct {
 	rep    Report
 	cells  map[cellKey]*Cell
 	stored []int // findings stored per checker
+	keep   keeper
 }
 
 func newAggregator(checkers []Checker, cap int) *aggregator {
@@ -171,6 +177,20 @@ func (a *aggregator) fold(res *podResult) {
 	}
 	if anyViolation {
 		r.ViolatingPods++
+		var groups []string
+		for i := range r.Rows {
+			if i < 64 && violated&(1<<uint(i)) != 0 {
+				if g := InvariantGroup(r.Rows[i].ID); !slices.Contains(groups, g) {
+					groups = append(groups, g)
+				}
+			}
+		}
+		if r.GroupViolatingPods == nil {
+			r.GroupViolatingPods = map[string]int{}
+		}
+		for _, g := range groups {
+			r.GroupViolatingPods[g]++
+		}
 	}
 }
 

@@ -14,9 +14,13 @@ import (
 type podResult struct {
 	seq      uint64
 	meta     *history.Meta
+	name     string
 	findings []Finding
 	unknown  uint64 // bit i: checker i failed on this pod
 	errs     []PodError
+	// events is a copy of the pod's events, made by the worker when the
+	// pod has findings and KeepPods may keep it.
+	events []history.Event
 }
 
 // worker holds the per-goroutine scratch space reused across pods, so a
@@ -90,6 +94,9 @@ func WithCheckers(cs ...Checker) Option { return func(r *Runner) { r.checkers = 
 type Runner struct {
 	workers  int
 	cap      int
+	keepV    int
+	keepO    int
+	keepView atomic.Pointer[keepView] // what the keeper still takes (KeepPods)
 	checkers []Checker
 	seq      uint64
 	agg      *aggregator
@@ -126,6 +133,8 @@ func NewRunner(opts ...Option) *Runner {
 		panic("check: at most 64 checkers")
 	}
 	r.agg = newAggregator(r.checkers, r.cap)
+	r.agg.keep = keeper{wantV: r.keepV, wantO: r.keepO}
+	r.keepView.Store(r.agg.keep.view())
 	r.stored = make([]atomic.Int64, len(r.checkers))
 	if r.workers == 1 {
 		r.sync = &worker{checkers: r.checkers, stored: r.stored, cap: r.cap}
@@ -154,6 +163,9 @@ func (r *Runner) Add(meta *history.Meta, pod string, events []history.Event) {
 		r.res = podResult{findings: r.res.findings[:0], errs: r.res.errs[:0]}
 		r.sync.check(meta, pod, events, &r.res)
 		r.agg.fold(&r.res)
+		if r.agg.keep.enabled() {
+			r.agg.keep.consider(&r.agg.rep, &r.res, pod, events)
+		}
 		if len(r.res.findings) > 0 {
 			r.publishStored()
 		}
@@ -172,8 +184,11 @@ func (r *Runner) work() {
 	defer r.wg.Done()
 	w := &worker{checkers: r.checkers, stored: r.stored, cap: r.cap}
 	for j := range r.jobs {
-		res := &podResult{seq: j.seq}
+		res := &podResult{seq: j.seq, name: j.name}
 		w.check(j.meta, j.name, *j.events, res)
+		if len(res.findings) > 0 && (r.keepV+r.keepO) > 0 && r.keepView.Load().mayKeep(res.findings) {
+			res.events = append([]history.Event(nil), *j.events...)
+		}
 		clear(*j.events) // drop Spec/Meta pointers before pooling
 		r.pool.Put(j.events)
 		r.results <- res
@@ -195,6 +210,13 @@ func (r *Runner) collect() {
 			}
 			delete(pending, next)
 			r.agg.fold(res)
+			if r.agg.keep.enabled() && res.events != nil {
+				before := len(r.agg.rep.Kept)
+				r.agg.keep.consider(&r.agg.rep, res, res.name, res.events)
+				if len(r.agg.rep.Kept) != before {
+					r.keepView.Store(r.agg.keep.view())
+				}
+			}
 			if len(res.findings) > 0 {
 				r.publishStored()
 			}

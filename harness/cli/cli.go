@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -93,21 +94,40 @@ func defaultDeps() deps { return deps{newBackend: newBackend} }
 func runWith(ctx context.Context, streams IOStreams, d deps, args []string) int {
 	root := newRootCommand(streams, d)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
+	}
+	if cmd == nil {
+		cmd = root
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintf(streams.ErrOut, "sidebench: %v\n", ee.err)
+			fmt.Fprintf(streams.ErrOut, "%s: %s\n", cmd.CommandPath(), withoutPath(ee.err.Error(), cmd))
 		}
 		return ee.code
 	}
-	// Errors cobra raises itself: unknown command or flag, bad arguments.
-	fmt.Fprintf(streams.ErrOut, "sidebench: %v\n", err)
-	fmt.Fprintln(streams.ErrOut, "Run 'sidebench --help' for usage.")
+	// Errors cobra raises itself: unknown command (with "Did you mean
+	// this?"), unknown flag, bad arguments.
+	fmt.Fprintf(streams.ErrOut, "%s: %s\n", cmd.CommandPath(), strings.TrimRight(withoutPath(err.Error(), cmd), "\n"))
+	fmt.Fprintf(streams.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	return ExitUsage
+}
+
+// withoutPath strips the command path (or its last word, or "sidebench")
+// from the front of an error message, so that it is printed once.
+func withoutPath(msg string, cmd *cobra.Command) string {
+	for {
+		trimmed := msg
+		for _, p := range []string{cmd.CommandPath() + ": ", cmd.Name() + ": ", "sidebench: "} {
+			trimmed = strings.TrimPrefix(trimmed, p)
+		}
+		if trimmed == msg {
+			return msg
+		}
+		msg = trimmed
+	}
 }
 
 const rootLong = `sidebench measures how often Kubernetes sidecar ordering guarantees (KEP-753)
@@ -134,7 +154,8 @@ func newRootCommand(streams IOStreams, d deps) *cobra.Command {
 		Long:          rootLong,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          cobra.NoArgs,
+		// No Args validator: cobra then reports an unknown command with
+		// "Did you mean this?" suggestions.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmd.Help()
 		},
@@ -142,9 +163,9 @@ func newRootCommand(streams IOStreams, d deps) *cobra.Command {
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
-	root.CompletionOptions.DisableDefaultCmd = true
+	root.SuggestionsMinimumDistance = 2
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageErr("%s: %v", c.CommandPath(), err)
+		return usageErr("%v", err)
 	})
 	root.AddCommand(
 		newRunCommand(streams, d),
@@ -156,7 +177,12 @@ func newRootCommand(streams IOStreams, d deps) *cobra.Command {
 		newGraduateCommand(streams),
 		newVersionCommand(streams),
 		newClusterCommand(streams),
+		newInitCommand(streams),
 	)
+	// cobra's completion command (bash, zsh, fish, powershell) is added at
+	// the first Execute; add it now so that it gets its example too.
+	root.InitDefaultCompletionCmd()
+	setExamples(root)
 	return root
 }
 

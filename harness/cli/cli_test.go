@@ -89,7 +89,7 @@ func golden(t *testing.T, name, got string) {
 }
 
 func TestHelpGolden(t *testing.T) {
-	for _, cmd := range []string{"", "run", "soak", "validate", "check", "explain", "compare", "graduate", "version"} {
+	for _, cmd := range []string{"", "run", "soak", "validate", "check", "explain", "compare", "graduate", "init", "version"} {
 		name := cmd
 		if name == "" {
 			name = "root"
@@ -127,7 +127,7 @@ func TestUsageErrors(t *testing.T) {
 		if code != ExitUsage {
 			t.Errorf("%v: exit %d, want 2 (stderr %q)", args, code, errOut)
 		}
-		if !strings.HasPrefix(errOut, "sidebench: ") {
+		if !strings.HasPrefix(errOut, "sidebench") || strings.Contains(errOut, "sidebench: sidebench") {
 			t.Errorf("%v: stderr %q", args, errOut)
 		}
 	}
@@ -214,7 +214,7 @@ func TestRunPlainProgress(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}
 	}
-	if !strings.Contains(out, "SCENARIO") || strings.Contains(out, "progress:") {
+	if !strings.Contains(out, "POLICY") || strings.Contains(out, "progress:") {
 		t.Errorf("stdout is not the result table alone:\n%s", out)
 	}
 	if ansi.MatchString(out + errOut) {

@@ -268,7 +268,7 @@ func TestCompareUsage(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, errOut, code := run(t, c.args...)
-		if code != ExitUsage || !strings.HasPrefix(errOut, "sidebench: ") || !strings.Contains(errOut, c.want) {
+		if code != ExitUsage || !strings.HasPrefix(errOut, "sidebench "+c.args[0]+": ") || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: exit %d, stderr %q (want 2 and %q)", c.args, code, errOut, c.want)
 		}
 	}

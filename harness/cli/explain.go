@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -29,31 +30,41 @@ type explainFlags struct {
 func newExplainCommand(streams IOStreams) *cobra.Command {
 	f := &explainFlags{}
 	cmd := &cobra.Command{
-		Use:   "explain RUNDIR --pod NAME",
-		Short: "Print a readable timeline of one pod of a run",
-		Long: `Print the timeline of one pod from a run directory (or a history file):
-its containers' starts, probes, exits and signals, the node and fault events
-that touched it, and the checker's findings about it. A run holds one pod of
-that name per trial and policy: --trial and --policy pick one (default: the
-first trial of the first policy; --all prints every one).`,
+		Use:   "explain RUNDIR [--pod NAME]",
+		Short: "List a run's pods with findings, or print one pod's timeline",
+		Long: `Without --pod: list the pods of a run directory that have findings, one line
+per pod of a trial and policy, with their invariants and classes, violations
+first (at most 50; --all lists every one).
+
+With --pod: print the timeline of that pod from a run directory (or a
+history file): its containers' starts, probes, exits and signals, the node
+and fault events that touched it, and the checker's findings about it, each
+also marked in the timeline at the instant the checker decided it. A run
+holds one pod of that name per trial and policy: --trial and --policy pick
+one (default: the first trial of the first policy; --all prints every one).
+
+Timeline markers:
+  !!  a fault event (fault.begin, fault.effect, fault.end, fault.not-applied)
+  **  a node-level event (kubelet, runtime or node down/up, node shutdown)
+  =>  a finding, at the instant the checker decided it`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageErr("explain: exactly one RUNDIR is required")
-			}
-			if f.pod == "" {
-				return usageErr("explain: --pod NAME is required")
+				return usageErr("exactly one RUNDIR is required")
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.pod == "" {
+				return runExplainList(streams, f, args[0])
+			}
 			return runExplain(streams, f, args[0])
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.pod, "pod", "", "pod name (NAME or NAMESPACE/NAME)")
+	fl.StringVar(&f.pod, "pod", "", "pod name (NAME or NAMESPACE/NAME); without it, list the pods with findings")
 	fl.IntVar(&f.trial, "trial", -1, "trial number (default: the first one with the pod)")
 	fl.StringVar(&f.policy, "policy", "", "policy (default: the first one with the pod)")
-	fl.BoolVar(&f.all, "all", false, "print the pod of every trial and policy")
+	fl.BoolVar(&f.all, "all", false, "print the pod of every trial and policy (without --pod: list every pod with findings)")
 	return cmd
 }
 
@@ -191,12 +202,30 @@ func writeTimeline(w io.Writer, m history.Meta, evs []history.Event, findings []
 			break
 		}
 	}
-	fmt.Fprintln(w, "timeline:")
+	var mine []*rundir.FindingRecord
+	for i := range findings {
+		fl := &findings[i]
+		if fl.Pod == pod && fl.Trial == m.Trial && fl.Policy == m.Policy && fl.Scenario == m.Scenario {
+			mine = append(mine, fl)
+		}
+	}
+	fmt.Fprintln(w, "timeline:  (!! fault event   ** node-level event   => finding, at the instant the checker decided it)")
+	next := 0 // the next finding to place, in time order
+	sort.SliceStable(mine, func(i, j int) bool { return mine[i].T < mine[j].T })
+	placeFindings := func(upTo int64, last bool) {
+		for ; next < len(mine) && (last || mine[next].T < upTo); next++ {
+			fl := mine[next]
+			fmt.Fprintf(w, "=> %12s  %s %s: %s\n", fmt.Sprintf("%.3fs", float64(fl.T)/1e9), fl.ID, fl.Class, fl.Msg)
+		}
+	}
 	for i := range evs {
 		e := &evs[i]
 		if e.Kind == history.RunMeta {
 			continue
 		}
+		// A finding goes after the events of its instant: the offending
+		// event is the line just above it.
+		placeFindings(e.T, false)
 		mark := "  "
 		switch {
 		case e.Kind.IsFault():
@@ -204,21 +233,15 @@ func writeTimeline(w io.Writer, m history.Meta, evs []history.Event, findings []
 		case e.Kind.IsNodeLevel():
 			mark = "**"
 		}
-		line := check.Describe(e)
-		if e.Kind.IsFault() && e.Target != "" {
-			line += " target=" + e.Target
-		}
+		line := check.Describe(e) // fault events name their target once
 		if e.Msg != "" && !strings.Contains(line, e.Msg) {
 			line += " msg=" + e.Msg
 		}
 		fmt.Fprintf(w, "%s %s\n", mark, line)
 	}
+	placeFindings(0, true)
 	n := 0
-	for i := range findings {
-		fl := &findings[i]
-		if fl.Pod != pod || fl.Trial != m.Trial || fl.Policy != m.Policy || fl.Scenario != m.Scenario {
-			continue
-		}
+	for _, fl := range mine {
 		if n == 0 {
 			fmt.Fprintln(w, "findings:")
 		}
@@ -228,4 +251,97 @@ func writeTimeline(w io.Writer, m history.Meta, evs []history.Event, findings []
 	if n == 0 {
 		fmt.Fprintln(w, "findings: none")
 	}
+}
+
+// explainListMax is how many pods `explain RUNDIR` lists without --all.
+const explainListMax = 50
+
+// runExplainList lists the pods of a run with findings: one line per pod
+// of a trial and policy, with its invariants and classes, violations
+// first, then degradations and bounds exceeded.
+func runExplainList(streams IOStreams, f *explainFlags, dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil || !st.IsDir() {
+		return usageErr("%s: not a run directory (without --pod, explain lists the pods with findings of a run directory)", dir)
+	}
+	type podKey struct {
+		scenario, policy string
+		trial            int
+		pod              string
+	}
+	type podFindings struct {
+		key   podKey
+		seed  uint64
+		rank  int // the worst class: 0 violation, 1 degradation, 2 bound
+		first int64
+		what  []string
+	}
+	byPod := map[podKey]*podFindings{}
+	var order []*podFindings
+	total := 0
+	err = rundir.EachFinding(dir, func(fr *rundir.FindingRecord) error {
+		total++
+		k := podKey{fr.Scenario, fr.Policy, fr.Trial, fr.Pod}
+		p := byPod[k]
+		if p == nil {
+			p = &podFindings{key: k, seed: fr.Seed, rank: 3, first: fr.T}
+			byPod[k] = p
+			order = append(order, p)
+		}
+		p.rank = min(p.rank, classRank(fr.Class))
+		p.first = min(p.first, fr.T)
+		if w := fr.ID + " " + fr.Class; !slices.Contains(p.what, w) {
+			p.what = append(p.what, w)
+		}
+		return nil
+	})
+	if err != nil {
+		return runError(err)
+	}
+	w := bufio.NewWriter(streams.Out)
+	defer w.Flush()
+	if total == 0 {
+		fmt.Fprintf(w, "%s: no findings: every invariant held on every pod\n", dir)
+		return nil
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := order[i], order[j]
+		if a.rank != b.rank {
+			return a.rank < b.rank
+		}
+		if a.key.policy != b.key.policy {
+			return a.key.policy < b.key.policy
+		}
+		if a.key.trial != b.key.trial {
+			return a.key.trial < b.key.trial
+		}
+		return a.first < b.first
+	})
+	fmt.Fprintf(w, "%s: %d findings on %d pods (violations first)\n", dir, total, len(order))
+	tw := newTabWriter(w)
+	fmt.Fprintln(tw, "POLICY\tTRIAL\tPOD\tFINDINGS")
+	shown := order
+	if !f.all && len(shown) > explainListMax {
+		shown = shown[:explainListMax]
+	}
+	for _, p := range shown {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", p.key.policy, p.key.trial, p.key.pod, strings.Join(p.what, ", "))
+	}
+	tw.Flush()
+	if len(shown) < len(order) {
+		fmt.Fprintf(w, "... %d more pods (--all lists them; findings.jsonl has every finding)\n", len(order)-len(shown))
+	}
+	p := shown[0]
+	fmt.Fprintf(w, "timeline of one: sidebench explain %s --pod %s --trial %d --policy %s\n", dir, p.key.pod, p.key.trial, p.key.policy)
+	return nil
+}
+
+func classRank(c string) int {
+	switch c {
+	case "violation":
+		return 0
+	case "degradation":
+		return 1
+	}
+	return 2
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,18 +35,10 @@ func (o *kubeOptions) register(cmd *cobra.Command) {
 	fl.StringToStringVar(&o.machines, "physical-machine", nil, "kube backend with Chaos Mesh: NODE=NAMESPACE/NAME of the chaosd PhysicalMachine on each node, for kubelet-crash and runtime-restart (repeatable or comma-separated)")
 }
 
-// newKubeBackend is the kube backend with the flags' settings; a cluster
-// it creates is recorded in a pointer file while it is up.
+// newKubeBackend is the kube backend with the flags' settings (a local
+// cluster it creates registers itself in the host record).
 func newKubeBackend(o kubeOptions) backend.Backend {
-	ptr := ""
-	k := kube.NewLazy(kube.Options{Kubeconfig: o.kubeconfig, Context: o.context, Image: o.image, AltImage: o.altImage,
+	return kube.NewLazy(kube.Options{Kubeconfig: o.kubeconfig, Context: o.context, Image: o.image, AltImage: o.altImage,
 		Horizon: o.horizon, Log: o.log, PhysicalMachines: o.machines},
-		kube.ProvideOptions{Provider: o.provider, ImageArchive: o.imageArchive, Nodes: o.nodes, Log: o.log,
-			OnUp: func(dir string) { ptr = writeClusterPointer(dir) }})
-	k.OnDown = func() {
-		if ptr != "" {
-			os.Remove(ptr)
-		}
-	}
-	return k
+		kube.ProvideOptions{Provider: o.provider, ImageArchive: o.imageArchive, Nodes: o.nodes, Log: o.log})
 }

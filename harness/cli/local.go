@@ -1,14 +1,9 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,78 +13,11 @@ import (
 	"github.com/sidebench/sidebench/harness/localcluster"
 )
 
-// newLocalBackend is the local backend with the flags' settings; its
-// cluster's run directory is recorded in a pointer file while it is up.
+// newLocalBackend is the local backend with the flags' settings (its
+// cluster registers itself in the host record that `cluster status` and
+// `cluster down` read).
 func newLocalBackend(f *backendFlags, log io.Writer) backend.Backend {
-	ptr := ""
-	l := local.NewLazy(local.Options{Nodes: f.nodes, Log: log, KeepOnExit: f.keep, Horizon: f.horizon, FeatureGates: f.featureGates,
-		OnUp: func(c *localcluster.Cluster) { ptr = writeClusterPointer(c.RunDir) }})
-	l.OnDown = func() {
-		if ptr != "" {
-			os.Remove(ptr)
-		}
-	}
-	return l
-}
-
-// Cluster pointer files: ~/.cache/sidebench/clusters/<pid>.json name the
-// run dir of every cluster a sidebench process started, so that `cluster
-// down` finds them after that process was SIGKILLed.
-type clusterPointer struct {
-	PID    int    `json:"pid"`
-	RunDir string `json:"runDir"`
-}
-
-func clustersDir() string {
-	base, err := os.UserCacheDir()
-	if err != nil {
-		base = os.TempDir()
-	}
-	return filepath.Join(base, "sidebench", "clusters")
-}
-
-func writeClusterPointer(runDir string) string {
-	dir := clustersDir()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return ""
-	}
-	p := filepath.Join(dir, strconv.Itoa(os.Getpid())+".json")
-	b, _ := json.Marshal(clusterPointer{PID: os.Getpid(), RunDir: runDir})
-	if os.WriteFile(p, b, 0o644) != nil {
-		return ""
-	}
-	return p
-}
-
-func readClusterPointers() (map[string]clusterPointer, error) {
-	ents, err := os.ReadDir(clustersDir())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]clusterPointer{}
-	for _, e := range ents {
-		p := filepath.Join(clustersDir(), e.Name())
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		var cp clusterPointer
-		if json.Unmarshal(b, &cp) == nil {
-			out[p] = cp
-		}
-	}
-	return out, nil
-}
-
-func pidAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	return local.NewLazy(local.Options{Nodes: f.nodes, Log: log, KeepOnExit: f.keep, Horizon: f.horizon, FeatureGates: f.featureGates})
 }
 
 func newClusterCommand(streams IOStreams) *cobra.Command {
@@ -102,8 +30,10 @@ sidebench's CRI server, with etcd and kube-apiserver on loopback (docs/local-bac
   cluster build          build the binaries into the versioned cache (once)
   cluster up             start a cluster and keep it up until Ctrl-C
   cluster status         list the clusters sidebench started and their processes
-  cluster down [DIR...]  tear down clusters (default: those whose sidebench
-                         process is gone, e.g. after a SIGKILL; --all: every one)`,
+  cluster down [DIR...]  tear down clusters (default: those whose owner process
+                         is gone, e.g. after a SIGKILL, and that were not
+                         started with --keep; the others are listed; --all:
+                         every one)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
@@ -137,15 +67,14 @@ sidebench's CRI server, with etcd and kube-apiserver on loopback (docs/local-bac
 			fmt.Fprintf(streams.ErrOut, "sidebench: starting a local cluster (%d kubelets) ...\n", nodes)
 			c, err := localcluster.Up(ctx, localcluster.Config{Nodes: nodes, Log: streams.ErrOut, Runtime: runtime,
 				ImageArchives: archives, Scheduler: runtime == localcluster.RuntimeContainerd})
+			if fe := (*localcluster.FitError)(nil); errors.As(err, &fe) {
+				return &exitError{code: ExitUsage, err: err}
+			}
 			if err != nil {
 				return asInternal(err)
 			}
-			ptr := writeClusterPointer(c.RunDir)
 			defer func() {
 				c.Down()
-				if ptr != "" {
-					os.Remove(ptr)
-				}
 				fmt.Fprintln(streams.ErrOut, "sidebench: cluster down")
 			}()
 			fmt.Fprintf(streams.Out, "up in %s\nserver     %s\nkubeconfig %s\nrun dir    %s\n", time.Since(t0).Round(time.Millisecond), c.Server, c.Kubeconfig, c.RunDir)
@@ -163,24 +92,20 @@ sidebench's CRI server, with etcd and kube-apiserver on loopback (docs/local-bac
 	cmd.AddCommand(up)
 	cmd.AddCommand(&cobra.Command{
 		Use:   "status",
-		Short: "List the local clusters sidebench started",
+		Short: "List the local clusters on this machine",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ptrs, err := readClusterPointers()
+			hs, err := localcluster.Clusters()
 			if err != nil {
 				return asInternal(err)
 			}
-			if len(ptrs) == 0 {
+			if len(hs) == 0 {
 				fmt.Fprintln(streams.Out, "no local cluster")
 				return nil
 			}
-			for _, cp := range ptrs {
-				owner := "running"
-				if !pidAlive(cp.PID) {
-					owner = "gone (run 'sidebench cluster down')"
-				}
-				fmt.Fprintf(streams.Out, "%s  owner pid %d %s\n", cp.RunDir, cp.PID, owner)
-				st, err := localcluster.LoadState(cp.RunDir)
+			for _, h := range hs {
+				fmt.Fprintf(streams.Out, "%s  %d node(s), %s\n", h.RunDir, h.Nodes, ownerText(h))
+				st, err := localcluster.LoadState(h.RunDir)
 				if err != nil {
 					fmt.Fprintf(streams.Out, "  no state: %v\n", err)
 					continue
@@ -202,43 +127,32 @@ sidebench's CRI server, with etcd and kube-apiserver on loopback (docs/local-bac
 		Short: "Tear down local clusters from their state files",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var failed bool
-			for _, d := range args {
+			downDir := func(d string) {
 				if err := localcluster.DownDir(d, streams.ErrOut); err != nil {
 					fmt.Fprintf(streams.ErrOut, "sidebench: %s: %v\n", d, err)
 					failed = true
-					continue
+					return
 				}
 				fmt.Fprintf(streams.Out, "down %s\n", d)
-				// Forget the pointer naming it, if any.
-				if ptrs, err := readClusterPointers(); err == nil {
-					for p, cp := range ptrs {
-						if filepath.Clean(cp.RunDir) == filepath.Clean(d) {
-							os.Remove(p)
-						}
-					}
-				}
+			}
+			for _, d := range args {
+				downDir(d)
 			}
 			if len(args) == 0 {
-				ptrs, err := readClusterPointers()
+				hs, err := localcluster.Clusters()
 				if err != nil {
 					return asInternal(err)
 				}
 				n := 0
-				for p, cp := range ptrs {
-					if pidAlive(cp.PID) && cp.PID != os.Getpid() && !all {
-						fmt.Fprintf(streams.ErrOut, "sidebench: %s: owner pid %d is running; skipped (--all to force)\n", cp.RunDir, cp.PID)
+				for _, h := range hs {
+					// A cluster someone still runs, or one started to be
+					// kept, is not ours to remove: listed, not touched.
+					if !all && (h.OwnerAlive() || h.Keep) {
+						fmt.Fprintf(streams.Out, "left %s (%d node(s), %s): 'sidebench cluster down %s' removes it\n", h.RunDir, h.Nodes, ownerText(h), h.RunDir)
 						continue
 					}
-					if _, err := os.Stat(filepath.Join(cp.RunDir, localcluster.StateFile)); err == nil {
-						if err := localcluster.DownDir(cp.RunDir, streams.ErrOut); err != nil {
-							fmt.Fprintf(streams.ErrOut, "sidebench: %s: %v\n", cp.RunDir, err)
-							failed = true
-							continue
-						}
-					}
-					os.Remove(p)
+					downDir(h.RunDir)
 					n++
-					fmt.Fprintf(streams.Out, "down %s\n", cp.RunDir)
 				}
 				if n == 0 {
 					fmt.Fprintln(streams.Out, "nothing to tear down")
@@ -250,7 +164,20 @@ sidebench's CRI server, with etcd and kube-apiserver on loopback (docs/local-bac
 			return nil
 		},
 	}
-	down.Flags().BoolVar(&all, "all", false, "also tear down clusters whose sidebench process still runs")
+	down.Flags().BoolVar(&all, "all", false, "also tear down clusters whose owner process still runs, and those started with --keep")
 	cmd.AddCommand(down)
 	return cmd
+}
+
+// ownerText says who owns a cluster: its process, running or gone, and
+// whether it was started to be kept.
+func ownerText(h localcluster.Holder) string {
+	owner := fmt.Sprintf("owner pid %d running", h.OwnerPID)
+	if !h.OwnerAlive() {
+		owner = fmt.Sprintf("owner pid %d gone", h.OwnerPID)
+	}
+	if h.Keep {
+		owner += ", kept (--keep)"
+	}
+	return owner + ", up since " + h.Started.Format(time.RFC3339)
 }

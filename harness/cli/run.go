@@ -246,17 +246,21 @@ func newRunCommand(streams IOStreams, d deps) *cobra.Command {
 	return cmd
 }
 
-// loadScenarios loads and validates every file; any error is a usage error
-// (exit 2) after all files were reported.
-func loadScenarios(streams IOStreams, files []string, seed uint64, trials int) ([]*scenario.Scenario, error) {
+// loadScenarios loads and validates every file, printing errors and
+// warnings to log; any error is a usage error (exit 2) after all files
+// were reported.
+func loadScenarios(log io.Writer, files []string, seed uint64, trials int) ([]*scenario.Scenario, error) {
 	var out []*scenario.Scenario
 	bad := false
 	for _, f := range files {
 		s, err := scenario.Load(f)
 		if err != nil {
-			fmt.Fprintln(streams.ErrOut, err)
+			fmt.Fprintln(log, err)
 			bad = true
 			continue
+		}
+		for _, w := range s.Warnings() {
+			fmt.Fprintln(log, w)
 		}
 		out = append(out, s.WithOverrides(seed, trials))
 	}
@@ -283,19 +287,28 @@ func backendName(flag string, s *scenario.Scenario) string {
 	return "sim"
 }
 
-func runRun(cmd *cobra.Command, streams IOStreams, d deps, f *runFlags, files []string) error {
+func runRun(cmd *cobra.Command, streams IOStreams, d deps, f *runFlags, files []string) (err error) {
 	ctx := cmd.Context()
 	if err := f.check(); err != nil {
 		return err
 	}
-	scens, err := loadScenarios(streams, files, f.seed, f.trials)
+	// The progress display exists before anything is printed: every line
+	// for stderr goes through it (rep.Writer), so that no bar redraw
+	// erases one.
+	rep, err := f.reporter(streams.ErrOut)
+	if err != nil {
+		return err
+	}
+	defer rep.Close()
+	stderr := rep.Writer()
+	scens, err := loadScenarios(stderr, files, f.seed, f.trials)
 	if err != nil {
 		return err
 	}
 	var todo []*scenario.Scenario
 	for _, s := range scens {
 		if s.HasTag("large") && !f.includeLarge {
-			fmt.Fprintf(streams.ErrOut, "sidebench: skipping %s (%s): tagged large; use --include-large\n", s.Metadata.Name, s.File)
+			fmt.Fprintf(stderr, "sidebench: skipping %s (%s): tagged large; use --include-large\n", s.Metadata.Name, s.File)
 			continue
 		}
 		todo = append(todo, s)
@@ -310,14 +323,11 @@ func runRun(cmd *cobra.Command, streams IOStreams, d deps, f *runFlags, files []
 	if err != nil {
 		return err
 	}
-	log := streams.ErrOut
+	var log io.Writer = stderr
 	if f.quiet {
 		log = nil
 	}
-	rep, err := f.reporter(streams.ErrOut)
-	if err != nil {
-		return err
-	}
+	streams.ErrOut = stderr
 	stamp := time.Now().UTC().Format("20060102T150405Z")
 	if len(names) > 1 {
 		return runDifferential(ctx, streams, d, f, todo, names, rep, log, stamp)

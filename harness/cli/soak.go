@@ -82,6 +82,14 @@ func runSoak(cmd *cobra.Command, streams IOStreams, d deps, f *soakFlags, files 
 	if f.checkpoint <= 0 {
 		return usageErr("--checkpoint must be > 0")
 	}
+	// The progress display exists before anything is printed: every line
+	// for stderr goes through it (rep.Writer).
+	rep, err := f.reporter(streams.ErrOut)
+	if err != nil {
+		return err
+	}
+	defer rep.Close()
+	streams.ErrOut = rep.Writer()
 	so := runner.SoakOptions{Checkpoint: f.checkpoint, RSS: readRSS, Duration: f.duration}
 	var scens []*scenario.Scenario
 	name := f.backend
@@ -114,7 +122,7 @@ func runSoak(cmd *cobra.Command, streams IOStreams, d deps, f *soakFlags, files 
 			return usageErr("soak: --duration is required (e.g. --duration 8h)")
 		}
 		var err error
-		scens, err = loadScenarios(streams, files, f.seed, 0)
+		scens, err = loadScenarios(streams.ErrOut, files, f.seed, 0)
 		if err != nil {
 			return err
 		}
@@ -142,10 +150,6 @@ func runSoak(cmd *cobra.Command, streams IOStreams, d deps, f *soakFlags, files 
 		return err
 	}
 	defer closeBackend(streams, name, be)
-	rep, err := f.reporter(streams.ErrOut)
-	if err != nil {
-		return err
-	}
 	o := f.runnerOptions(name, be, rep, log)
 	res, err := runner.Soak(ctx, o, so)
 	rep.Close()

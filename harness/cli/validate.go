@@ -16,7 +16,10 @@ func newValidateCommand(streams IOStreams) *cobra.Command {
 		Short: "Check scenario files without running them",
 		Long: `Decode and validate scenario files strictly. Every problem is reported as
 FILE:LINE:COL: FIELD.PATH: message, with the allowed values and, for a typo,
-the closest valid name. Exit code 2 if any file is invalid.`,
+the closest valid name. Exit code 2 if any file is invalid. A Kubernetes
+manifest (Pod, Deployment, Job...) is refused with the 'sidebench init'
+command that wraps it. Warnings (exit 0) name what a valid scenario
+likely leaves out, such as a probe-gated sidecar without a behaviour.`,
 		Args: atLeastOne("scenario file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			bad := 0
@@ -39,6 +42,9 @@ the closest valid name. Exit code 2 if any file is invalid.`,
 					for _, w := range g.Workarounds {
 						fmt.Fprintf(streams.Out, "  %s: %s: %s\n", g, w.Kind, w.Explain())
 					}
+				}
+				for _, w := range s.Warnings() {
+					fmt.Fprintln(streams.ErrOut, w)
 				}
 			}
 			if bad > 0 {

@@ -62,12 +62,28 @@ func junitCounts(t *testing.T, path string) (tests, failures int, failing []stri
 func tableRows(out string) map[string][]string {
 	rows := map[string][]string{}
 	split := regexp.MustCompile(`\s{2,}`)
+	legend := map[string]string{}
 	for _, line := range strings.Split(out, "\n") {
-		f := split.Split(strings.TrimSpace(line), -1)
-		if len(f) != 10 || f[0] == "SCENARIO" {
+		if m := regexp.MustCompile(`^\[(\d+)\] (\S+)$`).FindStringSubmatch(line); m != nil {
+			legend[m[1]] = m[2]
+		}
+	}
+	abbrev := regexp.MustCompile(`…\S*\[(\d+)\]$`)
+	scen := ""
+	for _, line := range strings.Split(out, "\n") {
+		t := strings.TrimSpace(line)
+		if t != "" && !strings.ContainsAny(t, " \t") {
+			scen = t // a scenario's line
 			continue
 		}
-		rows[f[0]+"/"+f[1]] = f
+		f := split.Split(t, -1)
+		if len(f) != 9 || f[0] == "POLICY" {
+			continue
+		}
+		if m := abbrev.FindStringSubmatch(f[0]); m != nil {
+			f[0] = legend[m[1]]
+		}
+		rows[scen+"/"+f[0]] = append([]string{scen}, f...)
 	}
 	return rows
 }

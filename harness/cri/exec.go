@@ -98,15 +98,15 @@ func hookResult(ok bool, why string) *runtimeapi.ExecSyncResponse {
 func (s *Server) waitHook(ctx context.Context, c *container, d time.Duration, timeoutSec int64) (bool, string) {
 	var timer <-chan time.Time
 	if d != behavior.Never {
-		t := time.NewTimer(d)
+		t := s.cfg.Clock.NewTimer(d)
 		defer t.Stop()
-		timer = t.C
+		timer = t.C()
 	}
 	var timeout <-chan time.Time
 	if timeoutSec > 0 {
-		t := time.NewTimer(time.Duration(timeoutSec) * time.Second)
+		t := s.cfg.Clock.NewTimer(time.Duration(timeoutSec) * time.Second)
 		defer t.Stop()
-		timeout = t.C
+		timeout = t.C()
 	}
 	select {
 	case <-timer:
@@ -124,7 +124,7 @@ func (s *Server) probeLocked(c *container, kind string) *runtimeapi.ExecSyncResp
 	// The behaviour's clock starts with the application: a wrapper that
 	// has not exec'd it yet answers no probe (startup and readiness fail,
 	// liveness passes).
-	elapsed := time.Duration(s.cfg.Now() - c.appAt)
+	elapsed := time.Duration(s.now() - c.appAt)
 	if c.appAt == 0 {
 		elapsed = -1
 	}

@@ -100,7 +100,7 @@ func (s *Server) RemoveImage(_ context.Context, req *runtimeapi.RemoveImageReque
 
 func (s *Server) fsUsage(used uint64) *runtimeapi.FilesystemUsage {
 	return &runtimeapi.FilesystemUsage{
-		Timestamp:  s.cfg.Now(),
+		Timestamp:  s.now(),
 		FsId:       &runtimeapi.FilesystemIdentifier{Mountpoint: s.cfg.FsMountpoint},
 		UsedBytes:  &runtimeapi.UInt64Value{Value: used},
 		InodesUsed: &runtimeapi.UInt64Value{Value: 1},

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/sidebench/sidebench/harness/behavior"
 	"github.com/sidebench/sidebench/harness/history"
@@ -41,9 +42,9 @@ type container struct {
 	plan       behavior.Plan
 
 	exited    chan struct{} // closed when the process exits
-	exitTimer *time.Timer   // exit on its own
-	termTimer *time.Timer   // exit after SIGTERM handling
-	killTimer *time.Timer   // SIGKILL at the end of the grace period
+	exitTimer clock.Timer   // exit on its own
+	termTimer clock.Timer   // exit after SIGTERM handling
+	killTimer clock.Timer   // SIGKILL at the end of the grace period
 	killAt    int64
 	stopAsked bool
 	lastProbe map[string]string
@@ -59,7 +60,7 @@ type container struct {
 }
 
 func (c *container) stopTimers() {
-	for _, t := range []*time.Timer{c.exitTimer, c.termTimer, c.killTimer} {
+	for _, t := range []clock.Timer{c.exitTimer, c.termTimer, c.killTimer} {
 		if t != nil {
 			t.Stop()
 		}
@@ -92,7 +93,7 @@ func (s *Server) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandboxR
 		pod:       md.GetNamespace() + "/" + md.GetName(),
 		config:    cfg,
 		state:     runtimeapi.PodSandboxState_SANDBOX_READY,
-		createdAt: s.cfg.Now(),
+		createdAt: s.now(),
 		seed:      seed,
 	}
 	if cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() != runtimeapi.NamespaceMode_NODE {
@@ -256,7 +257,7 @@ func (s *Server) CreateContainer(_ context.Context, req *runtimeapi.CreateContai
 		config:    cfg,
 		imageRef:  s.imageRefLocked(cfg.GetImage().GetImage()),
 		state:     runtimeapi.ContainerState_CONTAINER_CREATED,
-		createdAt: s.cfg.Now(),
+		createdAt: s.now(),
 		plan:      beh.Draw(behavior.ContainerKey(sb.seed, sb.pod, md.GetName(), md.GetAttempt()).Rand()),
 		exited:    make(chan struct{}),
 		lastProbe: map[string]string{},
@@ -267,15 +268,15 @@ func (s *Server) CreateContainer(_ context.Context, req *runtimeapi.CreateContai
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
 }
 
-// sleepCtx waits d or until ctx ends; false if ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
+// sleepCtx waits d on clk or until ctx ends; false if ctx ended first.
+func sleepCtx(ctx context.Context, clk clock.Clock, d time.Duration) bool {
 	if d <= 0 {
 		return true
 	}
-	t := time.NewTimer(d)
+	t := clk.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-t.C():
 		return true
 	case <-ctx.Done():
 		return false
@@ -303,7 +304,7 @@ func (s *Server) StartContainer(ctx context.Context, req *runtimeapi.StartContai
 	// away (the kubelet was SIGKILLed mid-call): the latency is not cut
 	// short by ctx. The kubelet finds the container running when it
 	// relists.
-	done := sleepCtx(context.WithoutCancel(ctx), lat)
+	done := sleepCtx(context.WithoutCancel(ctx), s.cfg.Clock, lat)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -316,7 +317,7 @@ func (s *Server) StartContainer(ctx context.Context, req *runtimeapi.StartContai
 		return nil, status.FromContextError(ctx.Err()).Err()
 	}
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
-	c.startedAt = s.cfg.Now()
+	c.startedAt = s.now()
 	s.emit(c.event(history.ContainerRunning))
 	if !c.waits() {
 		// The application is the process; a wrapper execs it later
@@ -335,7 +336,7 @@ func (s *Server) exitLocked(c *container, code int32, reason, msg string) {
 	}
 	c.stopTimers()
 	c.state = runtimeapi.ContainerState_CONTAINER_EXITED
-	c.finishedAt = s.cfg.Now()
+	c.finishedAt = s.now()
 	c.exitCode, c.reason, c.message = code, reason, msg
 	close(c.exited)
 	e := c.event(history.ContainerExited)
@@ -362,12 +363,12 @@ func (s *Server) StopContainer(ctx context.Context, req *runtimeapi.StopContaine
 	e := c.event(history.ContainerStopRequested)
 	e.Grace = int64(grace)
 	s.emit(e)
-	now := s.cfg.Now()
+	now := s.now()
 	if !c.stopAsked {
 		c.stopAsked = true
 		if th := c.plan.TermHandling; th != behavior.Never && th < grace {
 			code := c.plan.TermExitCode
-			c.termTimer = time.AfterFunc(th, func() {
+			c.termTimer = s.afterFunc(th, func() {
 				s.mu.Lock()
 				defer s.mu.Unlock()
 				if s.alive(c) {
@@ -382,7 +383,7 @@ func (s *Server) StopContainer(ctx context.Context, req *runtimeapi.StopContaine
 			c.killTimer.Stop()
 		}
 		c.killAt = killAt
-		c.killTimer = time.AfterFunc(grace, func() {
+		c.killTimer = s.afterFunc(grace, func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {

@@ -21,6 +21,7 @@ import (
 
 	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/sidebench/sidebench/harness/history"
 )
@@ -46,8 +47,12 @@ type Config struct {
 	// ImageSize is the size reported for every image (the kubelet rejects
 	// size 0). Default 1 MiB.
 	ImageSize uint64
-	// Now returns Unix nanoseconds. Default time.Now().UnixNano.
-	Now func() int64
+	// Clock times every simulated delay (start latency, run time, SIGTERM
+	// handling, grace periods, hooks) and stamps every event. Default
+	// clock.RealClock; tests drive a fake clock
+	// (k8s.io/utils/clock/testing), so that no test depends on how fast
+	// the machine is.
+	Clock clock.WithDelayedExecution
 	// Logf, if set, receives one line per notable problem (bad annotations).
 	Logf func(format string, args ...any)
 	// PodCIDR is the IPv4 range pod IPs are handed out from, in order (the
@@ -77,6 +82,10 @@ type Server struct {
 	grpc *grpc.Server
 	lis  net.Listener
 
+	// timers counts timer callbacks that have fired and not finished
+	// (tests with a fake clock wait for them; see afterFunc).
+	timers sync.WaitGroup
+
 	podNet  *net.IPNet
 	nextPod uint32
 }
@@ -92,8 +101,8 @@ func New(cfg Config) *Server {
 	if cfg.ImageSize == 0 {
 		cfg.ImageSize = 1 << 20
 	}
-	if cfg.Now == nil {
-		cfg.Now = func() int64 { return time.Now().UnixNano() }
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
@@ -183,9 +192,26 @@ func (s *Server) Close() {
 	s.sandboxes = map[string]*sandbox{}
 }
 
+// now is the clock's time in Unix nanoseconds.
+func (s *Server) now() int64 { return s.cfg.Clock.Now().UnixNano() }
+
+// afterFunc runs f in its own goroutine d from now (clock time), like
+// time.AfterFunc. A fake clock calls its callbacks synchronously under
+// its own lock, from whoever steps it; f takes s.mu and reads the clock,
+// so it must not run there.
+func (s *Server) afterFunc(d time.Duration, f func()) clock.Timer {
+	return s.cfg.Clock.AfterFunc(d, func() {
+		s.timers.Add(1)
+		go func() {
+			defer s.timers.Done()
+			f()
+		}()
+	})
+}
+
 // emit writes one event stamped now. Callers hold s.mu.
 func (s *Server) emit(e history.Event) {
-	e.T = s.cfg.Now()
+	e.T = s.now()
 	if e.Node == "" {
 		e.Node = s.cfg.Node
 	}
@@ -196,7 +222,7 @@ func (s *Server) emit(e history.Event) {
 
 func (s *Server) newID(prefix string) string {
 	s.nextID++
-	return fmt.Sprintf("%s%012x%012x", prefix, uint64(s.cfg.Now())&0xffffffffffff, s.nextID)
+	return fmt.Sprintf("%s%012x%012x", prefix, uint64(s.now())&0xffffffffffff, s.nextID)
 }
 
 // SerialSink makes one Sink safe for several servers: writes are

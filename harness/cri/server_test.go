@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/sidebench/sidebench/harness/behavior"
 	"github.com/sidebench/sidebench/harness/history"
@@ -49,12 +51,18 @@ type env struct {
 	img  runtimeapi.ImageServiceClient
 	sink *memSink
 	srv  *Server
+	clk  *testingclock.FakeClock
+	t0   time.Time
 }
 
+// start serves a CRI server on a fake clock: simulated time moves only
+// when the test steps it, so no assertion depends on the machine's speed.
 func start(t *testing.T) *env {
 	t.Helper()
 	sink := &memSink{}
-	srv := New(Config{Node: "node-1", Sink: sink})
+	t0 := time.Unix(1_700_000_000, 0)
+	clk := testingclock.NewFakeClock(t0)
+	srv := New(Config{Node: "node-1", Sink: sink, Clock: clk})
 	sock := filepath.Join(t.TempDir(), "cri.sock")
 	if err := srv.ListenAndServe(sock); err != nil {
 		t.Fatal(err)
@@ -65,7 +73,71 @@ func start(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return &env{rt: runtimeapi.NewRuntimeServiceClient(conn), img: runtimeapi.NewImageServiceClient(conn), sink: sink, srv: srv}
+	return &env{rt: runtimeapi.NewRuntimeServiceClient(conn), img: runtimeapi.NewImageServiceClient(conn), sink: sink, srv: srv, clk: clk, t0: t0}
+}
+
+// at is the Unix-nanosecond stamp of d after the fake clock's start.
+func (e *env) at(d time.Duration) int64 { return e.t0.Add(d).UnixNano() }
+
+// step advances the fake clock by d and waits until every timer callback
+// it fired (exits, SIGKILLs) has run.
+func (e *env) step(d time.Duration) {
+	e.clk.Step(d)
+	e.srv.timers.Wait()
+}
+
+// waitWaiters blocks until the fake clock has at least n pending timers:
+// a blocking call (StartContainer, a hook, StopContainer) has armed its
+// own. The deadline only guards against a hang; it is not a measurement.
+func (e *env) waitWaiters(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for e.clk.Waiters() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("fake clock has %d timers, want %d: the call never armed its timer", e.clk.Waiters(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// call runs a blocking CRI call in the background.
+type call[T any] struct {
+	done chan struct{}
+	v    T
+	err  error
+}
+
+func async[T any](f func() (T, error)) *call[T] {
+	c := &call[T]{done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		c.v, c.err = f()
+	}()
+	return c
+}
+
+// returned reports whether the call has returned, without waiting.
+func (c *call[T]) returned() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait returns the call's result; the deadline only guards against a hang.
+func (c *call[T]) wait(t *testing.T) T {
+	t.Helper()
+	select {
+	case <-c.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("CRI call did not return")
+	}
+	if c.err != nil {
+		t.Fatal(c.err)
+	}
+	return c.v
 }
 
 func ann(t *testing.T, behaviours map[string]string) map[string]string {
@@ -107,11 +179,52 @@ func (e *env) create(t *testing.T, sb string, sbCfg *runtimeapi.PodSandboxConfig
 	return r.ContainerId
 }
 
+// startC starts a container whose start latency is 0.
 func (e *env) startC(t *testing.T, id string) {
 	t.Helper()
 	if _, err := e.rt.StartContainer(context.Background(), &runtimeapi.StartContainerRequest{ContainerId: id}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// startAfter starts a container whose start latency is latency (> 0),
+// stepping the clock through it.
+func (e *env) startAfter(t *testing.T, id string, latency time.Duration) {
+	t.Helper()
+	w0 := e.clk.Waiters()
+	c := e.startAsync(id)
+	e.waitWaiters(t, w0+1)
+	e.step(latency)
+	c.wait(t)
+}
+
+// stopAfter stops a running container that handles SIGTERM in handling
+// (> 0, less than timeout seconds), stepping the clock through it.
+func (e *env) stopAfter(t *testing.T, id string, timeout int64, handling time.Duration) {
+	t.Helper()
+	w0 := e.clk.Waiters()
+	c := e.stopAsync(id, timeout)
+	e.waitWaiters(t, w0+2) // SIGTERM handling and the SIGKILL deadline
+	e.step(handling)
+	c.wait(t)
+}
+
+func (e *env) startAsync(id string) *call[*runtimeapi.StartContainerResponse] {
+	return async(func() (*runtimeapi.StartContainerResponse, error) {
+		return e.rt.StartContainer(context.Background(), &runtimeapi.StartContainerRequest{ContainerId: id})
+	})
+}
+
+func (e *env) execAsync(id string, cmd []string) *call[*runtimeapi.ExecSyncResponse] {
+	return async(func() (*runtimeapi.ExecSyncResponse, error) {
+		return e.rt.ExecSync(context.Background(), &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: cmd})
+	})
+}
+
+func (e *env) stopAsync(id string, timeout int64) *call[*runtimeapi.StopContainerResponse] {
+	return async(func() (*runtimeapi.StopContainerResponse, error) {
+		return e.rt.StopContainer(context.Background(), &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: timeout})
+	})
 }
 
 func (e *env) status(t *testing.T, id string) *runtimeapi.ContainerStatus {
@@ -123,29 +236,15 @@ func (e *env) status(t *testing.T, id string) *runtimeapi.ContainerStatus {
 	return r.Status
 }
 
-func (e *env) exec(t *testing.T, id string, cmd []string) (*runtimeapi.ExecSyncResponse, time.Duration) {
+// exec runs a command that does not block on the clock (a probe, a
+// foreign command).
+func (e *env) exec(t *testing.T, id string, cmd []string) *runtimeapi.ExecSyncResponse {
 	t.Helper()
-	t0 := time.Now()
 	r, err := e.rt.ExecSync(context.Background(), &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: cmd})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r, time.Since(t0)
-}
-
-func waitState(t *testing.T, e *env, id string, want runtimeapi.ContainerState, within time.Duration) *runtimeapi.ContainerStatus {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		st := e.status(t, id)
-		if st.State == want {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("container %s: state %v, want %v within %v", id, st.State, want, within)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	return r
 }
 
 func TestVersionStatusConfig(t *testing.T) {
@@ -212,76 +311,118 @@ func TestImages(t *testing.T) {
 	}
 }
 
+// TestProbesAndHooks drives one container through start latency, its
+// postStart hook, startup/readiness/liveness probes at the instants their
+// results change, preStop and a SIGTERM it handles, on a fake clock: every
+// "not yet" is checked just before its instant, every "now" exactly at it.
 func TestProbesAndHooks(t *testing.T) {
 	e := start(t)
 	sb, cfg := e.sandbox(t, ann(t, map[string]string{
 		"proxy": `{"startLatency":"20ms","startupAfter":"150ms","readyAfter":"150ms","postStart":"80ms","preStop":"60ms","termHandling":"30ms","termExitCode":143,"livenessFailAfter":"400ms"}`,
 	}))
 	id := e.create(t, sb, cfg, "proxy")
-	t0 := time.Now()
-	e.startC(t, id)
-	if d := time.Since(t0); d < 20*time.Millisecond {
-		t.Errorf("StartContainer took %v, want >= startLatency 20ms", d)
+	w0 := e.clk.Waiters()
+
+	// StartContainer blocks for the start latency (20ms of clock time).
+	started := e.startAsync(id)
+	e.waitWaiters(t, w0+1)
+	e.step(19 * time.Millisecond)
+	if st := e.status(t, id); st.State != runtimeapi.ContainerState_CONTAINER_CREATED || started.returned() {
+		t.Fatalf("at 19ms of a 20ms start latency: state %v, returned %v; want CREATED, blocked", st.State, started.returned())
 	}
-	if st := e.status(t, id); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING || st.StartedAt == 0 {
-		t.Fatalf("after start: %v", st)
+	e.step(time.Millisecond)
+	started.wait(t)
+	if st := e.status(t, id); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING || st.StartedAt != e.at(20*time.Millisecond) {
+		t.Fatalf("after start: state %v startedAt %d, want RUNNING at %d", st.State, st.StartedAt, e.at(20*time.Millisecond))
 	}
-	r, d := e.exec(t, id, HookCommand(HookPostStart))
-	if r.ExitCode != 0 || d < 80*time.Millisecond {
-		t.Errorf("postStart: exit %d after %v, want 0 after >= 80ms", r.ExitCode, d)
+	run := 20 * time.Millisecond // the process started here; probes count from it
+
+	// postStart returns after 80ms.
+	hook := e.execAsync(id, HookCommand(HookPostStart))
+	e.waitWaiters(t, w0+1)
+	e.step(79 * time.Millisecond)
+	if hook.returned() {
+		t.Fatal("postStart returned before its 80ms")
 	}
-	// startup passes 150ms after running; postStart took 80ms of it.
-	time.Sleep(20 * time.Millisecond)
-	if r, _ := e.exec(t, id, ProbeCommand(ProbeStartup)); r.ExitCode == 0 {
-		t.Errorf("startup probe passed at ~100ms, want failure before 150ms")
+	e.step(time.Millisecond)
+	if r := hook.wait(t); r.ExitCode != 0 {
+		t.Errorf("postStart: exit %d, want 0", r.ExitCode)
 	}
-	time.Sleep(80 * time.Millisecond)
+
+	// Startup (and readiness) pass from 150ms after the process started.
+	// Now 80ms.
+	e.step(69 * time.Millisecond) // 149ms
+	if r := e.exec(t, id, ProbeCommand(ProbeStartup)); r.ExitCode == 0 {
+		t.Errorf("startup probe passed at 149ms, want failure before 150ms")
+	}
+	e.step(time.Millisecond) // 150ms
 	for _, p := range []string{ProbeStartup, ProbeReadiness, ProbeLiveness} {
-		if r, _ := e.exec(t, id, ProbeCommand(p)); r.ExitCode != 0 {
-			t.Errorf("%s probe at ~200ms: exit %d, want 0", p, r.ExitCode)
+		if r := e.exec(t, id, ProbeCommand(p)); r.ExitCode != 0 {
+			t.Errorf("%s probe at 150ms: exit %d, want 0", p, r.ExitCode)
 		}
 	}
-	time.Sleep(250 * time.Millisecond)
-	if r, _ := e.exec(t, id, ProbeCommand(ProbeLiveness)); r.ExitCode == 0 {
-		t.Errorf("liveness at ~450ms passed, want failure after 400ms")
+	// Liveness fails from 400ms on.
+	e.step(249 * time.Millisecond) // 399ms
+	if r := e.exec(t, id, ProbeCommand(ProbeLiveness)); r.ExitCode != 0 {
+		t.Errorf("liveness at 399ms failed, want success before 400ms")
 	}
-	if r, _ := e.exec(t, id, []string{"/bin/true"}); r.ExitCode != 0 {
+	e.step(time.Millisecond) // 400ms
+	if r := e.exec(t, id, ProbeCommand(ProbeLiveness)); r.ExitCode == 0 {
+		t.Errorf("liveness at 400ms passed, want failure from 400ms")
+	}
+	if r := e.exec(t, id, []string{"/bin/true"}); r.ExitCode != 0 {
 		t.Errorf("foreign command: exit %d", r.ExitCode)
 	}
-	r, d = e.exec(t, id, HookCommand(HookPreStop))
-	if r.ExitCode != 0 || d < 60*time.Millisecond {
-		t.Errorf("preStop: exit %d after %v", r.ExitCode, d)
+
+	// preStop returns after 60ms.
+	pre := e.execAsync(id, HookCommand(HookPreStop))
+	e.waitWaiters(t, w0+1)
+	e.step(59 * time.Millisecond)
+	if pre.returned() {
+		t.Fatal("preStop returned before its 60ms")
 	}
-	t0 = time.Now()
-	if _, err := e.rt.StopContainer(context.Background(), &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 5}); err != nil {
-		t.Fatal(err)
+	e.step(time.Millisecond)
+	if r := pre.wait(t); r.ExitCode != 0 {
+		t.Errorf("preStop: exit %d", r.ExitCode)
 	}
-	if d := time.Since(t0); d < 30*time.Millisecond || d > 2*time.Second {
-		t.Errorf("StopContainer took %v, want ~30ms (termHandling)", d)
+
+	// SIGTERM handled in 30ms (exit 143), well within the 5s timeout.
+	stopAt := run + 460*time.Millisecond
+	stop := e.stopAsync(id, 5)
+	e.waitWaiters(t, w0+2) // SIGTERM handling and the SIGKILL deadline
+	e.step(29 * time.Millisecond)
+	if stop.returned() || e.status(t, id).State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		t.Fatal("container exited before its 30ms SIGTERM handling")
 	}
+	e.step(time.Millisecond)
+	stop.wait(t)
 	st := e.status(t, id)
-	if st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != 143 || st.Reason != "Error" {
-		t.Errorf("after stop: state %v code %d reason %q", st.State, st.ExitCode, st.Reason)
+	if st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != 143 || st.Reason != "Error" || st.FinishedAt != e.at(stopAt+30*time.Millisecond) {
+		t.Errorf("after stop: state %v code %d reason %q finished %d; want EXITED 143 Error at %d", st.State, st.ExitCode, st.Reason, st.FinishedAt, e.at(stopAt+30*time.Millisecond))
+	}
+	if e.sink.find(history.ContainerKilled, "proxy") != nil {
+		t.Error("SIGKILLed although SIGTERM was handled in time")
 	}
 	if _, err := e.rt.RemoveContainer(context.Background(), &runtimeapi.RemoveContainerRequest{ContainerId: id}); err != nil {
 		t.Fatal(err)
 	}
+	// Every event, with its clock time relative to the start.
 	var got []string
 	for _, ev := range e.sink.events() {
 		s := ev.Kind.String()
 		if ev.Kind == history.ProbeResult {
 			s += ":" + ev.Probe + "=" + ev.Result
 		}
-		got = append(got, s)
+		got = append(got, fmt.Sprintf("%s@%s", s, time.Duration(ev.T-e.at(0))))
 		if ev.Node != "node-1" || (ev.Kind != history.SandboxCreated && ev.Container != "proxy") || ev.Pod != "default/web-0" {
 			t.Errorf("event %+v: wrong node/pod/container", ev)
 		}
 	}
 	want := []string{
-		"sandbox.created", "container.start-requested", "container.running", "container.poststart-done",
-		"probe.result:startup=failure", "probe.result:startup=success", "probe.result:readiness=success",
-		"probe.result:liveness=success", "probe.result:liveness=failure",
-		"container.prestop-begin", "container.prestop-end", "container.stop-requested", "container.exited", "container.removed",
+		"sandbox.created@0s", "container.start-requested@0s", "container.running@20ms", "container.poststart-done@100ms",
+		"probe.result:startup=failure@169ms", "probe.result:startup=success@170ms", "probe.result:readiness=success@170ms",
+		"probe.result:liveness=success@170ms", "probe.result:liveness=failure@420ms",
+		"container.prestop-begin@420ms", "container.prestop-end@480ms", "container.stop-requested@480ms", "container.exited@510ms", "container.removed@510ms",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("events:\n got %v\nwant %v", got, want)
@@ -294,21 +435,50 @@ func TestProbesAndHooks(t *testing.T) {
 	}
 }
 
+// TestHookEndsWithItsContainer: a preStop that never returns ends (137)
+// when the container exits meanwhile, here SIGKILLed at the end of the
+// grace period.
+func TestHookEndsWithItsContainer(t *testing.T) {
+	e := start(t)
+	sb, cfg := e.sandbox(t, ann(t, map[string]string{"stuck": `{"startLatency":"0s","preStop":"never","termHandling":"never"}`}))
+	id := e.create(t, sb, cfg, "stuck")
+	e.startC(t, id)
+	w0 := e.clk.Waiters()
+	pre := e.execAsync(id, HookCommand(HookPreStop))
+	for deadline := time.Now().Add(30 * time.Second); e.sink.find(history.ContainerPreStopBegin, "stuck") == nil; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("preStop never began")
+		}
+	}
+	stop := e.stopAsync(id, 2)
+	e.waitWaiters(t, w0+1) // the SIGKILL deadline (the hook has no timer)
+	e.step(2 * time.Second)
+	stop.wait(t)
+	if r := pre.wait(t); r.ExitCode != 137 {
+		t.Errorf("preStop of a killed container: exit %d, want 137", r.ExitCode)
+	}
+	if ev := e.sink.find(history.ContainerPreStopEnd, "stuck"); ev == nil || ev.Msg != "container exited during the hook" || ev.T != e.at(2*time.Second) {
+		t.Errorf("prestop-end = %+v, want at 2s with the exit as reason", ev)
+	}
+}
+
 func TestStopIgnoredSIGTERMIsKilledAtTimeout(t *testing.T) {
 	e := start(t)
 	sb, cfg := e.sandbox(t, ann(t, map[string]string{"stubborn": `{"startLatency":"0s","termHandling":"never"}`}))
 	id := e.create(t, sb, cfg, "stubborn")
 	e.startC(t, id)
-	t0 := time.Now()
-	if _, err := e.rt.StopContainer(context.Background(), &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 1}); err != nil {
-		t.Fatal(err)
+	w0 := e.clk.Waiters()
+	stop := e.stopAsync(id, 1)
+	e.waitWaiters(t, w0+1)
+	e.step(time.Second - time.Nanosecond)
+	if stop.returned() {
+		t.Fatal("StopContainer returned before the 1s timeout")
 	}
-	if d := time.Since(t0); d < time.Second || d > 3*time.Second {
-		t.Errorf("StopContainer took %v, want ~1s", d)
-	}
+	e.step(time.Nanosecond)
+	stop.wait(t)
 	st := e.status(t, id)
-	if st.ExitCode != 137 || st.State != runtimeapi.ContainerState_CONTAINER_EXITED {
-		t.Errorf("exit %d state %v, want 137 EXITED", st.ExitCode, st.State)
+	if st.ExitCode != 137 || st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.FinishedAt != e.at(time.Second) {
+		t.Errorf("exit %d state %v at %d, want 137 EXITED at %d", st.ExitCode, st.State, st.FinishedAt, e.at(time.Second))
 	}
 	if e.sink.find(history.ContainerKilled, "stubborn") == nil {
 		t.Error("no container.killed event")
@@ -332,8 +502,14 @@ func TestExitsCrashOOM(t *testing.T) {
 		ids[name] = e.create(t, sb, cfg, name)
 		e.startC(t, ids[name])
 	}
+	// The job and the crash end after 50ms of run time; the OOM kill when
+	// 1 MB/s of growth reaches 50 kB (50ms too).
+	e.step(50 * time.Millisecond)
 	for name, w := range want {
-		st := waitState(t, e, ids[name], runtimeapi.ContainerState_CONTAINER_EXITED, 2*time.Second)
+		st := e.status(t, ids[name])
+		if st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.FinishedAt != e.at(50*time.Millisecond) {
+			t.Errorf("%s: state %v finished %d, want EXITED at 50ms", name, st.State, st.FinishedAt)
+		}
 		if st.ExitCode != w[0].(int32) || st.Reason != w[1].(string) || st.FinishedAt < st.StartedAt {
 			t.Errorf("%s: exit %d reason %q, want %v", name, st.ExitCode, st.Reason, w)
 		}
@@ -375,7 +551,7 @@ func TestStopPodSandboxKillsRunning(t *testing.T) {
 	e := start(t)
 	sb, cfg := e.sandbox(t, nil)
 	id := e.create(t, sb, cfg, "app")
-	e.startC(t, id)
+	e.startAfter(t, id, behavior.Default().StartLatency.Mean())
 	if _, err := e.rt.StopPodSandbox(context.Background(), &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb}); err != nil {
 		t.Fatal(err)
 	}
@@ -442,12 +618,11 @@ func TestRestartAllContainersReset(t *testing.T) {
 		return r.ContainerId
 	}
 	proxy, app := createAt("proxy", 0), createAt("app", 0)
-	e.startC(t, proxy)
-	e.startC(t, app)
+	def := behavior.Default()
+	e.startAfter(t, proxy, def.StartLatency.Mean())
+	e.startAfter(t, app, def.StartLatency.Mean())
 	for _, id := range []string{proxy, app} {
-		if _, err := e.rt.StopContainer(context.Background(), &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 2}); err != nil {
-			t.Fatal(err)
-		}
+		e.stopAfter(t, id, 2, def.TermHandling.Mean())
 		if _, err := e.rt.RemoveContainer(context.Background(), &runtimeapi.RemoveContainerRequest{ContainerId: id}); err != nil {
 			t.Fatal(err)
 		}
@@ -470,7 +645,7 @@ func TestRestartAllContainersReset(t *testing.T) {
 		t.Fatalf("sandbox not kept ready: %v %v", st, err)
 	}
 	proxy1 := createAt("proxy", 1)
-	e.startC(t, proxy1)
+	e.startAfter(t, proxy1, def.StartLatency.Mean())
 	if s := e.status(t, proxy1); s.State != runtimeapi.ContainerState_CONTAINER_RUNNING || s.Metadata.Attempt != 1 {
 		t.Errorf("re-initialized proxy: %v attempt %d", s.State, s.Metadata.Attempt)
 	}

@@ -10,7 +10,7 @@ import (
 // so the kubelet's CRI stats provider and eviction manager have data.
 
 func (s *Server) containerStatsLocked(c *container) *runtimeapi.ContainerStats {
-	now := s.cfg.Now()
+	now := s.now()
 	return &runtimeapi.ContainerStats{
 		Attributes: &runtimeapi.ContainerAttributes{
 			Id: c.id, Metadata: c.config.GetMetadata(), Labels: c.config.GetLabels(), Annotations: c.config.GetAnnotations(),
@@ -49,7 +49,7 @@ func (s *Server) ListContainerStats(_ context.Context, req *runtimeapi.ListConta
 }
 
 func (s *Server) sandboxStatsLocked(sb *sandbox) *runtimeapi.PodSandboxStats {
-	now := s.cfg.Now()
+	now := s.now()
 	st := &runtimeapi.PodSandboxStats{
 		Attributes: &runtimeapi.PodSandboxAttributes{
 			Id: sb.id, Metadata: sb.config.GetMetadata(), Labels: sb.config.GetLabels(), Annotations: sb.config.GetAnnotations(),

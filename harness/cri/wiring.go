@@ -73,7 +73,7 @@ func (s *Server) readyLocked(c *container) bool {
 	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING || c.appAt == 0 || c.plan.ReadyAfter == behavior.Never {
 		return false
 	}
-	if time.Duration(s.cfg.Now()-c.appAt) < c.plan.ReadyAfter {
+	if time.Duration(s.now()-c.appAt) < c.plan.ReadyAfter {
 		return false
 	}
 	s.servingLocked(c)
@@ -97,7 +97,7 @@ func (s *Server) wireStartedLocked(c *container) {
 		return
 	}
 	if w.Serving && c.plan.ReadyAfter != behavior.Never {
-		time.AfterFunc(c.plan.ReadyAfter, func() {
+		s.afterFunc(c.plan.ReadyAfter, func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			if s.alive(c) {
@@ -106,13 +106,13 @@ func (s *Server) wireStartedLocked(c *container) {
 		})
 	}
 	if w.Wait != nil {
-		c.waitFrom = s.cfg.Now()
+		c.waitFrom = s.now()
 		s.pollWaitLocked(c)
 	}
 	if w.Quit != nil && w.Quit.File && s.quit[c.sb.pod] {
 		// The quit file is there already: the sidecar's wrapper sees it
 		// on its first look.
-		time.AfterFunc(0, func() { s.quitNow(c) })
+		s.exitLocked(c, 0, behavior.ReasonCompleted, "told to quit")
 	}
 }
 
@@ -131,7 +131,7 @@ func (s *Server) pollWaitLocked(c *container) {
 			break
 		}
 	}
-	elapsed := time.Duration(s.cfg.Now() - c.waitFrom)
+	elapsed := time.Duration(s.now() - c.waitFrom)
 	switch {
 	case all:
 		s.execAppLocked(c, true)
@@ -142,7 +142,7 @@ func (s *Server) pollWaitLocked(c *container) {
 			s.exitLocked(c, 1, behavior.ReasonError, "wait for the sidecars timed out")
 		}
 	default:
-		time.AfterFunc(w.Period, func() {
+		s.afterFunc(w.Period, func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.pollWaitLocked(c)
@@ -153,7 +153,7 @@ func (s *Server) pollWaitLocked(c *container) {
 // execAppLocked starts c's application: container.app-started, then its
 // behaviour clock (probes, run time, crash, memory) from now.
 func (s *Server) execAppLocked(c *container, ok bool) {
-	c.appAt = s.cfg.Now()
+	c.appAt = s.now()
 	e := c.event(history.ContainerAppStarted)
 	e.Value = ok
 	s.emit(e)
@@ -167,7 +167,7 @@ func (s *Server) armExitLocked(c *container) {
 		return
 	}
 	code, reason := c.plan.ExitCode, c.plan.ExitReason
-	c.exitTimer = time.AfterFunc(c.plan.ExitAfter, func() {
+	c.exitTimer = s.afterFunc(c.plan.ExitAfter, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.alive(c) {
@@ -197,13 +197,14 @@ func (s *Server) ownExitLocked(c *container, reason string) {
 		if p == nil || p.wiring == nil || p.wiring.Quit == nil {
 			continue // /quitquitquit to a proxy that is not running is lost
 		}
-		delay := time.Duration(0)
-		if q := p.wiring.Quit; q.File && q.Period > 0 {
-			// The sidecar's wrapper sees the file on its next poll.
-			since := time.Duration(s.cfg.Now() - p.startedAt)
-			delay = (since/q.Period+1)*q.Period - since
+		q := p.wiring.Quit
+		if !q.File || q.Period <= 0 {
+			s.exitLocked(p, 0, behavior.ReasonCompleted, "told to quit")
+			continue
 		}
-		time.AfterFunc(delay, func() { s.quitNow(p) })
+		// The sidecar's wrapper sees the file on its next poll.
+		since := time.Duration(s.now() - p.startedAt)
+		s.afterFunc((since/q.Period+1)*q.Period-since, func() { s.quitNow(p) })
 	}
 }
 
@@ -224,18 +225,16 @@ func (s *Server) holdHook(ctx context.Context, c *container, timeoutSec int64) (
 	h := c.wiring.Hold
 	var timeout <-chan time.Time
 	if h.Timeout > 0 {
-		t := time.NewTimer(h.Timeout)
+		t := s.cfg.Clock.NewTimer(h.Timeout)
 		defer t.Stop()
-		timeout = t.C
+		timeout = t.C()
 	}
 	var callTimeout <-chan time.Time
 	if timeoutSec > 0 {
-		t := time.NewTimer(time.Duration(timeoutSec) * time.Second)
+		t := s.cfg.Clock.NewTimer(time.Duration(timeoutSec) * time.Second)
 		defer t.Stop()
-		callTimeout = t.C
+		callTimeout = t.C()
 	}
-	tick := time.NewTicker(h.Period)
-	defer tick.Stop()
 	for {
 		s.mu.Lock()
 		ready := s.readyLocked(c)
@@ -243,15 +242,20 @@ func (s *Server) holdHook(ctx context.Context, c *container, timeoutSec int64) (
 		if ready {
 			return true, ""
 		}
+		next := s.cfg.Clock.NewTimer(h.Period)
 		select {
-		case <-tick.C:
+		case <-next.C():
 		case <-timeout:
+			next.Stop()
 			return false, "readiness wait timed out"
 		case <-c.exited:
+			next.Stop()
 			return false, "container exited during the hook"
 		case <-callTimeout:
+			next.Stop()
 			return false, "hook timed out"
 		case <-ctx.Done():
+			next.Stop()
 			return false, "hook cancelled"
 		}
 	}
@@ -263,12 +267,10 @@ func (s *Server) drainHook(ctx context.Context, c *container, timeoutSec int64) 
 	d := c.wiring.Drain
 	var callTimeout <-chan time.Time
 	if timeoutSec > 0 {
-		t := time.NewTimer(time.Duration(timeoutSec) * time.Second)
+		t := s.cfg.Clock.NewTimer(time.Duration(timeoutSec) * time.Second)
 		defer t.Stop()
-		callTimeout = t.C
+		callTimeout = t.C()
 	}
-	tick := time.NewTicker(d.Period)
-	defer tick.Stop()
 	for {
 		s.mu.Lock()
 		busy := false
@@ -279,13 +281,17 @@ func (s *Server) drainHook(ctx context.Context, c *container, timeoutSec int64) 
 		if !busy {
 			return true, ""
 		}
+		next := s.cfg.Clock.NewTimer(d.Period)
 		select {
-		case <-tick.C:
+		case <-next.C():
 		case <-c.exited:
+			next.Stop()
 			return false, "container exited during the hook"
 		case <-callTimeout:
+			next.Stop()
 			return false, "hook timed out"
 		case <-ctx.Done():
+			next.Stop()
 			return false, "hook cancelled"
 		}
 	}

@@ -1,7 +1,6 @@
 package cri
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -11,9 +10,10 @@ import (
 	"github.com/sidebench/sidebench/harness/history"
 )
 
-// The wiring tests assert the order of events, never their timing: the
-// durations are short so that the tests are quick, and every wait has a
-// generous bound that only a hang reaches.
+// The wiring of the workarounds (docs/workarounds.md), on the fake clock:
+// every assertion is an exact instant or an order.
+
+const ms = time.Millisecond
 
 func wired(t *testing.T, behaviours map[string]string, wirings map[string]*behavior.Wiring) map[string]string {
 	t.Helper()
@@ -28,47 +28,49 @@ func wired(t *testing.T, behaviours map[string]string, wirings map[string]*behav
 	return a
 }
 
-// index returns the position of the first event of kind k for container
-// c, waiting for it.
-func (e *env) index(t *testing.T, k history.Kind, c string) int {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		for i, ev := range e.sink.events() {
-			if ev.Kind == k && ev.Container == c {
-				return i
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s for %s", k, c)
-		}
-		time.Sleep(5 * time.Millisecond)
+// stepBy advances the clock n steps of d, waiting after each for every
+// callback it fired.
+func (e *env) stepBy(n int, d time.Duration) {
+	for range n {
+		e.step(d)
 	}
+}
+
+// when returns the time of the first event of kind k for container c, or
+// -1.
+func (e *env) when(k history.Kind, c string) int64 {
+	if ev := e.sink.find(k, c); ev != nil {
+		return ev.T
+	}
+	return -1
 }
 
 func TestWrapperExecsAfterTheSidecarServes(t *testing.T) {
 	e := start(t)
 	a := wired(t, map[string]string{
 		"app":   `{"startLatency":"0s","readyAfter":"0s"}`,
-		"proxy": `{"startLatency":"0s","readyAfter":"150ms"}`,
+		"proxy": `{"startLatency":"0s","readyAfter":"250ms"}`,
 	}, map[string]*behavior.Wiring{
-		"app":   {Wait: &behavior.Wait{For: []string{"proxy"}, Period: 20 * time.Millisecond}},
+		"app":   {Wait: &behavior.Wait{For: []string{"proxy"}, Period: 100 * ms}},
 		"proxy": {Serving: true},
 	})
 	sb, cfg := e.sandbox(t, a)
-	app := e.create(t, sb, cfg, "app")
-	proxy := e.create(t, sb, cfg, "proxy")
+	app, proxy := e.create(t, sb, cfg, "app"), e.create(t, sb, cfg, "proxy")
 	e.startC(t, app)
+	e.startC(t, proxy)
 	// The wrapper runs; the application does not answer its probe yet.
-	if r, _ := e.exec(t, app, ProbeCommand(ProbeReadiness)); r.ExitCode == 0 {
+	if r := e.exec(t, app, ProbeCommand(ProbeReadiness)); r.ExitCode == 0 {
 		t.Fatal("the app's readiness passed before the wrapper exec'd it")
 	}
-	e.startC(t, proxy)
-	serving, started := e.index(t, history.ContainerServing, "proxy"), e.index(t, history.ContainerAppStarted, "app")
-	if serving > started {
-		t.Fatalf("app-started (#%d) before the proxy served (#%d)", started, serving)
+	e.stepBy(6, 50*ms) // polls at 0, 100, 200 fail; the proxy serves at 250; the poll at 300 execs
+	if got, want := e.when(history.ContainerServing, "proxy"), e.at(250*ms); got != want {
+		t.Errorf("container.serving at %d, want %d", got, want)
 	}
-	if r, _ := e.exec(t, app, ProbeCommand(ProbeReadiness)); r.ExitCode != 0 {
+	ev := e.sink.find(history.ContainerAppStarted, "app")
+	if ev == nil || ev.T != e.at(300*ms) || !ev.Value {
+		t.Fatalf("app-started %+v, want at %d with v=true", ev, e.at(300*ms))
+	}
+	if r := e.exec(t, app, ProbeCommand(ProbeReadiness)); r.ExitCode != 0 {
 		t.Fatal("the app's readiness fails after its exec")
 	}
 }
@@ -81,89 +83,139 @@ func TestWrapperTimeout(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := start(t)
 			a := wired(t, map[string]string{"app": `{"startLatency":"0s"}`}, map[string]*behavior.Wiring{
-				"app": {Wait: &behavior.Wait{For: []string{"proxy"}, Period: 10 * time.Millisecond, Timeout: 50 * time.Millisecond, StartOnTimeout: tc.startOnTimeout}},
+				"app": {Wait: &behavior.Wait{For: []string{"proxy"}, Period: 100 * ms, Timeout: 250 * ms, StartOnTimeout: tc.startOnTimeout}},
 			})
 			sb, cfg := e.sandbox(t, a)
 			app := e.create(t, sb, cfg, "app")
 			e.startC(t, app) // the proxy never starts
+			e.stepBy(3, 100*ms)
+			ev := e.sink.find(history.ContainerAppStarted, "app")
 			if tc.startOnTimeout {
-				e.index(t, history.ContainerAppStarted, "app")
-				if ev := e.sink.find(history.ContainerAppStarted, "app"); ev.Value {
-					t.Fatal("app-started after a timeout must say the wait failed (v=false)")
+				if ev == nil || ev.T != e.at(300*ms) || ev.Value {
+					t.Fatalf("app-started %+v: want at 300 ms (the first poll past the timeout) with v=false", ev)
 				}
 				return
 			}
-			st := waitState(t, e, app, runtimeapi.ContainerState_CONTAINER_EXITED, 10*time.Second)
-			if st.ExitCode != 1 || e.sink.find(history.ContainerAppStarted, "app") != nil {
-				t.Fatalf("exit %d, app-started %v: want exit 1 and no exec", st.ExitCode, e.sink.find(history.ContainerAppStarted, "app"))
+			st := e.status(t, app)
+			if st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != 1 || ev != nil || e.when(history.ContainerExited, "app") != e.at(300*ms) {
+				t.Fatalf("state %v exit %d app-started %+v: want exit 1 at 300 ms, no exec", st.State, st.ExitCode, ev)
 			}
 		})
 	}
 }
 
 func TestQuitSignal(t *testing.T) {
-	beh := map[string]string{
-		"main":    `{"startLatency":"0s","runTime":"100ms"}`,
-		"shipper": `{"startLatency":"0s","termHandling":"never"}`,
+	wiring := func(file bool) map[string]*behavior.Wiring {
+		q := &behavior.Quit{File: file}
+		if file {
+			q.Period = 100 * ms
+		}
+		return map[string]*behavior.Wiring{
+			"main":    {Signal: &behavior.Signal{To: []string{"shipper"}, File: file}},
+			"shipper": {Quit: q},
+		}
 	}
-	wiring := map[string]*behavior.Wiring{
-		"main":    {Signal: &behavior.Signal{To: []string{"shipper"}}},
-		"shipper": {Quit: &behavior.Quit{}},
-	}
+	shipper := `{"startLatency":"0s","termHandling":"never"}`
 	t.Run("the main's own exit tells the shipper to quit", func(t *testing.T) {
 		e := start(t)
-		sb, cfg := e.sandbox(t, wired(t, beh, wiring))
+		sb, cfg := e.sandbox(t, wired(t, map[string]string{"main": `{"startLatency":"0s","runTime":"150ms"}`, "shipper": shipper}, wiring(false)))
 		m, s := e.create(t, sb, cfg, "main"), e.create(t, sb, cfg, "shipper")
 		e.startC(t, s)
 		e.startC(t, m)
-		st := waitState(t, e, s, runtimeapi.ContainerState_CONTAINER_EXITED, 10*time.Second)
-		if st.ExitCode != 0 || e.index(t, history.ContainerExited, "main") > e.index(t, history.ContainerExited, "shipper") {
-			t.Fatalf("shipper exit %d: want 0, after the main's", st.ExitCode)
+		e.step(150 * ms)
+		st := e.status(t, s)
+		if st.State != runtimeapi.ContainerState_CONTAINER_EXITED || st.ExitCode != 0 || e.when(history.ContainerExited, "shipper") != e.at(150*ms) {
+			t.Fatalf("shipper %v exit %d: want exit 0 at 150 ms, with the main", st.State, st.ExitCode)
+		}
+	})
+	t.Run("via a file, at the shipper's next poll", func(t *testing.T) {
+		e := start(t)
+		sb, cfg := e.sandbox(t, wired(t, map[string]string{"main": `{"startLatency":"0s","runTime":"150ms"}`, "shipper": shipper}, wiring(true)))
+		m, s := e.create(t, sb, cfg, "main"), e.create(t, sb, cfg, "shipper")
+		e.startC(t, s)
+		e.startC(t, m)
+		e.stepBy(4, 50*ms)
+		if got := e.when(history.ContainerExited, "shipper"); got != e.at(200*ms) {
+			t.Fatalf("shipper exited at %d, want %d (its poll after the main's exit at 150 ms)", got, e.at(200*ms))
 		}
 	})
 	t.Run("an OOM-killed main never signals", func(t *testing.T) {
 		e := start(t)
-		b := map[string]string{"main": `{"startLatency":"0s"}`, "shipper": beh["shipper"]}
-		sb, cfg := e.sandbox(t, wired(t, b, wiring))
+		sb, cfg := e.sandbox(t, wired(t, map[string]string{"main": `{"startLatency":"0s"}`, "shipper": shipper}, wiring(false)))
 		m, s := e.create(t, sb, cfg, "main"), e.create(t, sb, cfg, "shipper")
 		e.startC(t, s)
 		e.startC(t, m)
 		if _, err := e.srv.OOMKill("default/web-0", "main"); err != nil {
 			t.Fatal(err)
 		}
-		// A quit would have been delivered at once; the shipper is then
-		// stopped by SIGTERM, which it ignores: SIGKILL after the grace.
-		if _, err := e.rt.StopContainer(context.Background(), &runtimeapi.StopContainerRequest{ContainerId: s, Timeout: 1}); err != nil {
-			t.Fatal(err)
-		}
-		if st := e.status(t, s); st.ExitCode != 137 {
-			t.Fatalf("shipper exit %d: want 137 (SIGKILL), no quit", st.ExitCode)
+		e.step(time.Second)
+		if st := e.status(t, s); st.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			t.Fatalf("shipper %v after the main's OOM kill: want it still running (no quit)", st.State)
 		}
 	})
 }
 
-func TestHoldAndDrainHooks(t *testing.T) {
+func TestHoldPostStart(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ready   string
+		timeout time.Duration
+		ok      bool
+		at      time.Duration
+	}{
+		{"returns once the proxy serves", "250ms", 0, true, 300 * ms},
+		{"fails when it never does", "never", 150 * ms, false, 150 * ms},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := start(t)
+			a := wired(t, map[string]string{"proxy": `{"startLatency":"0s","readyAfter":"` + tc.ready + `"}`},
+				map[string]*behavior.Wiring{"proxy": {Serving: true, Hold: &behavior.Poll{Period: 100 * ms, Timeout: tc.timeout}}})
+			sb, cfg := e.sandbox(t, a)
+			proxy := e.create(t, sb, cfg, "proxy")
+			e.startC(t, proxy)
+			w0 := e.clk.Waiters()
+			hook := e.execAsync(proxy, HookCommand(HookPostStart))
+			e.waitWaiters(t, w0+1) // the hook's first poll failed and armed the next
+			for now := time.Duration(0); now < tc.at && !hook.returned(); now += 50 * ms {
+				w := e.clk.Waiters()
+				e.step(50 * ms)
+				if (now+50*ms)%(100*ms) == 0 && now+50*ms < tc.at {
+					e.waitWaiters(t, w) // the hook re-armed its poll
+				}
+			}
+			r := hook.wait(t)
+			done := e.sink.find(history.ContainerPostStartDone, "proxy")
+			if (r.ExitCode == 0) != tc.ok || done == nil || done.T != e.at(tc.at) || done.Value != tc.ok {
+				t.Fatalf("hook exit %d, poststart-done %+v: want ok=%v at %v", r.ExitCode, done, tc.ok, tc.at)
+			}
+			if tc.ok && e.when(history.ContainerServing, "proxy") > done.T {
+				t.Fatal("the hold returned before the proxy served")
+			}
+		})
+	}
+}
+
+func TestDrainPreStop(t *testing.T) {
 	e := start(t)
 	a := wired(t, map[string]string{
-		"proxy": `{"startLatency":"0s","readyAfter":"100ms"}`,
-		"app":   `{"startLatency":"0s","runTime":"200ms"}`,
-	}, map[string]*behavior.Wiring{
-		"proxy": {Serving: true, Hold: &behavior.Poll{Period: 20 * time.Millisecond}, Drain: &behavior.Drain{Of: []string{"app"}, Period: 20 * time.Millisecond}},
-	})
+		"proxy": `{"startLatency":"0s"}`,
+		"app":   `{"startLatency":"0s","runTime":"150ms"}`,
+	}, map[string]*behavior.Wiring{"proxy": {Drain: &behavior.Drain{Of: []string{"app"}, Period: 100 * ms}}})
 	sb, cfg := e.sandbox(t, a)
 	proxy, app := e.create(t, sb, cfg, "proxy"), e.create(t, sb, cfg, "app")
 	e.startC(t, proxy)
-	if r, _ := e.exec(t, proxy, HookCommand(HookPostStart)); r.ExitCode != 0 {
-		t.Fatalf("hold postStart failed: %s", r.Stderr)
-	}
-	if e.index(t, history.ContainerServing, "proxy") > e.index(t, history.ContainerPostStartDone, "proxy") {
-		t.Fatal("the hold postStart returned before the proxy served")
-	}
 	e.startC(t, app)
-	if r, _ := e.exec(t, proxy, HookCommand(HookPreStop)); r.ExitCode != 0 {
+	w0 := e.clk.Waiters()
+	hook := e.execAsync(proxy, HookCommand(HookPreStop))
+	e.waitWaiters(t, w0+1) // the app runs: the drain polls again at 100 ms
+	e.step(100 * ms)
+	e.waitWaiters(t, w0+1) // still running: again at 200 ms (the app's exit at 150 was one of w0)
+	e.step(50 * ms)        // the app exits at 150 ms
+	e.step(50 * ms)        // the poll at 200 ms finds no connection left
+	if r := hook.wait(t); r.ExitCode != 0 {
 		t.Fatalf("drain preStop failed: %s", r.Stderr)
 	}
-	if e.index(t, history.ContainerExited, "app") > e.index(t, history.ContainerPreStopEnd, "proxy") {
-		t.Fatal("the drain preStop returned while the app still ran")
+	if got := e.when(history.ContainerPreStopEnd, "proxy"); got != e.at(200*ms) || e.when(history.ContainerExited, "app") != e.at(150*ms) {
+		t.Fatalf("prestop-end at %d, app exit at %d: want 200 ms and 150 ms", got, e.when(history.ContainerExited, "app"))
 	}
 }

@@ -317,7 +317,7 @@ func importImages(ctx context.Context, socket string, archives []string, sandbox
 // ready.
 func (c *Cluster) startContainerd(ctx context.Context, r ContainerdNode) error {
 	name := "containerd-" + r.Node
-	if err := c.start(c.cfg, name, "containerd", "--config", r.config()); err != nil {
+	if err := c.start(c.cfg, name, nil, "containerd", "--config", r.config()); err != nil {
 		return err
 	}
 	p, _ := c.proc(name)

@@ -288,7 +288,8 @@ func (s *State) stopContainers(ids map[string][]string, log io.Writer) error {
 
 // removeRuntimeHostState removes, after every process is gone and the run
 // dir is unmounted, the cgroups, bridges, libcni cache entries and shim
-// sockets of our containers, then the shared directories Up saw created.
+// sockets of our containers. The shared directories are the host
+// record's (hostshare.go): the last cluster removes them.
 func (s *State) removeRuntimeHostState(ids map[string][]string, log io.Writer) error {
 	if len(s.Containerd) == 0 {
 		return nil
@@ -319,20 +320,6 @@ func (s *State) removeRuntimeHostState(ids map[string][]string, log io.Writer) e
 			}
 		}
 	}
-	// Shared dirs: deepest first; a directory another runtime still uses
-	// is not empty, and stays.
-	dirs := append([]string(nil), s.SharedDirs...)
-	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
-	for _, d := range dirs {
-		err := syscall.Rmdir(d)
-		switch {
-		case err == nil, errors.Is(err, syscall.ENOENT):
-		case errors.Is(err, syscall.ENOTEMPTY), errors.Is(err, syscall.EEXIST), errors.Is(err, syscall.EBUSY):
-			fmt.Fprintf(log, "localcluster: %s is in use by something else; left in place\n", d)
-		default:
-			errs = append(errs, fmt.Errorf("localcluster: rmdir %s: %w", d, err))
-		}
-	}
 	return errors.Join(errs...)
 }
 
@@ -360,17 +347,6 @@ func runtimeSharedDirs(parents []string) []string {
 		filepath.Dir(shimSocketDir), shimSocketDir,
 		cniCacheDir, filepath.Join(cniCacheDir, "results"),
 	}, parents...)
-}
-
-// missing filters paths to those that do not exist now.
-func missing(paths []string) []string {
-	var out []string
-	for _, p := range paths {
-		if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // deleteLink deletes the network link name with an RTM_DELLINK rtnetlink

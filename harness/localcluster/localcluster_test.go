@@ -1,11 +1,13 @@
 package localcluster
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -89,7 +91,7 @@ func TestStateRoundTripAndProc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &State{RunDir: dir, Procs: []Proc{{Name: "self", PID: os.Getpid(), StartTicks: ticks}}, Sysctls: map[string]string{"kernel/panic": "0"}}
+	s := &State{RunDir: dir, ID: "abc123", HostHeld: true, Procs: []Proc{{Name: "self", PID: os.Getpid(), StartTicks: ticks}}}
 	if err := s.save(); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +99,7 @@ func TestStateRoundTripAndProc(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Procs) != 1 || !got.Procs[0].Alive() || got.Sysctls["kernel/panic"] != "0" {
+	if len(got.Procs) != 1 || !got.Procs[0].Alive() || got.ID != "abc123" || !got.HostHeld {
 		t.Errorf("loaded %+v", got)
 	}
 	stale := Proc{Name: "recycled", PID: os.Getpid(), StartTicks: ticks + 1}
@@ -115,7 +117,8 @@ func TestUnescapeMount(t *testing.T) {
 func TestKubeletConfig(t *testing.T) {
 	n := &Node{KubeletPort: 1, HealthzPort: 2, CRISocket: "/r/cri.sock"}
 	c := kubeletConfig(n, "/r/logs", 250)
-	for _, want := range []string{"failCgroupV1: false", "cgroupsPerQOS: false", "containerRuntimeEndpoint: unix:///r/cri.sock", "address: 127.0.0.1", "healthzBindAddress: 127.0.0.1"} {
+	for _, want := range []string{"failCgroupV1: false", "cgroupsPerQOS: false", "containerRuntimeEndpoint: unix:///r/cri.sock", "address: 127.0.0.1", "healthzBindAddress: 127.0.0.1",
+		"readOnlyPort: 0", "anonymous: {enabled: false}", "makeIPTablesUtilChains: false"} {
 		if !strings.Contains(c, want) {
 			t.Errorf("kubelet config lacks %q", want)
 		}
@@ -129,13 +132,21 @@ func TestDownDirKillsRecordedProcesses(t *testing.T) {
 	}
 	// A process that ignores SIGTERM must be SIGKILLed; a stale record
 	// (same PID, other start time) must be left alone.
-	cmd := exec.Command("sh", "-c", "trap '' TERM; sleep 60")
+	cmd := exec.Command("sh", "-c", "trap '' TERM; echo trapped; exec sleep 60")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// The trap is installed once the shell says so (order, not a sleep);
+	// sleep inherits the ignored SIGTERM through exec.
+	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "trapped\n" {
+		t.Fatalf("shell said %q, %v", line, err)
+	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	time.Sleep(100 * time.Millisecond) // let sh install the trap
 	ticks, err := procStartTicks(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +168,7 @@ func TestDownDirKillsRecordedProcesses(t *testing.T) {
 	}
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second): // a hang guard: DownDir waits for the kill itself
 		t.Fatal("recorded process still running after DownDir")
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
@@ -165,5 +176,75 @@ func TestDownDirKillsRecordedProcesses(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "stopped stubborn") || strings.Contains(log.String(), "stale") {
 		t.Errorf("log: %s", log.String())
+	}
+}
+
+// TestPrivateHostPaths runs a command through the kubelet's wrapper: what
+// it writes to a "host path" lands in its node's own directory, the host
+// directory stays an empty mount point, and no mount is left on the host.
+func TestPrivateHostPaths(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (mount namespaces)")
+	}
+	host := t.TempDir()
+	paths := []string{filepath.Join(host, "var/lib/kubelet"), filepath.Join(host, "run/mount")}
+	nodes := []string{filepath.Join(t.TempDir(), "n1"), filepath.Join(t.TempDir(), "n2")}
+	for i, nd := range nodes {
+		cmd, err := privateHostPaths(nd, paths, []string{"/bin/sh", "-c", `mkdir -p "$0/device-plugins" && echo "$1" > "$0/device-plugins/kubelet.sock"`, paths[0], strconv.Itoa(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(cmd[0], cmd[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v\n%s", cmd, err, out)
+		}
+	}
+	for i, nd := range nodes {
+		own := filepath.Join(nd, "host", strings.ReplaceAll(strings.TrimPrefix(paths[0], "/"), "/", "_"), "device-plugins", "kubelet.sock")
+		if b, err := os.ReadFile(own); err != nil || string(b) != strconv.Itoa(i)+"\n" {
+			t.Errorf("node %d's socket file: %q %v", i, b, err)
+		}
+	}
+	for _, p := range paths {
+		if ents, err := os.ReadDir(p); err != nil || len(ents) != 0 {
+			t.Errorf("host mount point %s: %v %v, want it empty", p, ents, err)
+		}
+	}
+	if m, _ := mountsUnder([]string{host}); len(m) != 0 {
+		t.Errorf("mounts left on the host: %v", m)
+	}
+}
+
+func TestServerPortsBelowEphemeralRange(t *testing.T) {
+	lo := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		lo, _ = strconv.Atoi(strings.Fields(string(b))[0])
+	}
+	ports, err := serverPorts(200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, p := range ports {
+		if p >= lo || p < lo/2 || seen[p] {
+			t.Errorf("port %d: want distinct ports in [%d, %d)", p, lo/2, lo)
+		}
+		seen[p] = true
+	}
+}
+
+func TestCheckFits(t *testing.T) {
+	avail := int64(22 << 30) // this 24 GiB machine, idle
+	if err := checkFits(80, RuntimeSidebench, avail); err != nil {
+		t.Errorf("80 kubelets in 22 GiB: %v", err)
+	}
+	err := checkFits(200, RuntimeSidebench, avail)
+	if err == nil || !strings.Contains(err.Error(), "200 kubelets need about 25.8 GiB") || !strings.Contains(err.Error(), "at most 170 fit") {
+		t.Errorf("200 kubelets in 22 GiB: %v", err)
+	}
+	if err := checkFits(3, RuntimeContainerd, 1<<30); err == nil || !strings.Contains(err.Error(), "192 MiB each") {
+		t.Errorf("3 containerd nodes in 1 GiB: %v", err)
+	}
+	if _, err := memAvailable(); err != nil {
+		t.Error(err)
 	}
 }

@@ -32,12 +32,10 @@ type State struct {
 	// root dirs); Down unmounts everything at or below them and below
 	// RunDir.
 	MountRoots []string `json:"mountRoots"`
-	// Sysctls are the values before the first kubelet started (name as a
-	// /proc/sys path relative to /proc/sys, e.g. "kernel/panic").
-	Sysctls map[string]string `json:"sysctls"`
-	// HostPaths are paths outside RunDir that did not exist before Up and
-	// that a kubelet creates (removed by Down if they still exist).
-	HostPaths []string `json:"hostPaths,omitempty"`
+	// HostHeld: the cluster is a holder of the shared host state
+	// (hostshare.go): kernel settings, raised limits and host paths are
+	// recorded host-wide and restored by the last cluster's teardown.
+	HostHeld bool `json:"hostHeld,omitempty"`
 
 	// The containerd runtime's host state (empty with sidebench's CRI
 	// server), all recorded before the first containerd starts.
@@ -49,11 +47,6 @@ type State struct {
 	// CgroupParents are <hierarchy>/k8s.io for every cgroup hierarchy:
 	// runc puts container <id> in <parent>/<id>.
 	CgroupParents []string `json:"cgroupParents,omitempty"`
-	// SharedDirs are directories outside RunDir that did not exist before
-	// Up and that containerd, its shims or libcni may create; they may be
-	// shared with another runtime started meanwhile, so teardown removes
-	// only our entries in them, then each directory if it is empty.
-	SharedDirs []string `json:"sharedDirs,omitempty"`
 }
 
 // Proc is one started process. StartTicks (field 22 of /proc/PID/stat)
@@ -242,33 +235,35 @@ func unmountAll(roots []string) error {
 	return nil
 }
 
-// Sysctls the kubelet rewrites when protectKernelDefaults is false.
-var kubeletSysctls = []string{"kernel/panic", "kernel/panic_on_oops", "vm/overcommit_memory"}
+// kubeletSysctls are the kernel settings a kubelet rewrites when
+// protectKernelDefaults is false (setupKernelTunables in
+// pkg/kubelet/cm/container_manager_linux.go, v1.37.2), as paths under
+// /proc/sys.
+var kubeletSysctls = []string{
+	"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
+	"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes",
+}
 
+// readSysctls reads the kubelets' kernel settings.
 func readSysctls() (map[string]string, error) {
 	m := map[string]string{}
 	for _, n := range kubeletSysctls {
-		b, err := os.ReadFile("/proc/sys/" + n)
+		v, err := readSysctl(n)
 		if err != nil {
 			return nil, err
 		}
-		m[n] = strings.TrimSpace(string(b))
+		m[n] = v
 	}
 	return m, nil
 }
 
-func restoreSysctls(m map[string]string) error {
-	var errs []error
-	for n, v := range m {
-		b, err := os.ReadFile("/proc/sys/" + n)
-		if err == nil && strings.TrimSpace(string(b)) == v {
-			continue
-		}
-		if err := os.WriteFile("/proc/sys/"+n, []byte(v+"\n"), 0o644); err != nil {
-			errs = append(errs, fmt.Errorf("restore sysctl %s=%s: %w", n, v, err))
+func anyAlive(ps []Proc) bool {
+	for _, p := range ps {
+		if p.Alive() {
+			return true
 		}
 	}
-	return errors.Join(errs...)
+	return false
 }
 
 // stopOrder splits the recorded processes into kubelets, container
@@ -339,13 +334,12 @@ func (s *State) teardown(exited map[int]<-chan struct{}, log io.Writer) error {
 	if err := s.removeRuntimeHostState(ids, log); err != nil {
 		errs = append(errs, err)
 	}
-	if s.Sysctls != nil {
-		if err := restoreSysctls(s.Sysctls); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	for _, p := range s.HostPaths {
-		if err := os.RemoveAll(p); err != nil {
+	// The shared host state goes with the last cluster. A process that
+	// survived SIGKILL keeps this cluster a holder (errs is not empty
+	// only then, or for unmount and runtime leftovers, which do not touch
+	// shared state).
+	if s.HostHeld && !anyAlive(s.Procs) {
+		if err := releaseHost(s.RunDir, s.ID, log); err != nil {
 			errs = append(errs, err)
 		}
 	}

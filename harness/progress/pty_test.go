@@ -9,114 +9,39 @@ import (
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
-	"github.com/hinshun/vt10x"
+	"github.com/sidebench/sidebench/internal/ptyscreen"
 )
 
-// screen is what a terminal of cols × rows shows: a VT100 emulator fed
-// with everything written to the pseudo-terminal.
-type screen struct {
-	tty  *os.File // the reporter's side
-	ptmx *os.File
-	vt   vt10x.Terminal
-	done chan struct{}
-}
-
 const cols, rows = 100, 24
-
-func newScreen(t *testing.T) *screen {
-	t.Helper()
-	ptmx, tty, err := pty.Open()
-	if err != nil {
-		t.Skipf("no pseudo-terminal: %v", err)
-	}
-	if err := pty.Setsize(ptmx, &pty.Winsize{Cols: cols, Rows: rows}); err != nil {
-		t.Fatal(err)
-	}
-	s := &screen{tty: tty, ptmx: ptmx, vt: vt10x.New(vt10x.WithSize(cols, rows)), done: make(chan struct{})}
-	go func() {
-		defer close(s.done)
-		buf := make([]byte, 4096)
-		for {
-			n, err := ptmx.Read(buf)
-			if n > 0 {
-				s.vt.Write(buf[:n])
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		tty.Close()
-		ptmx.Close()
-		<-s.done
-	})
-	return s
-}
-
-// lines returns the screen's rows, trailing blanks trimmed.
-func (s *screen) lines() []string {
-	var out []string
-	for _, l := range strings.Split(s.vt.String(), "\n") {
-		out = append(out, strings.TrimRight(l, " \x00"))
-	}
-	return out
-}
-
-// waitFor waits until some row of the screen contains want. The timeout
-// only guards against a hang; nothing is asserted about time.
-func (s *screen) waitFor(t *testing.T, want string) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if strings.Contains(s.vt.String(), want) {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("the screen never showed %q:\n%s", want, strings.Join(s.lines(), "\n"))
-}
-
-// rowsWith counts the rows of the screen containing sub.
-func (s *screen) rowsWith(sub string) int {
-	n := 0
-	for _, l := range s.lines() {
-		if strings.Contains(l, sub) {
-			n++
-		}
-	}
-	return n
-}
 
 // runWithLine drives a reporter on a sized pseudo-terminal through a run
 // of three trials, writing one stderr line while the bars are live, with
 // write, and returns the final screen.
-func runWithLine(t *testing.T, write func(r *Reporter, tty *os.File, line string)) *screen {
-	scr := newScreen(t)
+func runWithLine(t *testing.T, write func(r *Reporter, tty *os.File, line string)) *ptyscreen.Screen {
+	scr := ptyscreen.New(t, cols, rows)
 	clk := newClock()
-	r := New(scr.tty, Options{Now: clk.now})
+	r := New(scr.TTY, Options{Now: clk.now})
 	if r.Mode() != Bars {
 		t.Fatalf("mode %v on a sized pseudo-terminal, want Bars", r.Mode())
 	}
 	s := r.AddScenario("policy-comparison", 3, 30)
 	clk.advance(time.Second)
 	s.PodsDone(4)
-	scr.waitFor(t, "pods 4/30") // the bar is on the screen
+	scr.WaitFor(t, "pods 4/30") // the bar is on the screen
 	// Not waited for: in the broken case the next redraw may erase it
 	// before any poll sees it. The redraws waited for below come after it
 	// in the terminal's byte stream.
-	write(r, scr.tty, "sidebench: warning: a stderr line written during the run")
+	write(r, scr.TTY, "sidebench: warning: a stderr line written during the run")
 	done := 4
 	for _, pods := range []int{10, 20, 30} {
 		clk.advance(time.Second)
 		s.PodsDone(pods - done) // pods finish within the trial...
 		done = pods
 		s.TrialDone(10, 0)                              // ...then it is committed
-		scr.waitFor(t, fmt.Sprintf("pods %d/30", pods)) // redrawn after the line
+		scr.WaitFor(t, fmt.Sprintf("pods %d/30", pods)) // redrawn after the line
 	}
 	r.Close()
-	scr.waitFor(t, "pods/s  in 4s") // the finished bar: elapsed time instead of the ETA
+	scr.WaitFor(t, "pods/s  in 4s") // the finished bar: elapsed time instead of the ETA
 	return scr
 }
 
@@ -128,16 +53,16 @@ func TestTerminalKeepsLogLines(t *testing.T) {
 	scr := runWithLine(t, func(r *Reporter, _ *os.File, line string) {
 		fmt.Fprintln(r.Writer(), line)
 	})
-	final := strings.Join(scr.lines(), "\n")
+	final := strings.Join(scr.Lines(), "\n")
 	t.Logf("final screen:\n%s", strings.TrimRight(final, "\n"))
-	if n := scr.rowsWith("a stderr line written during the run"); n != 1 {
+	if n := scr.RowsWith("a stderr line written during the run"); n != 1 {
 		t.Errorf("the stderr line is on %d rows, want 1:\n%s", n, final)
 	}
-	if n := scr.rowsWith("policy-comparison"); n != 1 {
+	if n := scr.RowsWith("policy-comparison"); n != 1 {
 		t.Errorf("the bar is on %d rows, want 1 (duplicated bars):\n%s", n, final)
 	}
 	var lineRow, barRow int
-	for i, l := range scr.lines() {
+	for i, l := range scr.Lines() {
 		if strings.Contains(l, "a stderr line") {
 			lineRow = i
 		}
@@ -161,8 +86,8 @@ func TestTerminalBypassErasesLine(t *testing.T) {
 	scr := runWithLine(t, func(_ *Reporter, tty *os.File, line string) {
 		fmt.Fprintln(tty, line)
 	})
-	final := strings.Join(scr.lines(), "\n")
-	if scr.rowsWith("a stderr line written during the run") != 0 || scr.rowsWith("policy-comparison") < 2 {
+	final := strings.Join(scr.Lines(), "\n")
+	if scr.RowsWith("a stderr line written during the run") != 0 || scr.RowsWith("policy-comparison") < 2 {
 		t.Errorf("a write around mpb survived intact; the emulator test cannot tell a broken terminal from a good one:\n%s", final)
 	}
 }

@@ -114,6 +114,9 @@ type Entry struct {
 	Matrix []check.Cell `json:"matrix,omitempty"`
 	// Faults tallies the trial's fault firings by catalogue name.
 	Faults map[string]*FaultCount `json:"faults,omitempty"`
+	// GroupViolatingPods counts the trial's pods with a violation of an
+	// invariant of each group (check.Report.GroupViolatingPods).
+	GroupViolatingPods map[string]int `json:"groupViolatingPods,omitempty"`
 }
 
 // Key identifies a trial across run directories: two entries with the same

@@ -67,6 +67,11 @@ type Row struct {
 	mxOrder  [][2]string
 	Faults   map[string]*rundir.FaultCount
 	Findings []rundir.FindingRecord // the first MaxReportFindings
+	// groups counts pods with a violation per invariant group;
+	// groupsMissing: a trial with violations recorded none (a journal
+	// written before groups were recorded).
+	groups        map[string]int
+	groupsMissing bool
 }
 
 // Invariants returns the per-invariant counts in first-seen order.
@@ -111,6 +116,8 @@ type Aggregate struct {
 	hashes     map[string]string
 	// user holds each row's user-level counts (userlevel.go).
 	user map[*Row]*userTally
+	// figs is each scenario's figure data (figures.go).
+	figs map[string]*scenarioFigures
 }
 
 // NewAggregate returns an empty aggregate with a row per scenario ×
@@ -181,6 +188,15 @@ func (a *Aggregate) AddTrial(e *rundir.Entry, recs []metrics.Record, finds []run
 	r.ViolatingPods += e.ViolatingPods
 	r.Degradations += e.Degradations
 	r.Elapsed += time.Duration(e.ElapsedNanos)
+	if e.GroupViolatingPods == nil && e.ViolatingPods > 0 {
+		r.groupsMissing = true
+	}
+	for g, n := range e.GroupViolatingPods {
+		if r.groups == nil {
+			r.groups = map[string]int{}
+		}
+		r.groups[g] += n
+	}
 	for kind, c := range e.Faults {
 		if r.Faults == nil {
 			r.Faults = map[string]*rundir.FaultCount{}
@@ -340,8 +356,8 @@ func (a *Aggregate) loadCommitted(dir string, info rundir.Info, entries []rundir
 	for i := range entries {
 		e := &entries[i]
 		id := trialID{e.Scenario, e.Policy, e.Trial, e.Seed}
-		if take[id] == e {
-			a.AddTrial(e, recs[id], finds[id])
+		if take[id] == e && a.AddTrial(e, recs[id], finds[id]) {
+			a.addFigures(e.Scenario, figuresOfRecords(finds[id]))
 		}
 	}
 	return nil

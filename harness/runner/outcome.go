@@ -35,6 +35,8 @@ type Meta struct {
 	Elapsed          time.Duration
 	Build            version.Info
 	RSS              []render.RSSPoint
+	// Progress is the soak's lifecycles at each checkpoint.
+	Progress []render.ProgressPoint
 	// Strict: a partial run and an INSUFFICIENT DATA verdict do not pass
 	// (a partial run's PASS becomes INSUFFICIENT DATA).
 	Strict bool
@@ -64,7 +66,7 @@ func Judge(a *Aggregate, m Meta) Outcome {
 	out := Outcome{State: render.RunState{
 		Command: m.Command, Backend: m.Backend, Status: m.Status, Partial: partial,
 		StartedAt: m.StartedAt.UTC().Format(time.RFC3339Nano), UpdatedAt: time.Now().UTC().Format(time.RFC3339Nano),
-		TrialsCommitted: a.Trials, Resumes: a.Resumed, RSS: m.RSS,
+		TrialsCommitted: a.Trials, Resumes: a.Resumed, RSS: m.RSS, Progress: m.Progress,
 		Build: render.Build{Version: m.Build.Version, Revision: m.Build.Revision, Modified: m.Build.Modified},
 		Rows:  []render.StateRow{},
 	}}
@@ -206,10 +208,21 @@ func (a *Aggregate) runData(s *scenario.Scenario, m Meta, partial bool, lat metr
 	for k, v := range m.Extra {
 		d.Meta.Extra[k] = v
 	}
+	var rows []*Row
 	for _, r := range a.rows {
-		if r.Scenario != name {
-			continue
+		if r.Scenario == name {
+			rows = append(rows, r)
 		}
+	}
+	d.Groups = groupRates(rows)
+	d.LatencyLimits = latencyLimits(s)
+	d.RateTargets = a.rateTargets(s, rows, m.Command == "soak")
+	d.Timelines = a.reportTimelines(name, rows)
+	if sf := a.figs[name]; sf != nil {
+		d.FaultWindows, d.FindingPoints = sf.windows.items(), sf.points.items()
+		d.Dropped = render.TimelineDropped{FaultWindows: sf.dropped.FaultWindows + sf.windows.dropped(), FindingPoints: sf.dropped.FindingPoints + sf.points.dropped()}
+	}
+	for _, r := range rows {
 		d.Policies = append(d.Policies, r.Policy)
 		d.Roles[r.Policy] = string(r.Role)
 		d.PolicyRuns[r.Policy] = render.PolicyRun{Trials: r.Trials, Pods: r.Pods, ElapsedSeconds: r.Elapsed.Seconds()}
@@ -250,7 +263,7 @@ func (a *Aggregate) runData(s *scenario.Scenario, m Meta, partial bool, lat metr
 
 // ReportFinding converts a findings.jsonl record for the reports.
 func ReportFinding(f *rundir.FindingRecord) render.Finding {
-	out := render.Finding{Policy: f.Policy, ID: f.ID, Class: f.Class, Pod: f.Pod, Node: f.Node, T: f.T, Msg: f.Msg,
+	out := render.Finding{Policy: f.Policy, Trial: f.Trial, Seed: f.Seed, ID: f.ID, Class: f.Class, Pod: f.Pod, Node: f.Node, T: f.T, Msg: f.Msg,
 		Excuse: f.Excuse, Elided: f.Elided}
 	if f.Fault != nil {
 		out.Fault, out.FaultID, out.FaultT = f.Fault.Name, f.Fault.ID, f.Fault.T

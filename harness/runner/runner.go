@@ -258,6 +258,7 @@ type finished struct {
 	t     scenario.Trial
 	recs  []metrics.Record
 	finds []rundir.FindingRecord
+	figs  *trialFigures
 }
 
 // execute runs trials from next on Parallel workers and commits them in
@@ -355,7 +356,9 @@ func (o *Options) execute(parent context.Context, d *rundir.Dir, agg *Aggregate,
 					cancel()
 					continue
 				}
-				agg.AddTrial(&e, r.out.recs, r.out.finds)
+				if agg.AddTrial(&e, r.out.recs, r.out.finds) {
+					agg.addFigures(e.Scenario, r.out.figs)
+				}
 				progOf(e.Scenario).TrialDone(e.Pods, e.Violations)
 				if o.onCommit != nil {
 					o.onCommit()
@@ -384,7 +387,7 @@ func (o *Options) runTrial(ctx context.Context, d *rundir.Dir, t scenario.Trial,
 	out := &finished{t: t}
 	out.Segment = f.Name()
 	hw := history.NewWriter(f)
-	cr := check.NewRunner(check.Workers(checkWorkers))
+	cr := check.NewRunner(check.Workers(checkWorkers), check.KeepPods(keepViolationPods, keepOtherPods))
 	var podsBuf bytes.Buffer
 	rw := metrics.NewRecordWriter(&podsBuf)
 	pods := 0
@@ -398,7 +401,8 @@ func (o *Options) runTrial(ctx context.Context, d *rundir.Dir, t scenario.Trial,
 	// Encoding, partitioning, checking and measuring run on their own
 	// goroutine beside the backend (a sim trial is single-threaded).
 	tally := faultTally{}
-	async := history.NewAsyncSink(teeSink{hw, part, tally}, 0)
+	tap := newFaultTap(plan.Policy, plan.Number)
+	async := history.NewAsyncSink(teeSink{hw, part, tally, tap}, 0)
 	stats, runErr := o.Backend.RunTrial(ctx, plan, async)
 	perr := async.Close()
 	if cerr := part.Close(); perr == nil {
@@ -431,7 +435,7 @@ func (o *Options) runTrial(ctx context.Context, d *rundir.Dir, t scenario.Trial,
 	}
 	e := rundir.Entry{Scenario: plan.Scenario, ScenarioHash: plan.ScenarioHash, Policy: plan.Policy, Trial: plan.Number, Seed: plan.Seed,
 		Pods: pods, Violations: rep.Violations(), ViolatingPods: rep.ViolatingPods, Partial: stats.Partial,
-		ElapsedNanos: int64(stats.Elapsed), Rows: rep.Rows, Matrix: rep.Matrix}
+		ElapsedNanos: int64(stats.Elapsed), Rows: rep.Rows, Matrix: rep.Matrix, GroupViolatingPods: rep.GroupViolatingPods}
 	for _, row := range rep.Rows {
 		e.Degradations += row.Degradations
 	}
@@ -450,6 +454,7 @@ func (o *Options) runTrial(ctx context.Context, d *rundir.Dir, t scenario.Trial,
 		out.finds = append(out.finds, fr)
 	}
 	out.Entry, out.Pods, out.Findings = e, podsBuf.Bytes(), fb.Bytes()
+	out.figs = trialFiguresOf(tap, rep, plan.Policy, plan.Number, plan.Seed)
 	return out, nil
 }
 

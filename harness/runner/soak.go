@@ -81,14 +81,17 @@ func Soak(ctx context.Context, o Options, so SoakOptions) (*Result, error) {
 	}
 	t0 := clk.Now()
 	var rss []render.RSSPoint
+	var progress []render.ProgressPoint
 	sample := func() {
+		at := math.Round(clk.Since(t0).Seconds()*1000) / 1000
 		if so.RSS != nil {
-			rss = append(rss, render.RSSPoint{ElapsedSeconds: math.Round(clk.Since(t0).Seconds()*1000) / 1000, Bytes: so.RSS()})
+			rss = append(rss, render.RSSPoint{ElapsedSeconds: at, Bytes: so.RSS()})
 		}
+		progress = append(progress, agg.progress(at)...)
 	}
 	meta := func(status string) Meta {
 		return Meta{Command: "soak", Backend: o.BackendName, Status: status, StartedAt: started, Elapsed: clk.Since(t0),
-			Build: o.Build, RSS: rss, Strict: o.Strict, Extra: o.Extra}
+			Build: o.Build, RSS: rss, Progress: progress, Strict: o.Strict, Extra: o.Extra}
 	}
 	sample()
 	if err := WriteReports(so.Dir, Judge(agg, meta(StatusRunning))); err != nil {

@@ -370,6 +370,10 @@ func jsonKind(v any) string {
 }
 
 func checkHeader(obj map[string]any, e *errs) {
+	if hint := manifestHint(obj, e.res.lookup("kind").File); hint != "" { // a pasted Pod, Deployment, Job...
+		e.add("kind", "%s", hint)
+		return
+	}
 	av, _ := obj["apiVersion"].(string)
 	switch {
 	case obj["apiVersion"] == nil:

@@ -27,10 +27,12 @@ func (p *planner) status() api.PodStatus {
 		}
 	}
 	st.Phase = p.phase(st.Started)
-	if p.obs.Pod.Shutdown && p.obs.Pod.Done {
+	if p.obs.Pod.Shutdown && p.obs.Pod.Done && st.Phase != api.PhaseSucceeded {
 		// INV-F4: pods killed by graceful node shutdown are Failed with
-		// reason Terminated (a pod that had already succeeded is not
-		// killed, so Shutdown is never set for it).
+		// reason Terminated, "unless it was already in a successful
+		// terminal phase" (nodeshutdown_manager.go killPods): a pod whose
+		// mains all exited 0 keeps the Succeeded of its terminal getPhase,
+		// as a real kubelet v1.37.2 publishes it (local-node-shutdown).
 		st.Phase, st.Reason = api.PhaseFailed, "Terminated"
 	}
 	st.Initialized = p.initializedCondition(st.Started, st.Phase)

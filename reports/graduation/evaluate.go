@@ -363,3 +363,23 @@ func logs(x []float64) []float64 {
 	}
 	return out
 }
+
+// LifecyclesNeeded is the number of pod lifecycles in total at which the
+// violation-rate criterion of c passes, if violations occur at the
+// observed rate k/n: with k = 0, the n at which zero violations certify
+// the target; otherwise the lifecycles at which the bound at that rate
+// falls below the target — n plus evalViolations' "more trials needed"
+// while it is above, the count it crossed at once it is below. It is -1
+// when the observed rate is at or above the target (no number of
+// lifecycles can pass it) or c has no violation-rate criterion.
+func LifecyclesNeeded(c Criteria, k, n int) int {
+	vr := c.ViolationRate
+	if vr == nil || k < 0 || n <= 0 && k > 0 || k > n {
+		return -1
+	}
+	rate := 0.0
+	if k > 0 {
+		rate = float64(k) / float64(n)
+	}
+	return stats.TrialsNeededAtRate(rate, vr.Max, c.oneSidedLevel())
+}

@@ -270,3 +270,39 @@ func TestEvaluateAllAndOverall(t *testing.T) {
 		t.Errorf("String = %q", s)
 	}
 }
+
+// TestLifecyclesNeeded: the soak figure's "lifecycles needed" is the
+// verdict's "more trials needed" counted from zero: the same number.
+func TestLifecyclesNeeded(t *testing.T) {
+	for _, stage := range []string{"alpha", "beta", "ga"} {
+		c, err := Load(stage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range []struct{ k, n int }{{0, 10}, {0, 200}, {1, 2000}, {3, 50000}, {11, 440400}} {
+			v := Evaluate(Criteria{Stage: c.Stage, Confidence: c.Confidence, ViolationRate: c.ViolationRate}, Inputs{Violations: in.k, Lifecycles: in.n})[0]
+			got := LifecyclesNeeded(c, in.k, in.n)
+			switch v.Status {
+			case Insufficient:
+				if got != in.n+v.MoreTrialsNeeded {
+					t.Errorf("%s k=%d n=%d: needed %d, verdict says %d more", stage, in.k, in.n, got, v.MoreTrialsNeeded)
+				}
+			case Fail:
+				if got != -1 {
+					t.Errorf("%s k=%d n=%d: FAIL but needed %d", stage, in.k, in.n, got)
+				}
+			case Pass:
+				if got > in.n || got <= 0 {
+					t.Errorf("%s k=%d n=%d: PASS but needed %d", stage, in.k, in.n, got)
+				}
+				// Stages of different targets cross at different counts.
+				if in.k > 0 && stage != "alpha" && got == LifecyclesNeeded(Criteria{Confidence: c.Confidence, ViolationRate: &ViolationRate{Max: 10 * c.ViolationRate.Max}}, in.k, in.n) {
+					t.Errorf("%s k=%d n=%d: the same count as a 10x laxer target", stage, in.k, in.n)
+				}
+			}
+		}
+	}
+	if LifecyclesNeeded(Criteria{}, 0, 10) != -1 {
+		t.Error("no violation-rate criterion: want -1")
+	}
+}

@@ -108,7 +108,7 @@ func findingTitle(f *Finding) string {
 	}
 	s += " at " + fmtSec(f.T)
 	if f.Policy != "" {
-		s += " (policy " + f.Policy + ")"
+		s += fmt.Sprintf(" (policy %s, trial %d)", f.Policy, f.Trial)
 	}
 	return s
 }
@@ -117,7 +117,8 @@ func findingTitle(f *Finding) string {
 func findingContext(f *Finding) string {
 	var parts []string
 	if f.Fault != "" {
-		parts = append(parts, fmt.Sprintf("nearest preceding fault: %s#%d at %s", f.Fault, f.FaultID, fmtSec(f.FaultT)))
+		parts = append(parts, fmt.Sprintf("attributed to fault %s#%d at %s (it touched the pod or its node, and its window contains the offending event)", f.Fault, f.FaultID, fmtSec(f.FaultT)))
+
 	}
 	if f.Excuse != "" {
 		parts = append(parts, "excused by: "+f.Excuse)

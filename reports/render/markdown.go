@@ -39,43 +39,37 @@ func writeMarkdown(w *bufio.Writer, d RunData) {
 		p("| %s | %s |\n", kv[0], mdCell(kv[1]))
 	}
 	p("\n")
+	p("Figures (policy comparison, latency tails, run timeline, pod timelines) are in report.html.\n\n")
+	writeForestTable(p, d)
 
 	p("## Latency\n\n")
 	if len(d.Latencies) == 0 {
 		p("No latency samples.\n\n")
 	}
-	for _, pol := range d.Policies {
-		var rows []Latency
-		for _, l := range d.Latencies {
-			if l.Policy == pol {
-				rows = append(rows, l)
+	lvs := latencyViews(d)
+	if line := noLatencySamples(lvs); line != "" {
+		p("%s\n\n", line)
+		lvs = nil
+	}
+	for _, v := range lvs {
+		p("### Policy `%s`\n\n", v.Policy)
+		if len(v.Rows) > 0 {
+			p("| metric | n | p50 ms [95%% CI] | p90 ms [95%% CI] | p99 ms [95%% CI] | faulted excluded |\n")
+			p("|---|---:|---:|---:|---:|---:|\n")
+			for _, l := range v.Rows {
+				p("| %s | %d | %s | %s | %s | %d |\n", l.Metric, l.N, fmtSummary(l.P50), fmtSummary(l.P90), fmtSummary(l.P99), l.FaultedExcluded)
 			}
-		}
-		if len(rows) == 0 {
-			continue
-		}
-		p("### Policy `%s`\n\n", pol)
-		p("| metric | n | p50 ms [95%% CI] | p90 ms [95%% CI] | p99 ms [95%% CI] | faulted excluded |\n")
-		p("|---|---:|---:|---:|---:|---:|\n")
-		var warns []string
-		for _, l := range rows {
-			p("| %s | %d | %s | %s | %s | %d |\n", l.Metric, l.N, fmtSummary(l.P50), fmtSummary(l.P90), fmtSummary(l.P99), l.FaultedExcluded)
-			for _, q := range []struct {
-				name string
-				ws   []string
-			}{{"p50", l.P50.Warnings}, {"p90", l.P90.Warnings}, {"p99", l.P99.Warnings}} {
-				for _, x := range q.ws {
-					warns = append(warns, fmt.Sprintf("%s %s: %s", l.Metric, q.name, x))
-				}
-			}
-		}
-		p("\n")
-		for _, x := range warns {
-			p("- ⚠ %s\n", mdCell(x))
-		}
-		if len(warns) > 0 {
 			p("\n")
 		}
+		if len(v.Empty) > 0 {
+			p("No samples (every pod touched by a fault: up to %d excluded): %s.\n\n", v.Faulted, strings.Join(v.Empty, ", "))
+		}
+	}
+	if ws := latencyWarnings(d); len(ws) > 0 {
+		for _, x := range ws {
+			p("- ⚠ %s\n", mdCell(x.String()))
+		}
+		p("\n")
 	}
 
 	p("## Invariants\n\n")
@@ -84,21 +78,26 @@ func writeMarkdown(w *bufio.Writer, d RunData) {
 	} else {
 		p("| policy | invariant | level | pods checked | violations | degradations | bounds exceeded | unknown | violation rate | Wilson 95%% upper | Clopper–Pearson 95%% upper |\n")
 		p("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-		for _, r := range d.Invariants {
-			rs := rowRate(r)
-			viol := strconv.Itoa(r.Violations)
-			if r.Violations > 0 {
-				viol = "**" + viol + "**"
+		for _, v := range invariantViews(d) {
+			for _, r := range v.Rows {
+				rs := rowRate(r)
+				viol := strconv.Itoa(r.Violations)
+				if r.Violations > 0 {
+					viol = "**" + viol + "**"
+				}
+				p("| %s | %s | %s | %d | %s | %d | %d | %d | %s | %s | %s |\n", r.Policy, r.ID, r.Level, r.Checked, viol,
+					r.Degradations, r.BoundsExceeded, r.Unknown, fmtPct(rs.Rate), fmtPct(rs.WilsonHi), fmtPct(rs.CPHi))
 			}
-			p("| %s | %s | %s | %d | %s | %d | %d | %d | %s | %s | %s |\n", r.Policy, invLabel(r), r.Level, r.Checked, viol,
-				r.Degradations, r.BoundsExceeded, r.Unknown, fmtPct(rs.Rate), fmtPct(rs.WilsonHi), fmtPct(rs.CPHi))
+			if line := v.CleanLine(); line != "" {
+				p("| %s | %s: %s | | | | | | | | | |\n", v.Policy, line, strings.Join(v.Clean, ", "))
+			}
 		}
-		p("\n")
+		p("\nThe rules of the IDs are listed under \"Invariant rules\" below.\n\n")
 	}
 
 	if cols := faultColumns(d.Matrix); len(cols) > 0 {
 		p("## Findings by fault\n\n")
-		p("Cells are violations/degradations/bounds exceeded of each invariant attributed to the nearest preceding fault (\"none\": no fault). Only invariants with findings are listed.\n\n")
+		p("Cells are violations/degradations/bounds exceeded of each invariant attributed to the fault. A finding is attributed to a fault only when that fault can have caused it (it touched the pod or its node, and its window contains the offending event); otherwise it is \"unattributed\". Only invariants with findings are listed.\n\n")
 		p("| policy | invariant | %s |\n|---|---|%s\n", strings.Join(cols, " | "), strings.Repeat("---:|", len(cols)))
 		for _, row := range matrixRows(d.Matrix) {
 			cells := make([]string, len(cols))
@@ -131,27 +130,23 @@ func writeMarkdown(w *bufio.Writer, d RunData) {
 				fmtNum(v.Bound), fmtNum(v.Threshold), more, mdCell(v.Message))
 		}
 		p("\n")
-		for _, v := range d.Verdicts {
-			for _, x := range v.Warnings {
-				p("- ⚠ %s: %s\n", v.Criterion, mdCell(x))
+		if ws := verdictWarnings(d); len(ws) > 0 {
+			for _, x := range ws {
+				p("- ⚠ %s\n", mdCell(x.String()))
 			}
-		}
-		if hasVerdictWarnings(d.Verdicts) {
 			p("\n")
 		}
 	}
 
 	p("## Notable findings\n\n")
-	if len(d.Findings) == 0 {
+	groups, more := notableFindings(d)
+	if len(groups) == 0 {
 		p("None.\n\n")
 	}
-	for i := range d.Findings {
-		if i == MaxFindings {
-			p("… %d more findings in summary.json.\n\n", len(d.Findings)-MaxFindings)
-			break
-		}
-		f := &d.Findings[i]
+	for _, g := range groups {
+		f := &g.F
 		p("### %s\n\n", findingTitle(f))
+		p("_%s_ · `sidebench explain RUNDIR --pod %s --trial %d --policy %s`\n\n", g.trialsText(), f.Pod, f.Trial, f.Policy)
 		p("%s\n\n", f.Msg)
 		if c := findingContext(f); c != "" {
 			p("_%s_\n\n", c)
@@ -159,6 +154,9 @@ func writeMarkdown(w *bufio.Writer, d RunData) {
 		if lines := excerptLines(f); len(lines) > 0 {
 			p("```text\n%s\n```\n\n", strings.Join(lines, "\n"))
 		}
+	}
+	if more > 0 {
+		p("… %d more findings in summary.json and findings.jsonl.\n\n", more)
 	}
 
 	if len(d.Warnings) > 0 {
@@ -169,32 +167,67 @@ func writeMarkdown(w *bufio.Writer, d RunData) {
 		p("\n")
 	}
 
+	if rules := ruleNotes(d); len(rules) > 0 {
+		p("## Invariant rules\n\n")
+		for _, r := range rules {
+			p("- **%s** (%s): %s\n", r.ID, r.Level, mdCell(r.Rule))
+		}
+		p("\n")
+	}
+
 	p("## How to read this\n\n")
 	for _, line := range howToRead {
 		p("- %s\n", line)
 	}
 }
 
+// writeForestTable writes the policy comparison figure's numbers: the
+// violation rate per invariant group and policy.
+func writeForestTable(p func(string, ...any), d RunData) {
+	rows, clean := forestRows(d)
+	if len(rows) == 0 {
+		return
+	}
+	p("## Policy comparison\n\n")
+	p("| invariant group | policy | pods with a violation | rate | Clopper–Pearson 95%% |\n|---|---|---:|---:|---|\n")
+	for _, r := range rows {
+		g := "all invariants"
+		if r.group != GroupAll {
+			g = groupLabel(r.group)
+		}
+		p("| %s | %s | %d/%d | %s | [%s, %s] |\n", g, r.policy, r.rate.K, r.rate.N, fmtPct(r.rate.Rate), fmtPct(r.rate.CPLo), fmtPct(r.rate.CPHi))
+	}
+	p("\n")
+	if len(clean) > 0 {
+		var gs []string
+		for _, g := range clean {
+			gs = append(gs, groupLabel(g))
+		}
+		p("No violation in any policy: %s.\n\n", strings.Join(gs, ", "))
+	}
+}
+
 // writeHeadline writes the verdict first: the run's status, then per
 // policy its role and every criterion with its outcome, one line each.
 func writeHeadline(p func(string, ...any), d RunData) {
-	status := "complete"
-	if d.Meta.Partial {
-		status = "PARTIAL"
+	b := buildBanner(d)
+	v := b.Overall
+	if v == "" {
+		v = "NOT JUDGED"
 	}
-	p("**Verdict: %s** (run %s)\n\n", overall(d.Verdicts), status)
-	for _, pol := range d.Policies {
-		switch d.RoleOf(pol) {
-		case RoleBaseline:
-			p("- `%s`: baseline, measured and not judged\n", pol)
-			continue
-		case RoleBugReplica:
-			p("- `%s`: bug replica, passes when the checker catches it\n", pol)
-		default:
-			p("- `%s`: judged\n", pol)
+	p("**Verdict: %s** (run %s; %s)\n\n", v, b.Status, b.Facts)
+	for _, r := range b.Rows {
+		role := "judged"
+		if r.Role == RoleBugReplica {
+			role = "bug replica, passes when the checker catches it"
 		}
+		more := ""
+		if r.More > 0 {
+			more = fmt.Sprintf("; ≈%d more lifecycles needed", r.More)
+		}
+		p("- `%s`: %s: **%s**%s\n", r.Policy, role, r.Overall, more)
 		for _, v := range d.Verdicts {
-			if v.Policy != pol {
+			if v.Policy != r.Policy {
 				continue
 			}
 			more := ""
@@ -203,6 +236,9 @@ func writeHeadline(p func(string, ...any), d RunData) {
 			}
 			p("  - **%s** %s: %s%s\n", v.Status, v.Criterion, mdCell(v.Message), more)
 		}
+	}
+	if len(b.Baselines) > 0 {
+		p("- baselines, measured and not judged: `%s`\n", strings.Join(b.Baselines, "`, `"))
 	}
 	p("\n")
 }
@@ -229,25 +265,9 @@ var howToRead = []string{
 	"pod_startup is the SIG Scalability SLI: pod creation → every sidecar and main container started, as observed. Faulted pods are excluded from latency samples unless stated.",
 	"A violation is a HARD guarantee broken without an excusing fault; a degradation is a guarantee broken under a fault that voids it; a bound exceeded is a missed timing budget. Only violations fail the run.",
 	"The violation rate is violations / pods checked. The Wilson and Clopper–Pearson columns are two-sided 95% upper bounds on the true rate; with 0 violations in n pods the rate is below ≈3/n (rule of three).",
-	"Findings are attributed to the nearest preceding fault affecting the pod or its node (\"none\" when no fault came before).",
+	"A finding is attributed to a fault only when that fault can have caused it: it touched the pod or its node and its window contains the offending event. Otherwise it is unattributed, and a violation.",
+	"Figures: each policy keeps one colour, dash pattern and marker in every figure. The latency figures are survival curves (fraction of pods at least as slow as x) on log–log axes, with p50/p90/p99 and their confidence intervals marked and a 95% DKW band; the policy comparison is a forest plot of violation rates with Clopper–Pearson intervals.",
 	"Graduation: PASS holds at the required confidence; FAIL means the observation itself breaks the criterion; INSUFFICIENT DATA means the observation is within the limit but more trials are needed to claim it.",
-}
-
-func hasVerdictWarnings(vs []Verdict) bool {
-	for _, v := range vs {
-		if len(v.Warnings) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// invLabel is "ID: rule" or just the ID.
-func invLabel(r InvariantRow) string {
-	if r.Rule == "" {
-		return r.ID
-	}
-	return r.ID + ": " + mdCell(r.Rule)
 }
 
 // headerRows are the key/value lines of the report header.

@@ -64,6 +64,17 @@ type RunData struct {
 	// UserLevel, if set, is the user-level guarantees section
 	// (userlevel.go).
 	UserLevel *UserLevel
+
+	// Figure inputs (report.html only; not in summary.json): see
+	// figdata.go.
+	Groups        []GroupRate
+	FaultWindows  []FaultWindow
+	FindingPoints []FindingPoint
+	// Dropped counts the fault windows and finding points left out of the
+	// run timeline to bound memory (the figure says so).
+	Dropped       TimelineDropped
+	LatencyLimits []LatencyLimit
+	RateTargets   []RateTarget
 }
 
 // PolicyRun is what ran of one policy.
@@ -104,6 +115,9 @@ type RunState struct {
 	Build           Build      `json:"build"`
 	Rows            []StateRow `json:"rows"`
 	RSS             []RSSPoint `json:"rss,omitempty"`
+	// Progress is where each judged scenario × policy stood at each soak
+	// checkpoint: the lifecycles accumulated against the target.
+	Progress []ProgressPoint `json:"progress,omitempty"`
 	// Verdict is the run's overall verdict over its judged policies and
 	// bug replicas: PASS, FAIL or INSUFFICIENT DATA; Pass is Verdict !=
 	// FAIL and the run complete.
@@ -194,7 +208,7 @@ type Meta struct {
 }
 
 // Latency is one latency metric of one policy: its samples (optional; the
-// ECDF and comparisons need them) and its nearest-rank percentiles with
+// latency figures and comparisons need them) and its nearest-rank percentiles with
 // confidence intervals. If N is 0 and SamplesMs is not empty, the
 // percentiles are computed from the samples (stats.QuantileSummary).
 type Latency struct {
@@ -241,7 +255,11 @@ type MatrixCell struct {
 // Finding is one notable finding with its explanation (check.Finding).
 type Finding struct {
 	Policy string
-	ID     string
+	// Trial and Seed name the trial the finding comes from (`sidebench
+	// explain RUNDIR --pod POD --trial N` prints it).
+	Trial int
+	Seed  uint64
+	ID    string
 	// Class is violation, degradation or bound-exceeded.
 	Class  string
 	Pod    string
@@ -289,8 +307,19 @@ type Timeline struct {
 	Policy string
 	Pod    string
 	// Why the pod is shown, e.g. "S3 violation" or "slowest pod_startup".
-	Why    string
+	Why   string
+	Trial int
+	Seed  uint64
+	// Marks are the pod's findings, drawn at their instants.
+	Marks  []TimelineMark
 	Events []history.Event
+}
+
+// TimelineMark is a finding drawn on a pod's timeline: the instant the
+// checker decided the invariant broke.
+type TimelineMark struct {
+	T         int64
+	ID, Class string
 }
 
 // Class names of findings.
@@ -335,7 +364,7 @@ func normalize(d RunData) RunData {
 	out.Findings = slices.Clone(d.Findings)
 	slices.SortStableFunc(out.Findings, func(a, b Finding) int {
 		return cmp.Or(cmp.Compare(classRank(a.Class), classRank(b.Class)), cmp.Compare(pidx(a.Policy), pidx(b.Policy)),
-			naturalCompare(a.ID, b.ID), cmp.Compare(a.Pod, b.Pod), cmp.Compare(a.T, b.T))
+			naturalCompare(a.ID, b.ID), cmp.Compare(a.Pod, b.Pod), cmp.Compare(a.Trial, b.Trial), cmp.Compare(a.T, b.T))
 	})
 	out.Verdicts = slices.Clone(d.Verdicts)
 	slices.SortStableFunc(out.Verdicts, func(a, b Verdict) int {
@@ -343,8 +372,9 @@ func normalize(d RunData) RunData {
 	})
 	out.Timelines = slices.Clone(d.Timelines)
 	slices.SortStableFunc(out.Timelines, func(a, b Timeline) int {
-		return cmp.Or(cmp.Compare(pidx(a.Policy), pidx(b.Policy)), cmp.Compare(a.Pod, b.Pod))
+		return cmp.Or(cmp.Compare(pidx(a.Policy), pidx(b.Policy)), cmp.Compare(a.Trial, b.Trial), cmp.Compare(a.Pod, b.Pod))
 	})
+	normalizeFigures(&out, pidx)
 	return out
 }
 

@@ -16,10 +16,6 @@ import (
 	"github.com/sidebench/sidebench/harness/history"
 )
 
-// maxECDFPoints caps the points of one ECDF line: larger samples are drawn
-// at evenly spaced ranks (the step shape is kept, the SVG stays small).
-const maxECDFPoints = 2000
-
 // palette is a colour-blind-safe qualitative palette (Okabe–Ito).
 var palette = []color.RGBA{
 	{0x00, 0x72, 0xB2, 0xff}, // blue
@@ -44,6 +40,7 @@ func newPlot(title, xlabel, ylabel string) *plot.Plot {
 	}
 	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, xlabel, ylabel
 	p.Title.TextStyle.Font.Size = vg.Points(13)
+	p.X.Tick.Marker, p.Y.Tick.Marker = linearTicks(), linearTicks()
 	p.Add(plotter.NewGrid())
 	return p
 }
@@ -67,95 +64,6 @@ func svgOf(p *plot.Plot, w, h vg.Length) (string, error) {
 	return strings.TrimSpace(s), nil
 }
 
-// ecdfMetric picks the metric the ECDF figure shows: pod_startup if any
-// policy has samples of it, else the first metric with samples.
-func ecdfMetric(d RunData) string {
-	first := ""
-	for _, l := range d.Latencies {
-		if len(l.SamplesMs) == 0 {
-			continue
-		}
-		if l.Metric == "pod_startup" {
-			return l.Metric
-		}
-		if first == "" {
-			first = l.Metric
-		}
-	}
-	return first
-}
-
-// ecdfPoints returns the step points of the ECDF of the finite values of
-// x: (x_(i), i/n), starting at (x_(1), 0), at most maxECDFPoints+2 of them;
-// nil if x has no finite value.
-func ecdfPoints(x []float64) plotter.XYs {
-	s := make([]float64, 0, len(x))
-	for _, v := range x {
-		if finite(v) {
-			s = append(s, v)
-		}
-	}
-	if len(s) == 0 {
-		return nil
-	}
-	slices.Sort(s)
-	n := len(s)
-	pts := plotter.XYs{{X: s[0], Y: 0}}
-	step := 1
-	if n > maxECDFPoints {
-		step = (n + maxECDFPoints - 1) / maxECDFPoints
-	}
-	for i := step - 1; i < n; i += step {
-		pts = append(pts, plotter.XY{X: s[i], Y: float64(i+1) / float64(n)})
-	}
-	if last := pts[len(pts)-1]; last.Y != 1 {
-		pts = append(pts, plotter.XY{X: s[n-1], Y: 1})
-	}
-	return pts
-}
-
-// ECDFSVG draws the empirical CDF of metric, one step line per policy, as
-// an inline SVG. It returns "" if no policy has samples of metric.
-func ECDFSVG(d RunData, metric string) (string, error) {
-	d = normalize(d)
-	return ecdfSVG(d, metric)
-}
-
-func ecdfSVG(d RunData, metric string) (string, error) {
-	p := newPlot(fmt.Sprintf("%s: empirical CDF per policy", metric), metric+" (ms)", "fraction of pods ≤ x")
-	p.Legend.Top = false
-	p.Legend.Left = false
-	p.Legend.XOffs = -vg.Points(4)
-	p.Legend.YOffs = vg.Points(4)
-	drawn := 0
-	for i, pol := range d.Policies {
-		for _, l := range d.Latencies {
-			if l.Policy != pol || l.Metric != metric || len(l.SamplesMs) == 0 {
-				continue
-			}
-			pts := ecdfPoints(l.SamplesMs)
-			if pts == nil {
-				continue
-			}
-			line, err := plotter.NewLine(pts)
-			if err != nil {
-				return "", err
-			}
-			line.StepStyle = plotter.PostStep
-			line.Color = paletteColor(i)
-			line.Width = vg.Points(1.5)
-			p.Add(line)
-			p.Legend.Add(fmt.Sprintf("%s (n=%d)", pol, len(l.SamplesMs)), line)
-			drawn++
-		}
-	}
-	if drawn == 0 {
-		return "", nil
-	}
-	p.Y.Min, p.Y.Max = 0, 1
-	return svgOf(p, 7*vg.Inch, 4*vg.Inch)
-}
-
 // Gantt is a pod's timeline: one row per container with a bar per run
 // (container.running → exit), markers and vertical event lines. Times are
 // nanoseconds on the run's clock.
@@ -166,6 +74,21 @@ type Gantt struct {
 	Rows  []GanttRow
 	Marks []GanttMark
 	Lines []GanttLine
+	// Windows are the fault instances that touched the pod or its node,
+	// fault.begin → fault.end (shaded and labelled).
+	Windows []GanttWindow
+	// Findings are the checker's verdicts on the pod, drawn at their
+	// instants (Timeline.Marks).
+	Findings []TimelineMark
+}
+
+// GanttWindow is one fault instance on a pod's timeline.
+type GanttWindow struct {
+	Fault    string
+	ID       uint32
+	From, To int64
+	// Open: no fault.end was recorded (To is the end of the history).
+	Open bool
 }
 
 // GanttRow is one container.
@@ -213,6 +136,8 @@ type GanttLine struct {
 	T     int64
 	Kind  string
 	Label string
+	// Fault is the fault kind of a LineFault.
+	Fault string
 }
 
 // BuildGantt builds the timeline of the pod whose history is events (one
@@ -234,7 +159,8 @@ func BuildGantt(events []history.Event) Gantt {
 		g.Rows = append(g.Rows, GanttRow{Container: name, Role: role})
 		return len(g.Rows) - 1
 	}
-	open := map[int]int{} // row → index of its open bar
+	open := map[int]int{}       // row → index of its open bar
+	openWin := map[uint32]int{} // fault ID → index of its open window
 	closeAll := func(t int64, why string) {
 		for _, r := range sortedIntKeys(open) {
 			b := &g.Rows[r].Bars[open[r]]
@@ -293,14 +219,27 @@ func BuildGantt(events []history.Event) Gantt {
 			g.Lines = append(g.Lines, GanttLine{T: e.T, Kind: LineNode, Label: e.Kind.String()})
 		case history.KubeletDown, history.KubeletUp, history.RuntimeDown, history.RuntimeUp, history.NodeUp, history.NodeShutdown:
 			g.Lines = append(g.Lines, GanttLine{T: e.T, Kind: LineNode, Label: e.Kind.String()})
-		case history.FaultBegin, history.FaultEffect, history.FaultEnd:
-			g.Lines = append(g.Lines, GanttLine{T: e.T, Kind: LineFault, Label: fmt.Sprintf("%s %s#%d", e.Kind, e.Fault, e.FaultID)})
+		case history.FaultBegin:
+			openWin[e.FaultID] = len(g.Windows)
+			g.Windows = append(g.Windows, GanttWindow{Fault: e.Fault, ID: e.FaultID, From: e.T, To: e.T, Open: true})
+			g.Lines = append(g.Lines, GanttLine{T: e.T, Kind: LineFault, Label: fmt.Sprintf("%s %s#%d", e.Kind, e.Fault, e.FaultID), Fault: e.Fault})
+		case history.FaultEffect:
+			g.Lines = append(g.Lines, GanttLine{T: e.T, Kind: LineFault, Label: fmt.Sprintf("%s %s#%d", e.Kind, e.Fault, e.FaultID), Fault: e.Fault})
+		case history.FaultEnd:
+			if j, ok := openWin[e.FaultID]; ok {
+				g.Windows[j].To, g.Windows[j].Open = e.T, false
+				delete(openWin, e.FaultID)
+			}
+			g.Lines = append(g.Lines, GanttLine{T: e.T, Kind: LineFault, Label: fmt.Sprintf("%s %s#%d", e.Kind, e.Fault, e.FaultID), Fault: e.Fault})
 		case history.PodDeleted:
 			g.Lines = append(g.Lines, GanttLine{T: e.T, Kind: LineDeleted, Label: e.Kind.String()})
 		}
 	}
 	for _, r := range sortedIntKeys(open) {
 		g.Rows[r].Bars[open[r]].To = g.End
+	}
+	for _, j := range openWin {
+		g.Windows[j].To = g.End
 	}
 	return g
 }
@@ -342,83 +281,4 @@ var lineStyles = map[string]struct {
 	LineFault:   {color.RGBA{0xCC, 0x79, 0xA7, 0xff}, []vg.Length{vg.Points(4), vg.Points(2)}},
 	LineDeleted: {color.RGBA{0, 0, 0, 0xff}, []vg.Length{vg.Points(2), vg.Points(2)}},
 	LineNode:    {color.RGBA{0x80, 0x80, 0x80, 0xff}, []vg.Length{vg.Points(1), vg.Points(2)}},
-}
-
-// GanttSVG draws g as an inline SVG (x: seconds since pod creation; one
-// row per container, first container on top). The key is not drawn: the
-// HTML report prints it under the figure (ganttKey).
-func GanttSVG(g Gantt, title string) (string, error) {
-	if len(g.Rows) == 0 {
-		return "", nil
-	}
-	p := newPlot(title, "seconds since pod creation", "")
-	n := len(g.Rows)
-	y := func(row int) float64 { return float64(n - 1 - row) }
-	x := func(t int64) float64 { return float64(t-g.T0) / 1e9 }
-	names := make([]string, n)
-	for i, r := range g.Rows {
-		label := r.Container
-		if r.Role != "" {
-			label = r.Role + ": " + r.Container
-		}
-		names[n-1-i] = label
-	}
-	for i, r := range g.Rows {
-		for _, b := range r.Bars {
-			to := b.To
-			if to == b.From { // make instantaneous runs visible
-				to = b.From + max((g.End-g.T0)/400, 1)
-			}
-			l, err := plotter.NewLine(plotter.XYs{{X: x(b.From), Y: y(i)}, {X: x(to), Y: y(i)}})
-			if err != nil {
-				return "", err
-			}
-			l.Color = roleColor[r.Role]
-			l.Width = vg.Points(9)
-			p.Add(l)
-		}
-	}
-	for _, kind := range []string{LineFault, LineDeleted, LineNode} {
-		for _, ln := range g.Lines {
-			if ln.Kind != kind {
-				continue
-			}
-			l, err := plotter.NewLine(plotter.XYs{{X: x(ln.T), Y: -0.5}, {X: x(ln.T), Y: float64(n) - 0.5}})
-			if err != nil {
-				return "", err
-			}
-			st := lineStyles[kind]
-			l.Color, l.Dashes, l.Width = st.color, st.dash, vg.Points(1.2)
-			p.Add(l)
-		}
-	}
-	for _, kind := range []string{MarkStarted, MarkProbeOK, MarkProbeFail, MarkSIGTERM, MarkSIGKILL} {
-		var pts plotter.XYs
-		for _, m := range g.Marks {
-			if m.Kind == kind {
-				pts = append(pts, plotter.XY{X: x(m.T), Y: y(m.Row)})
-			}
-		}
-		if len(pts) == 0 {
-			continue
-		}
-		s, err := plotter.NewScatter(pts)
-		if err != nil {
-			return "", err
-		}
-		st := markStyles[kind]
-		// A white halo keeps markers visible on bars and event lines.
-		halo, err := plotter.NewScatter(pts)
-		if err != nil {
-			return "", err
-		}
-		halo.GlyphStyle = draw.GlyphStyle{Shape: draw.CircleGlyph{}, Color: color.White, Radius: vg.Points(float64(st.size) + 1.5)}
-		s.GlyphStyle = draw.GlyphStyle{Shape: st.shape, Color: st.color, Radius: vg.Points(float64(st.size))}
-		p.Add(halo, s)
-	}
-	p.NominalY(names...)
-	p.Y.Min, p.Y.Max = -0.5, float64(n)-0.5
-	p.X.Min = min(p.X.Min, 0)
-	h := vg.Length(1.6)*vg.Inch + vg.Length(n)*vg.Points(26)
-	return svgOf(p, 8*vg.Inch, h)
 }

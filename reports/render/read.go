@@ -74,8 +74,11 @@ func (s Summary) RunData() RunData {
 			Message: v.Message, MoreTrialsNeeded: v.MoreTrialsNeeded, Warnings: v.Warnings})
 	}
 	for _, f := range s.Findings {
-		d.Findings = append(d.Findings, Finding{Policy: f.Policy, ID: f.ID, Class: f.Class, Pod: f.Pod, Node: f.Node, T: f.T,
+		d.Findings = append(d.Findings, Finding{Policy: f.Policy, Trial: f.Trial, Seed: f.Seed, ID: f.ID, Class: f.Class, Pod: f.Pod, Node: f.Node, T: f.T,
 			Msg: f.Msg, Excuse: f.Excuse, Fault: f.Fault, FaultID: f.FaultID, FaultT: f.FaultT, ExcerptLines: f.Excerpt, Elided: f.Elided})
+	}
+	for _, g := range s.Groups {
+		d.Groups = append(d.Groups, GroupRate{Policy: g.Policy, Group: g.Group, Pods: g.Pods, ViolatingPods: g.ViolatingPods})
 	}
 	return d
 }

@@ -141,7 +141,7 @@ func sampleHistory() []history.Event {
 
 // loadHistory reads testdata/history.jsonl (rewriting it first with
 // -update) and returns each pod's partition.
-func loadHistory(t *testing.T) map[string][]history.Event {
+func loadHistory(t testing.TB) map[string][]history.Event {
 	t.Helper()
 	path := filepath.Join("testdata", "history.jsonl")
 	if *update {
@@ -193,7 +193,7 @@ func series(n int, f func(i int) float64) []float64 {
 }
 
 // sampleRun is the small committed input of the golden tests.
-func sampleRun(t *testing.T) RunData {
+func sampleRun(t testing.TB) RunData {
 	pods := loadHistory(t)
 	w1, w3 := pods["default/web-1"], pods["default/web-3"]
 	if len(w1) == 0 || len(w3) == 0 {
@@ -238,12 +238,12 @@ func sampleRun(t *testing.T) RunData {
 			{Policy: "kep753", ID: "T10", Fault: "none", BoundsExceeded: 1},
 		},
 		Findings: []Finding{
-			{Policy: "kep753", ID: "T3", Class: ClassDegradation, Pod: "default/web-7", Node: "node-2", T: 3 * sec,
+			{Policy: "kep753", Trial: 1, Seed: 7, ID: "T3", Class: ClassDegradation, Pod: "default/web-7", Node: "node-2", T: 3 * sec,
 				Msg: "sidecar proxy stopped before main app exited", Excuse: "kubelet-crash", Fault: "kubelet-crash", FaultID: 2, FaultT: 2 * sec},
-			{Policy: "kep753", ID: "S3", Class: ClassViolation, Pod: "default/web-3", Node: "node-1", T: 320 * ms,
+			{Policy: "kep753", Trial: 0, Seed: 42, ID: "S3", Class: ClassViolation, Pod: "default/web-3", Node: "node-1", T: 320 * ms,
 				Msg:     "main app started at 0.320s before sidecar proxy started (0.700s)",
 				Excerpt: excerpt(w3, iw3(history.ContainerRunning, "proxy"), iw3(history.ContainerStarted, "proxy"))},
-			{Policy: "kep753", ID: "T10", Class: ClassBound, Pod: "default/web-1", Node: "node-1", T: 8 * sec,
+			{Policy: "kep753", Trial: 0, Seed: 42, ID: "T10", Class: ClassBound, Pod: "default/web-1", Node: "node-1", T: 8 * sec,
 				Msg: "proxy SIGKILLed 3.000s after deletion | grace 3s", Fault: "kubelet-crash", FaultID: 1, FaultT: 2 * sec},
 		},
 		Verdicts: []Verdict{
@@ -255,11 +255,56 @@ func sampleRun(t *testing.T) RunData {
 				Threshold: 0.99, Message: "no Jobs with sidecars", MoreTrialsNeeded: 299},
 		},
 		Timelines: []Timeline{
-			{Policy: "kep753", Pod: "default/web-3", Why: "S3 violation", Events: w3},
-			{Policy: "kep753", Pod: "default/web-1", Why: "slowest pod_startup; SIGKILL", Events: w1},
+			{Policy: "kep753", Pod: "default/web-3", Why: "S3 violation", Trial: 0, Seed: 42, Events: w3,
+				Marks: []TimelineMark{{T: 320 * ms, ID: "S3", Class: ClassViolation}}},
+			{Policy: "kep753", Pod: "default/web-1", Why: "T10 bound-exceeded", Trial: 0, Seed: 42, Events: w1,
+				Marks: []TimelineMark{{T: 8 * sec, ID: "T10", Class: ClassBound}}},
 		},
 		Warnings: []string{"history.jsonl: 1 pod still live at the end of the run"},
+		Groups: []GroupRate{
+			{Policy: "kep753", Group: GroupAll, Pods: 20, ViolatingPods: 1},
+			{Policy: "kep753", Group: "S", Pods: 20, ViolatingPods: 1},
+			{Policy: "kep753", Group: "T", Pods: 20},
+			{Policy: "none", Group: GroupAll, Pods: 20, ViolatingPods: 12},
+			{Policy: "none", Group: "S", Pods: 20, ViolatingPods: 12},
+			{Policy: "none", Group: "T", Pods: 20},
+		},
+		FaultWindows: []FaultWindow{
+			{Policy: "kep753", Trial: 0, Fault: "kubelet-crash", ID: 1, Node: "node-1", Begin: 2 * sec, End: 4 * sec},
+			{Policy: "none", Trial: 0, Fault: "kubelet-crash", ID: 1, Node: "node-1", Begin: 2 * sec, End: 4 * sec},
+			{Policy: "kep753", Trial: 1, Fault: "kubelet-crash", ID: 2, Node: "node-2", Begin: 2 * sec, End: 5 * sec},
+			{Policy: "kep753", Trial: 1, Fault: "container-gc", ID: 3, Node: "node-2", Begin: 6 * sec, End: 6 * sec, NotApplied: true},
+		},
+		FindingPoints: []FindingPoint{
+			{Policy: "kep753", Trial: 0, ID: "S3", Class: ClassViolation, Node: "node-1", T: 320 * ms},
+			{Policy: "kep753", Trial: 1, ID: "T3", Class: ClassDegradation, Node: "node-2", Fault: "kubelet-crash", T: 3 * sec},
+			{Policy: "kep753", Trial: 0, ID: "T10", Class: ClassBound, Node: "node-1", T: 8 * sec},
+			{Policy: "none", Trial: 0, ID: "S3", Class: ClassViolation, Node: "node-0", T: 400 * ms},
+		},
+		LatencyLimits: []LatencyLimit{{Metric: "pod_startup", Quantile: 0.99, Ms: 5000, Label: "criteria.podStartupP99"}},
+		RateTargets:   []RateTarget{{Policy: "kep753", Name: "beta 0.1%", Rate: 1e-3, Needed: 2995}},
 	}
+}
+
+// sampleSoak is sampleRun as a soak's checkpoint: progress and memory
+// over time.
+func sampleSoak(t testing.TB) RunData {
+	d := sampleRun(t)
+	d.Meta.Extra = map[string]string{"command": "soak"}
+	d.State = &RunState{Command: "soak", Status: "running", Resumes: 0,
+		RSS: []RSSPoint{{0, 40 << 20}, {300, 61 << 20}, {600, 63 << 20}, {900, 62 << 20}},
+		Progress: []ProgressPoint{
+			{ElapsedSeconds: 0, Scenario: "sidecar-basic", Policy: "kep753", Pods: 0},
+			{ElapsedSeconds: 300, Scenario: "sidecar-basic", Policy: "kep753", Pods: 700},
+			{ElapsedSeconds: 600, Scenario: "sidecar-basic", Policy: "kep753", Pods: 1400},
+			{ElapsedSeconds: 900, Scenario: "sidecar-basic", Policy: "kep753", Pods: 2100, ViolatingPods: 0},
+		}}
+	d.RateTargets = []RateTarget{
+		{Policy: "kep753", Name: "alpha 1%", Rate: 1e-2, Needed: 368},
+		{Policy: "kep753", Name: "beta 0.1%", Rate: 1e-3, Needed: 3688},
+		{Policy: "kep753", Name: "ga 0.01%", Rate: 1e-4, Needed: 36887},
+	}
+	return d
 }
 
 func render(t *testing.T, f func(*bytes.Buffer, RunData) error, d RunData) []byte {
@@ -351,14 +396,17 @@ func TestHTMLSelfContained(t *testing.T) {
 			t.Errorf("report.html references %s", m)
 		}
 	}
-	if n := strings.Count(page, "<svg"); n != 3 {
-		t.Errorf("%d SVG figures, want 3 (ECDF + 2 timelines)", n)
+	figs := regexp.MustCompile(`(?s)<figure class="fig".*?</figure>`).FindAllString(page, -1)
+	if len(figs) != 6 {
+		t.Errorf("%d figures, want 6 (forest, 2 latency, run timeline, 2 pod timelines)", len(figs))
 	}
-	if n := strings.Count(page, "</svg>"); n != 3 {
-		t.Errorf("%d </svg>, want 3", n)
+	for _, f := range figs {
+		if !strings.Contains(f, "<svg") || strings.Count(f, "<svg") != strings.Count(f, "</svg>") {
+			t.Errorf("figure without a complete SVG: %.200s", f)
+		}
 	}
-	for _, want := range []string{"sidecar-basic", "pod_startup: empirical CDF per policy", "kep753 (n=20)", "none (n=20)",
-		"S3", "kubelet-crash", "INSUFFICIENT DATA", "default/web-3 — policy kep753 — S3 violation",
+	for _, want := range []string{"sidecar-basic", "Latency: pod_startup", "kep753 (n=20)", "none (n=20)",
+		"S3", "kubelet-crash", "INSUFFICIENT DATA", "Pod default/web-3 · policy kep753 · trial 0 · seed 42 — S3 violation",
 		"main app started at 0.320s before sidecar proxy started (0.700s)", "How to read this"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report.html lacks %q", want)
@@ -520,15 +568,25 @@ func TestNaturalCompare(t *testing.T) {
 	}
 }
 
-func TestECDFPointsDownsampled(t *testing.T) {
-	x := series(10001, func(i int) float64 { return float64(10000 - i) })
-	pts := ecdfPoints(x)
-	if len(pts) > maxECDFPoints+2 {
-		t.Errorf("%d points", len(pts))
+func TestCCDFIndicesKeepTheTail(t *testing.T) {
+	for _, n := range []int{1, 10, maxCCDFPoints + maxTailPoints, 100_000} {
+		idx := ccdfIndices(n)
+		if idx[0] != 0 || idx[len(idx)-1] != n-1 || len(idx) > maxCCDFPoints+maxTailPoints+1 {
+			t.Errorf("n=%d: %d indices from %d to %d", n, len(idx), idx[0], idx[len(idx)-1])
+		}
+		// The tail: every one of the last maxTailPoints ranks.
+		if tail := min(n, maxTailPoints); !slices.Equal(idx[len(idx)-tail:], series2(n-tail, n)) {
+			t.Errorf("n=%d: tail thinned", n)
+		}
 	}
-	if pts[0].X != 0 || pts[0].Y != 0 || pts[len(pts)-1].X != 10000 || pts[len(pts)-1].Y != 1 {
-		t.Errorf("ends: %v %v", pts[0], pts[len(pts)-1])
+}
+
+func series2(from, to int) []int {
+	var out []int
+	for i := from; i < to; i++ {
+		out = append(out, i)
 	}
+	return out
 }
 
 // TestEdgeCases renders degenerate inputs without errors: one sample, all
@@ -569,19 +627,6 @@ func TestEdgeCases(t *testing.T) {
 	}
 	if !json.Valid(buf.Bytes()) {
 		t.Errorf("invalid JSON:\n%s", buf.Bytes())
-	}
-}
-
-func TestPickTimelines(t *testing.T) {
-	fs := []Finding{
-		{Policy: "p", ID: "T3", Class: ClassDegradation, Pod: "a"},
-		{Policy: "p", ID: "S3", Class: ClassViolation, Pod: "b"},
-		{Policy: "p", ID: "S4", Class: ClassViolation, Pod: "b"},
-	}
-	got := PickTimelines(fs, []TimelinePick{{Policy: "p", Pod: "a", Why: "slow"}, {Policy: "p", Pod: "c", Why: "slow"}, {Policy: "p", Pod: "d"}}, 3)
-	want := []TimelinePick{{"p", "b", "S3 violation"}, {"p", "a", "T3 degradation"}, {"p", "c", "slow"}}
-	if !slices.Equal(got, want) {
-		t.Errorf("got %v, want %v", got, want)
 	}
 }
 

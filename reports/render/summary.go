@@ -25,7 +25,10 @@ type Summary struct {
 	Matrix        []SummaryCell      `json:"matrix"`
 	Graduation    SummaryGraduation  `json:"graduation"`
 	Findings      []SummaryFinding   `json:"findings"`
-	Warnings      []string           `json:"warnings"`
+	// Groups are the violation counts per invariant group and policy
+	// (the policy comparison figure); "all" is every invariant.
+	Groups   []SummaryGroup `json:"groups,omitempty"`
+	Warnings []string       `json:"warnings"`
 	// Sidebench is the run's state and result table (RunData.State).
 	Sidebench *RunState `json:"sidebench,omitempty"`
 }
@@ -117,9 +120,22 @@ type SummaryVerdict struct {
 	Warnings         []string `json:"warnings,omitempty"`
 }
 
+// SummaryGroup is one invariant group's violation count for a policy.
+type SummaryGroup struct {
+	Policy        string  `json:"policy"`
+	Group         string  `json:"group"`
+	Pods          int     `json:"pods"`
+	ViolatingPods int     `json:"violatingPods"`
+	Rate          float64 `json:"rate"`
+	CPLower       float64 `json:"clopperPearsonLower"`
+	CPUpper       float64 `json:"clopperPearsonUpper"`
+}
+
 // SummaryFinding is one finding with its explanation excerpt.
 type SummaryFinding struct {
 	Policy  string   `json:"policy"`
+	Trial   int      `json:"trial"`
+	Seed    uint64   `json:"seed"`
 	ID      string   `json:"id"`
 	Class   string   `json:"class"`
 	Pod     string   `json:"pod"`
@@ -206,6 +222,7 @@ func buildSummary(d RunData) Summary {
 			Threshold: ptr(v.Threshold), Message: v.Message, MoreTrialsNeeded: v.MoreTrialsNeeded, Warnings: v.Warnings,
 		})
 	}
+	s.Groups = summaryGroups(d)
 	for i := range d.Findings {
 		f := &d.Findings[i]
 		ex := excerptLines(f)
@@ -213,11 +230,21 @@ func buildSummary(d RunData) Summary {
 			ex = []string{}
 		}
 		s.Findings = append(s.Findings, SummaryFinding{
-			Policy: f.Policy, ID: f.ID, Class: f.Class, Pod: f.Pod, Node: f.Node, T: f.T, Msg: f.Msg, Excuse: f.Excuse,
+			Policy: f.Policy, Trial: f.Trial, Seed: f.Seed, ID: f.ID, Class: f.Class, Pod: f.Pod, Node: f.Node, T: f.T, Msg: f.Msg, Excuse: f.Excuse,
 			Fault: f.Fault, FaultID: f.FaultID, FaultT: f.FaultT, Excerpt: ex, Elided: f.Elided,
 		})
 	}
 	return s
+}
+
+func summaryGroups(d RunData) []SummaryGroup {
+	var out []SummaryGroup
+	for _, g := range d.Groups {
+		r := stats.Rate(min(g.ViolatingPods, g.Pods), g.Pods, DefaultConfidence)
+		out = append(out, SummaryGroup{Policy: g.Policy, Group: g.Group, Pods: g.Pods, ViolatingPods: g.ViolatingPods,
+			Rate: round6(r.Rate), CPLower: round6(r.CPLo), CPUpper: round6(r.CPHi)})
+	}
+	return out
 }
 
 func confidenceOf(l Latency) float64 {

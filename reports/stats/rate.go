@@ -158,6 +158,32 @@ func MoreTrialsNeeded(k, n int, p, confidence float64) (int, error) {
 	return N - n, nil
 }
 
+// TrialsNeededAtRate returns the smallest number of trials N at which the
+// Clopper–Pearson upper bound (at confidence) of events occurring at the
+// given rate, N·rate of them, falls below the target p: the same
+// projection as MoreTrialsNeeded, counted from zero, so for k events in n
+// trials with a bound still above p, n + MoreTrialsNeeded(k, n, p, c) ==
+// TrialsNeededAtRate(k/n, p, c); below p it says where the bound crossed.
+// A rate of 0 gives TrialsNeeded(p, confidence). It is -1 when no N can
+// (rate >= p) or the arguments are out of range.
+func TrialsNeededAtRate(rate, p, confidence float64) int {
+	if !(p > 0 && p < 1) || !(confidence > 0 && confidence < 1) || rate < 0 || rate >= p*(1-1e-9) {
+		return -1
+	}
+	if rate == 0 {
+		return TrialsNeeded(p, confidence)
+	}
+	bound := func(N int) float64 { return cpUpper(float64(N)*rate, float64(N), confidence) }
+	hi := 1
+	for bound(hi) >= p {
+		if hi > math.MaxInt/4 {
+			return -1
+		}
+		hi *= 2
+	}
+	return searchFirst(1, hi, func(N int) bool { return bound(N) < p })
+}
+
 // RateSummary describes k events in n trials. Bounds are two-sided at
 // Confidence except UpperOneSided (one-sided at Confidence, the bound a
 // "rate ≤ p" claim uses).

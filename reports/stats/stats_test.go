@@ -593,3 +593,28 @@ func BenchmarkBootstrapQuantileDiff(b *testing.B) {
 		BootstrapQuantileDiff(x, y, 0.5, 0.95, 10000, 1)
 	}
 }
+
+// TestTrialsNeededAtRate: counted from zero, the projection agrees with
+// MoreTrialsNeeded while the bound is above the target, and says where it
+// crossed once below.
+func TestTrialsNeededAtRate(t *testing.T) {
+	for _, c := range []struct {
+		k, n int
+		p    float64
+	}{{1, 2000, 1e-3}, {3, 50000, 1e-3}, {11, 440400, 1e-4}, {5, 1000, 1e-2}} {
+		N := TrialsNeededAtRate(float64(c.k)/float64(c.n), c.p, 0.975)
+		more, err := MoreTrialsNeeded(c.k, c.n, c.p, 0.975)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if more > 0 && N != c.n+more {
+			t.Errorf("k=%d n=%d p=%g: %d at the rate, n+more = %d", c.k, c.n, c.p, N, c.n+more)
+		}
+		if more == 0 && (N > c.n || N <= 0) {
+			t.Errorf("k=%d n=%d p=%g: bound below p at n, but needed %d", c.k, c.n, c.p, N)
+		}
+	}
+	if TrialsNeededAtRate(0, 1e-3, 0.975) != TrialsNeeded(1e-3, 0.975) || TrialsNeededAtRate(2e-3, 1e-3, 0.975) != -1 {
+		t.Error("edges")
+	}
+}

@@ -34,8 +34,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	minFrac := fs.Float64("min-fraction", 0.01, "minimum fraction of non-background pixels")
 	minStd := fs.Float64("min-stddev", 8, "minimum luminance standard deviation (0-255)")
+	rows := fs.Int("rows", 0, "check only the top ROWS pixel rows (e.g. a report's verdict banner); 0: the whole image")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: pngcheck [-min-fraction F] [-min-stddev S] FILE.png")
+		fmt.Fprintln(stderr, "usage: pngcheck [-min-fraction F] [-min-stddev S] [-rows N] FILE.png")
 		return 2
 	}
 	f, err := os.Open(fs.Arg(0))
@@ -48,6 +49,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "pngcheck: decode:", err)
 		return 1
+	}
+	if *rows > 0 {
+		b := img.Bounds()
+		if sub, ok := img.(interface {
+			SubImage(image.Rectangle) image.Image
+		}); ok {
+			img = sub.SubImage(image.Rect(b.Min.X, b.Min.Y, b.Max.X, min(b.Min.Y+*rows, b.Max.Y)))
+		}
 	}
 	s := Measure(img)
 	fmt.Fprintf(stdout, "pngcheck: %s: %dx%d, %d colours, %.2f%% non-background, luminance stddev %.1f\n",

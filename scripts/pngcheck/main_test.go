@@ -46,3 +46,28 @@ func TestBlankAndNot(t *testing.T) {
 		t.Errorf("no args: exit %d, want 2", code)
 	}
 }
+
+// TestTopRows: -rows checks the top of the page alone (a report's banner):
+// a drawing lower down does not make a blank top pass.
+func TestTopRows(t *testing.T) {
+	img := image.NewRGBA(image.Rect(0, 0, 100, 1000))
+	for i := range img.Pix {
+		img.Pix[i] = 0xff
+	}
+	for y := 600; y < 900; y++ {
+		for x := 0; x < 100; x++ {
+			img.Set(x, y, color.RGBA{0, 0x72, 0xb2, 0xff})
+		}
+	}
+	p := writePNG(t, img)
+	var out, errb bytes.Buffer
+	if code := run([]string{p}, &out, &errb); code != 0 {
+		t.Errorf("whole image: exit %d", code)
+	}
+	if code := run([]string{"-rows", "400", p}, &out, &errb); code != 1 {
+		t.Errorf("blank top 400 rows: exit %d, want 1", code)
+	}
+	if code := run([]string{"-rows", "1000", p}, &out, &errb); code != 0 {
+		t.Errorf("-rows covering the drawing: exit %d", code)
+	}
+}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sidebench/sidebench/harness/history"
 	"github.com/sidebench/sidebench/harness/scenario"
+	trialplan "github.com/sidebench/sidebench/harness/trial"
 )
 
 // These tests run the kube backend against sidebench's local cluster with
@@ -131,7 +132,7 @@ func TestE2EKube(t *testing.T) {
 		defer b.Close()
 		s := load("kube-job-completion")
 		var c collect
-		st, err := b.RunTrial(ctx, scenario.Expand(s)[0], &c)
+		st, err := b.RunTrial(ctx, plan(t, s), &c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +170,7 @@ func TestE2EKube(t *testing.T) {
 			cancel()
 		}()
 		var c collect
-		st, err := b.RunTrial(tctx, scenario.Expand(load("kube-start-ordering"))[0], &c)
+		st, err := b.RunTrial(tctx, plan(t, load("kube-start-ordering")), &c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,4 +227,14 @@ func TestE2EKube(t *testing.T) {
 		}
 		fmt.Fprintln(os.Stderr, stderr.String())
 	})
+}
+
+// plan compiles the first trial of s (RunTrial takes a compiled plan).
+func plan(t *testing.T, s *scenario.Scenario) *trialplan.Plan {
+	t.Helper()
+	p, err := trialplan.Compile(scenario.Expand(s)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sidebench/sidebench/harness/backend/drive"
 	"github.com/sidebench/sidebench/harness/faults"
 	"github.com/sidebench/sidebench/harness/history"
+	trialplan "github.com/sidebench/sidebench/harness/trial"
 	"github.com/sidebench/sidebench/reference-impl/api"
 )
 
@@ -45,7 +47,7 @@ func (tr *trial) allDone() bool {
 func (tr *trial) fire(ctx context.Context, sp *faults.Spec, label string, rng faults.Rand) {
 	nodes := len(tr.b.cl.Nodes)
 	switch sp.Kind {
-	case faults.KubeletCrash, faults.RuntimeRestart, faults.NodePoweroff, faults.ContainerGC:
+	case faults.KubeletCrash, faults.RuntimeRestart, faults.NodePoweroff, faults.ContainerGC, faults.NodeShutdown:
 		for _, k := range sp.Where.PickNodes(nodes, rng) {
 			if k >= nodes {
 				tr.flog.NotApplied(sp, label, "", "", "", fmt.Sprintf("node index %d: the cluster has %d nodes", k, nodes))
@@ -63,6 +65,8 @@ func (tr *trial) fire(ctx context.Context, sp *faults.Spec, label string, rng fa
 					tr.poweroff(ctx, sp, label, k)
 				case faults.ContainerGC:
 					tr.containerGC(sp, label, k)
+				case faults.NodeShutdown:
+					tr.nodeShutdown(sp, label, k)
 				}
 			}()
 		}
@@ -306,4 +310,177 @@ func (tr *trial) nodeIndex(name string) int {
 		}
 	}
 	return -1
+}
+
+// prepareNodeShutdown enables graceful node shutdown on every kubelet
+// before a trial whose scenario has node-shutdown faults, with their
+// shutdownGracePeriod and shutdownGracePeriodCriticalPods (one kubelet
+// configuration: the faults of a scenario must agree). The kubelets are
+// restarted with the new configuration before the trial's first event,
+// and keep it for later trials. If it fails (no dbus-daemon, or a
+// kubelet that takes no inhibitor lock from the fake logind), the
+// scenario's node-shutdown faults are not applied, with the reason.
+func (b *Backend) prepareNodeShutdown(ctx context.Context, p *trialplan.Plan) {
+	var grace, critical time.Duration
+	found := false
+	for i := range p.Faults {
+		sp := &p.Faults[i]
+		if sp.Kind != faults.NodeShutdown {
+			continue
+		}
+		if found && (sp.ShutdownGracePeriod != grace || sp.ShutdownGracePeriodCriticalPods != critical) {
+			b.shutdownErr = fmt.Errorf("the node-shutdown faults of %s differ in shutdownGracePeriod/shutdownGracePeriodCriticalPods; the local backend configures every kubelet once", p.Scenario)
+			return
+		}
+		grace, critical, found = sp.ShutdownGracePeriod, sp.ShutdownGracePeriodCriticalPods, true
+	}
+	if !found {
+		return
+	}
+	if g, c, ok := b.cl.GracefulShutdown(0); ok && g == grace && c == critical {
+		return
+	}
+	fmt.Fprintf(b.opts.Log, "sidebench: enabling graceful node shutdown on the kubelets (shutdownGracePeriod %s, shutdownGracePeriodCriticalPods %s; fake logind on a private D-Bus per node; kubelets restarted)\n", grace, critical)
+	b.shutdownErr = b.cl.EnableGracefulShutdown(ctx, grace, critical)
+	if b.shutdownErr != nil {
+		fmt.Fprintf(b.opts.Log, "sidebench: graceful node shutdown not available: %v\n", b.shutdownErr)
+	}
+}
+
+// nodeShutdown is a real graceful node shutdown (INV-F4): logind's
+// PrepareForShutdown to node k's kubelet, which terminates its pods
+// through the normal path within the shutdown budgets and releases its
+// inhibitor lock; then, as the sim does at the end of the shutdown, the
+// node powers off (kubelet and runtime gone, every sandbox lost) and,
+// after downtime, comes back. Events as on sim: fault.begin, node.shutdown
+// (grace = shutdownGracePeriod), the kills, kubelet.down, runtime.down,
+// node.down, the lost sandboxes, fault.effect, node.up, runtime.up,
+// kubelet.up, fault.end.
+func (tr *trial) nodeShutdown(sp *faults.Spec, label string, k int) {
+	ns := tr.b.node[k]
+	n := tr.b.cl.Nodes[k]
+	if !sp.Return {
+		tr.flog.NotApplied(sp, label, n.Name, "", "", "a node that stays down needs a node lifecycle controller (none on the local backend); use return: true")
+		return
+	}
+	if g, c, ok := tr.b.cl.GracefulShutdown(k); !ok || g != sp.ShutdownGracePeriod || c != sp.ShutdownGracePeriodCriticalPods {
+		why := "graceful node shutdown is not enabled on the kubelets"
+		if ok {
+			why = fmt.Sprintf("the kubelets are configured with shutdownGracePeriod %s/%s, the fault wants %s/%s", g, c, sp.ShutdownGracePeriod, sp.ShutdownGracePeriodCriticalPods)
+		}
+		if tr.b.shutdownErr != nil {
+			why += ": " + tr.b.shutdownErr.Error()
+		}
+		tr.flog.NotApplied(sp, label, n.Name, "", "", why)
+		return
+	}
+	ns.mu.Lock()
+	if ns.kubeletDown || ns.runtimeDown || ns.shutdown != nil {
+		ns.mu.Unlock()
+		tr.flog.NotApplied(sp, label, n.Name, "", "", "the node's kubelet or runtime is down, or it is already shutting down: graceful node shutdown needs a running kubelet")
+		return
+	}
+	ns.shutdown = sp
+	ns.mu.Unlock()
+	defer func() {
+		ns.mu.Lock()
+		ns.shutdown = nil
+		ns.kubeletDown, ns.runtimeDown = false, false
+		ns.mu.Unlock()
+	}()
+	fid := tr.flog.NewID()
+	tr.flog.Event(history.FaultBegin, sp, fid, n.Name, "", "", n.Name, label)
+	tr.emit(history.Event{Kind: history.NodeShutdown, Node: n.Name, Grace: int64(sp.ShutdownGracePeriod)})
+	// logind waits at most InhibitDelayMaxUSec (= shutdownGracePeriod): a
+	// shutdown in progress completes even if the trial ends.
+	res, err := tr.b.cl.ShutdownNode(context.Background(), k)
+	if err != nil {
+		tr.flog.Event(history.FaultNotApplied, sp, fid, n.Name, "", "", n.Name, err.Error())
+		tr.flog.Event(history.FaultEnd, sp, fid, n.Name, "", "", n.Name, "")
+		return
+	}
+	graceful, total := tr.podsStoppedOn(n.Name)
+	ns.mu.Lock()
+	ns.kubeletDown, ns.runtimeDown = true, true
+	ns.mu.Unlock()
+	// logind lets the shutdown proceed: systemd stops the services (the
+	// kubelet gets SIGTERM, SIGKILL after systemd's stop timeout, here
+	// shortened), then the machine is off.
+	kerr := tr.b.cl.StopKubelet(k, shutdownStopTimeout)
+	tr.emit(history.Event{Kind: history.KubeletDown, Node: n.Name})
+	n.Runtime.Stop()
+	tr.emit(history.Event{Kind: history.RuntimeDown, Node: n.Name})
+	tr.emit(history.Event{Kind: history.NodeDown, Node: n.Name})
+	lost := n.Runtime.LoseAll("node powered off after its shutdown")
+	how := fmt.Sprintf("the kubelet released its inhibitor lock after %s", res.Waited.Round(time.Millisecond))
+	if !res.Released {
+		how = fmt.Sprintf("logind powered off at InhibitDelayMaxUSec (%s) with the lock still held (%s)", res.Waited.Round(time.Millisecond), strings.Join(res.Holders, "; "))
+	}
+	if kerr != nil || !socketRefuses(n.CRISocket) {
+		tr.flog.Event(history.FaultNotApplied, sp, fid, n.Name, "", "", n.Name, fmt.Sprintf("power-off after the shutdown incomplete: kubelet kill: %v", kerr))
+	} else {
+		tr.flog.Applied()
+		tr.flog.Event(history.FaultEffect, sp, fid, n.Name, "", "", n.Name, fmt.Sprintf("%s; %d of %d pods terminated gracefully; %d sandboxes lost at power-off", how, graceful, total, lost))
+	}
+	time.Sleep(sp.Downtime)
+	if err := n.Runtime.ListenAndServe(n.CRISocket); err != nil {
+		tr.flog.Event(history.FaultEnd, sp, fid, n.Name, "", "", n.Name, "runtime restart failed: "+err.Error())
+		return
+	}
+	rctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	err = tr.b.cl.StartKubelet(rctx, k)
+	tr.emit(history.Event{Kind: history.NodeUp, Node: n.Name})
+	tr.emit(history.Event{Kind: history.RuntimeUp, Node: n.Name})
+	if err != nil {
+		tr.flog.Event(history.FaultEnd, sp, fid, n.Name, "", "", n.Name, "kubelet restart failed: "+err.Error())
+		return
+	}
+	tr.emit(history.Event{Kind: history.KubeletUp, Node: n.Name})
+	tr.flog.Event(history.FaultEnd, sp, fid, n.Name, "", "", n.Name, "")
+}
+
+// shutdownStopTimeout stands for systemd's TimeoutStopSec (90s by
+// default) when the kubelet ignores SIGTERM after a node shutdown.
+const shutdownStopTimeout = 10 * time.Second
+
+// podsStoppedOn counts the trial's pods on node (created, not removed)
+// and those of them with no container running (CRI view).
+func (tr *trial) podsStoppedOn(node string) (stopped, total int) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for _, p := range tr.order {
+		if p.node != node || !p.created || p.removed {
+			continue
+		}
+		total++
+		running := false
+		for _, r := range p.running {
+			running = running || r
+		}
+		if !running {
+			stopped++
+		}
+	}
+	return stopped, total
+}
+
+// shutdownKill returns the pod.terminating of a kill the kubelet starts
+// because its node is shutting down (nil otherwise): reason NodeShutdown,
+// grace the pod's budget (faults.Spec.BudgetFor: the regular or critical
+// share of shutdownGracePeriod, or the pod's own grace if shorter).
+func (tr *trial) shutdownKill(ps *podState, e *history.Event, ordered bool) *history.Event {
+	k := tr.nodeIndex(ps.node)
+	if k < 0 {
+		return nil
+	}
+	ns := tr.b.node[k]
+	ns.mu.Lock()
+	sp := ns.shutdown
+	ns.mu.Unlock()
+	if sp == nil {
+		return nil
+	}
+	return &history.Event{T: e.T, Kind: history.PodTerminating, Pod: e.Pod, Node: e.Node, Reason: "NodeShutdown",
+		Grace: int64(sp.BudgetFor(ps.wl.spec.Critical, ps.wl.spec.TerminationGracePeriod)), Value: ordered}
 }

@@ -82,12 +82,16 @@ type Backend struct {
 	node []*nodeState
 	seq  int
 	clk  clock.Clock
+	// shutdownErr: why graceful node shutdown could not be enabled.
+	shutdownErr error
 }
 
 type nodeState struct {
 	mu          sync.Mutex
 	kubeletDown bool
 	runtimeDown bool
+	// shutdown is the node-shutdown fault in progress (faults.go).
+	shutdown *faults.Spec
 }
 
 // New builds (or reuses) the binaries and brings a cluster up.
@@ -298,6 +302,9 @@ type podState struct {
 	conds    map[corev1.PodConditionType]bool
 	started  map[string]bool
 	ready    map[string]bool
+	// gates of the running attempt still to pass before the kubelet
+	// considers it started: its postStart hook, its startup probe.
+	hookDone, probeOK map[string]bool
 	deleting bool
 	delGrace int64
 	removed  bool
@@ -345,6 +352,7 @@ func (b *Backend) RunTrial(ctx context.Context, p *trialplan.Plan, sink history.
 	if !Supports(p.Policy) {
 		return Stats{}, fmt.Errorf("local backend: policy %q is not what a real kubelet implements (only kep753)", p.Policy)
 	}
+	b.prepareNodeShutdown(ctx, p)
 	b.seq++
 	tr := &trial{b: b, p: p, id: fmt.Sprintf("t%d-%d", b.seq, p.Number), pods: map[string]*podState{},
 		sink: &trialSink{next: sink, known: map[string]bool{}, removed: map[string]bool{}}}
@@ -524,7 +532,8 @@ func (tr *trial) arrive(ctx context.Context) {
 		full := a.Pod
 		_, name := history.SplitPodName(full)
 		ps := &podState{name: full, wl: tr.wls[a.Workload], conds: map[corev1.PodConditionType]bool{},
-			started: map[string]bool{}, ready: map[string]bool{}, running: map[string]bool{}, attempt: map[string]uint32{}, done: make(chan struct{}), terminal: make(chan struct{})}
+			started: map[string]bool{}, ready: map[string]bool{}, running: map[string]bool{}, attempt: map[string]uint32{}, done: make(chan struct{}), terminal: make(chan struct{}),
+			hookDone: map[string]bool{}, probeOK: map[string]bool{}}
 		tr.mu.Lock()
 		tr.pods[full] = ps
 		tr.order = append(tr.order, ps)
@@ -641,6 +650,17 @@ func (tr *trial) observe(pod *corev1.Pod, deleted bool) {
 	// Container flags first (a container turning ready precedes the
 	// condition it causes).
 	statuses := append(append([]corev1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+	if staleSnapshot(ps, statuses) {
+		// The status describes an attempt as running that the CRI wire
+		// has already seen exit: the kubelet computed it before, and its
+		// status manager published it late (seconds, with the CPU
+		// saturated: issue 21's density runs). Its flags, conditions and
+		// phase are the past: not written; the kubelet's next status
+		// supersedes it. Deletion and removal (metadata) still count.
+		statuses = nil
+		pod = pod.DeepCopy()
+		pod.Status = corev1.PodStatus{}
+	}
 	for _, cs := range statuses {
 		// Started comes from the CRI wire (onCRI), the kubelet's own view,
 		// unless the kubelet publishes Started for the running attempt
@@ -714,6 +734,27 @@ func (tr *trial) observe(pod *corev1.Pod, deleted bool) {
 	}
 }
 
+// staleSnapshot reports whether a published status shows a container
+// attempt running that the CRI wire has already seen exit, or an attempt
+// older than the last one the wire saw start. The CRI server writes a
+// container's start before it answers the kubelet, so anything the
+// kubelet publishes as running was seen running on the wire first.
+func staleSnapshot(ps *podState, statuses []corev1.ContainerStatus) bool {
+	for _, cs := range statuses {
+		if cs.State.Running == nil {
+			continue
+		}
+		a, seen := ps.attempt[cs.Name]
+		if !seen {
+			continue
+		}
+		if r := uint32(cs.RestartCount); r < a || (r == a && !ps.running[cs.Name]) {
+			return true
+		}
+	}
+	return false
+}
+
 // onCRI receives the CRI servers' events (with the server's lock held).
 // It writes them, then the Started flag the kubelet derives from them:
 // the kubelet marks a container Started when its startup probe succeeds
@@ -767,8 +808,12 @@ func (tr *trial) onCRI(e *history.Event) error {
 		switch {
 		case ps.deleting:
 			term = &history.Event{T: e.T, Kind: history.PodTerminating, Pod: e.Pod, Node: e.Node, Reason: "PodDeleted", Grace: ps.delGrace, Value: ordered}
-		case ps.wl.job && !anyMain:
-			term = &history.Event{T: e.T, Kind: history.PodTerminating, Pod: e.Pod, Node: e.Node, Reason: "PodCompleted", Grace: int64(ps.wl.spec.TerminationGracePeriod), Value: ordered}
+		default:
+			// The node's graceful shutdown kills its pods (faults.go).
+			term = tr.shutdownKill(ps, e, ordered)
+			if term == nil && ps.wl.job && !anyMain {
+				term = &history.Event{T: e.T, Kind: history.PodTerminating, Pod: e.Pod, Node: e.Node, Reason: "PodCompleted", Grace: int64(ps.wl.spec.TerminationGracePeriod), Value: ordered}
+			}
 		}
 		if term != nil {
 			ps.terminating = true
@@ -794,15 +839,28 @@ func (tr *trial) onCRI(e *history.Event) error {
 	}
 	var v, set bool
 	tr.mu.Lock()
-	hasStartup := false
+	hasStartup, hasHook := false, false
 	for j := 0; j < ps.wl.spec.Len(); j++ {
 		if c := ps.wl.spec.At(j); c.Name == e.Container {
-			hasStartup = c.StartupProbe != nil
+			hasStartup, hasHook = c.StartupProbe != nil, c.PostStart
 		}
 	}
+	// Started once the attempt runs, its postStart returned (the kubelet
+	// starts the next container only then) and its startup probe passed.
+	if ps.hookDone == nil {
+		ps.hookDone, ps.probeOK = map[string]bool{}, map[string]bool{}
+	}
 	switch {
-	case e.Kind == history.ContainerRunning && !hasStartup,
-		e.Kind == history.ProbeResult && e.Probe == "startup" && e.Result == "success":
+	case e.Kind == history.ContainerRunning:
+		ps.hookDone[e.Container], ps.probeOK[e.Container] = !hasHook, !hasStartup
+	case e.Kind == history.ContainerPostStartDone && e.Value:
+		ps.hookDone[e.Container] = true
+	case e.Kind == history.ProbeResult && e.Probe == "startup" && e.Result == "success":
+		ps.probeOK[e.Container] = true
+	}
+	switch {
+	case (e.Kind == history.ContainerRunning || e.Kind == history.ContainerPostStartDone || e.Kind == history.ProbeResult) &&
+		ps.running[e.Container] && ps.hookDone[e.Container] && ps.probeOK[e.Container]:
 		v, set = true, !ps.started[e.Container]
 	case e.Kind == history.ContainerExited:
 		v, set = false, ps.started[e.Container]
@@ -869,6 +927,29 @@ func (tr *trial) cleanup() {
 			}
 		}
 		if left == 0 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// The API objects are gone, but a kubelet may still be killing what
+	// ran (a Job a workaround kept running to the horizon): wait until
+	// no CRI server runs anything of the trial's pods, so that their
+	// teardown does not land in the next trial's pods of the same names.
+	tr.mu.Lock()
+	mine := make(map[string]bool, len(tr.pods))
+	for name := range tr.pods {
+		mine[name] = true
+	}
+	tr.mu.Unlock()
+	match := func(pod string) bool { return mine[pod] }
+	for ctx.Err() == nil {
+		live := 0
+		for _, n := range tr.b.cl.Nodes {
+			if n.Runtime != nil {
+				live += n.Runtime.Live(match)
+			}
+		}
+		if live == 0 {
 			return
 		}
 		time.Sleep(200 * time.Millisecond)

@@ -1,9 +1,11 @@
 package local
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sidebench/sidebench/harness/cri"
 	"github.com/sidebench/sidebench/harness/history"
@@ -154,5 +156,95 @@ func TestResetStartFromCRI(t *testing.T) {
 	}
 	if len(conds) != 2 || !conds[0] || conds[1] {
 		t.Errorf("AllContainersRestarting events %v, want [true false]", conds)
+	}
+}
+
+// TestStaleStatusSnapshotSkipped: at 20 pods/s on a saturated machine a
+// kubelet published "app ready, Ready=True, Running" 3-8 s after the CRI
+// wire saw every container of the pod exit (the pod had been deleted):
+// the checker read it as INV-P3 ("Ready=True while sidecar proxy was not
+// ready"). Such a snapshot is the past and is not written; the next,
+// current one is; deletion and removal always are.
+func TestStaleStatusSnapshotSkipped(t *testing.T) {
+	var got []history.Event
+	tr := &trial{p: &trialplan.Plan{}, sink: &trialSink{known: map[string]bool{"default/p": true}, removed: map[string]bool{}, next: sinkFunc(func(e *history.Event) error { got = append(got, *e); return nil })}}
+	ps := &podState{name: "default/p", created: true, node: "n", wl: &workload{}, conds: map[corev1.PodConditionType]bool{},
+		started: map[string]bool{}, ready: map[string]bool{}, running: map[string]bool{}, attempt: map[string]uint32{},
+		done: make(chan struct{}), terminal: make(chan struct{})}
+	tr.pods = map[string]*podState{"default/p": ps}
+	for _, e := range []history.Event{
+		{Kind: history.ContainerRunning, Container: "proxy"}, {Kind: history.ContainerRunning, Container: "app"},
+		{Kind: history.ContainerExited, Container: "app"}, {Kind: history.ContainerExited, Container: "proxy"},
+	} {
+		e.Pod = "default/p"
+		tr.onCRI(&e)
+	}
+	got = nil
+	running := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	gone := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{}}
+	now := metav1.Now()
+	pod := &corev1.Pod{}
+	pod.Namespace, pod.Name, pod.DeletionTimestamp = "default", "p", &now
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning,
+		Conditions:            []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}, {Type: corev1.ContainersReady, Status: corev1.ConditionTrue}},
+		InitContainerStatuses: []corev1.ContainerStatus{{Name: "proxy", Ready: true, State: running}},
+		ContainerStatuses:     []corev1.ContainerStatus{{Name: "app", Ready: true, State: running}}}
+	tr.observe(pod, false)
+	var kinds []string
+	for _, e := range got {
+		kinds = append(kinds, e.Kind.String())
+	}
+	if !slices.Equal(kinds, []string{"pod.deleted"}) {
+		t.Errorf("stale snapshot wrote %v, want only pod.deleted", kinds)
+	}
+	// The current status (every container terminated, Succeeded) is written.
+	got = nil
+	pod.Status.Phase = corev1.PodSucceeded
+	pod.Status.Conditions = nil
+	pod.Status.InitContainerStatuses[0] = corev1.ContainerStatus{Name: "proxy", State: gone}
+	pod.Status.ContainerStatuses[0] = corev1.ContainerStatus{Name: "app", State: gone}
+	tr.observe(pod, false)
+	if len(got) != 1 || got[0].Kind != history.PodPhase || got[0].Phase != "Succeeded" {
+		t.Errorf("current snapshot wrote %+v, want pod.phase Succeeded", got)
+	}
+	// A snapshot of the running attempt while it runs is current.
+	ps.running["app"] = true
+	if staleSnapshot(ps, []corev1.ContainerStatus{{Name: "app", State: running}}) {
+		t.Error("a running attempt the wire sees running counted as stale")
+	}
+	ps.attempt["app"] = 1
+	if !staleSnapshot(ps, []corev1.ContainerStatus{{Name: "app", State: running, RestartCount: 0}}) {
+		t.Error("attempt 0 published running while the wire runs attempt 1: not stale")
+	}
+}
+
+// The kubelet starts the container after one with a postStart hook only
+// once the hook returned (hold-until-proxy-starts relies on it): the
+// derived container.started of a container with a hook follows its
+// container.poststart-done, not its container.running (INV-H1 read the
+// proxy of every hold pod as "Started before its postStart returned").
+func TestStartedWaitsForPostStart(t *testing.T) {
+	var got []history.Event
+	tr := &trial{p: &trialplan.Plan{}, sink: &trialSink{known: map[string]bool{"default/p": true}, removed: map[string]bool{}, next: sinkFunc(func(e *history.Event) error { got = append(got, *e); return nil })}}
+	spec := api.PodSpec{Main: []api.Container{{Name: "proxy", Role: api.RoleMain, PostStart: true}, {Name: "app", Role: api.RoleMain}}}
+	ps := &podState{name: "default/p", created: true, node: "n", wl: &workload{spec: spec}, conds: map[corev1.PodConditionType]bool{},
+		started: map[string]bool{}, ready: map[string]bool{}, running: map[string]bool{}, attempt: map[string]uint32{},
+		done: make(chan struct{}), terminal: make(chan struct{})}
+	tr.pods = map[string]*podState{"default/p": ps}
+	for _, e := range []history.Event{
+		{Kind: history.ContainerRunning, Container: "proxy"},
+		{Kind: history.ContainerPostStartDone, Container: "proxy", Value: true},
+		{Kind: history.ContainerRunning, Container: "app"},
+	} {
+		e.Pod = "default/p"
+		tr.onCRI(&e)
+	}
+	var seq []string
+	for _, e := range got {
+		seq = append(seq, e.Kind.String()+" "+e.Container)
+	}
+	want := []string{"container.running proxy", "container.poststart-done proxy", "container.started proxy", "container.running app", "container.started app"}
+	if !slices.Equal(seq, want) {
+		t.Errorf("events %v, want %v", seq, want)
 	}
 }
