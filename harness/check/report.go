@@ -16,9 +16,9 @@ type Row struct {
 	Violations int    `json:"violations"`
 	// ViolatingPods counts pods with at least one violation of this
 	// invariant: the numerator of its per-lifecycle violation rate.
-	ViolatingPods int      `json:"violatingPods"`
-	Degradations  int      `json:"degradations"`
-	Bounds        int      `json:"boundsExceeded"`
+	ViolatingPods int `json:"violatingPods"`
+	Degradations  int `json:"degradations"`
+	Bounds        int `json:"boundsExceeded"`
 	// Unmet counts the pods a user-level guarantee (Level User) failed:
 	// its checkers report at most one finding per pod.
 	Unmet   int      `json:"unmet,omitempty"`

@@ -294,20 +294,20 @@ type workload struct {
 
 // podState is what the watcher last saw of one pod.
 type podState struct {
-	name     string // namespace/name
-	wl       *workload
-	node     string
-	created  bool
-	phase    corev1.PodPhase
-	conds    map[corev1.PodConditionType]bool
-	started  map[string]bool
-	ready    map[string]bool
+	name    string // namespace/name
+	wl      *workload
+	node    string
+	created bool
+	phase   corev1.PodPhase
+	conds   map[corev1.PodConditionType]bool
+	started map[string]bool
+	ready   map[string]bool
 	// gates of the running attempt still to pass before the kubelet
 	// considers it started: its postStart hook, its startup probe.
 	hookDone, probeOK map[string]bool
-	deleting bool
-	delGrace int64
-	removed  bool
+	deleting          bool
+	delGrace          int64
+	removed           bool
 	// CRI-side view: mains running, whole-pod kill seen in this sandbox.
 	running     map[string]bool
 	attempt     map[string]uint32
