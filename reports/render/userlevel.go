@@ -225,12 +225,21 @@ func userLevelHTML(d RunData) (template.HTML, error) {
 		fmt.Fprintf(&b, "<li><b>%s</b>: %s</li>", e(g.ID), e(g.Rule))
 	}
 	b.WriteString("</ul>\n")
+	// One key for the three figures, under them (never over the data):
+	// each policy keeps its colour and glyph of the report's figures.
+	var key strings.Builder
+	key.WriteString(`<p class="key">`)
+	for i, pol := range u.Policies {
+		k := policyKey(i, pol, false)
+		fmt.Fprintf(&key, `<span style="color:%s">%s %s</span> `, e(k.Color), e(k.Symbol), e(pol))
+	}
+	key.WriteString("</p>\n")
 	for _, g := range u.Guarantees {
 		svg, err := userLevelPlot(u, g)
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&b, "<figure>\n%s\n<figcaption>%s: share of pods that did not get it, per fault kind and policy (dot) with its Clopper–Pearson 95%% interval (bar).</figcaption>\n</figure>\n", svg, e(g.ID))
+		fmt.Fprintf(&b, "<figure>\n%s\n%s<figcaption>%s: share of pods that did not get it, per fault kind and policy (glyph) with its Clopper–Pearson 95%% interval (bar).</figcaption>\n</figure>\n", svg, key.String(), e(g.ID))
 	}
 	b.WriteString("<table>\n<tr><th>fault kind</th><th>policy</th>")
 	for _, g := range u.Guarantees {
@@ -313,8 +322,9 @@ func userLevelPlot(u *UserLevel, g UserGuarantee) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		col := paletteColor(i)
-		sc.GlyphStyle.Color, sc.GlyphStyle.Radius, sc.GlyphStyle.Shape = col, vg.Points(2.5), draw.CircleGlyph{}
+		st := styleOf(i)
+		col := st.color
+		sc.GlyphStyle.Color, sc.GlyphStyle.Radius, sc.GlyphStyle.Shape = col, vg.Points(2.5), st.glyph
 		eb, err := plotter.NewYErrorBars(struct {
 			plotter.XYs
 			plotter.YErrors
@@ -324,10 +334,9 @@ func userLevelPlot(u *UserLevel, g UserGuarantee) (string, error) {
 		}
 		eb.LineStyle.Color, eb.LineStyle.Width, eb.CapWidth = col, vg.Points(1), vg.Points(3)
 		p.Add(eb, sc)
-		p.Legend.Add(pol, sc)
 	}
-	p.Legend.Top = true
-	p.Legend.Left = false
+	p.X.Tick.Label.Rotation = math.Pi / 7
+	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
 	p.X.Min, p.X.Max = -0.5, float64(len(u.Strata))-0.5
 	ticks := make([]plot.Tick, len(u.Strata))
 	for s, st := range u.Strata {
@@ -335,7 +344,7 @@ func userLevelPlot(u *UserLevel, g UserGuarantee) (string, error) {
 	}
 	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	p.Y.Tick.Marker = plot.ConstantTicks([]plot.Tick{{Value: 0, Label: "0%"}, {Value: 0.25, Label: "25%"}, {Value: 0.5, Label: "50%"}, {Value: 0.75, Label: "75%"}, {Value: 1, Label: "100%"}})
-	w := vg.Length(math.Max(640, float64(90*len(u.Strata)))) * vg.Inch / 96
+	w := vg.Length(math.Max(720, float64(100*len(u.Strata)))) * vg.Inch / 96
 	return svgOf(p, w, vg.Length(380)*vg.Inch/96)
 }
 
