@@ -10,9 +10,16 @@ all: build
 build:
 	$(GO) build -buildvcs=auto -o bin/sidebench ./cmd/sidebench
 
-## test: unit, golden and sim tests (the README's test command).
+## test: unit, golden and sim tests (the README's test command), then each
+## fuzzer for FUZZTIME on its committed corpus (testdata/fuzz): scenario
+## files, check input, explain input.
+FUZZTIME ?= 4s
+FUZZ = $(GO) test -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 50x
 test: vet
 	$(GO) test -count=1 $(PKGS)
+	$(FUZZ) -fuzz '^FuzzLoad$$' ./harness/scenario/
+	$(FUZZ) -fuzz '^FuzzCheck$$' ./harness/check/
+	$(FUZZ) -fuzz '^FuzzExplain$$' ./harness/cli/
 
 ## run: run every shipped scenario on the embedded sim backend.
 run: build

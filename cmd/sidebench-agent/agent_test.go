@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -94,7 +95,7 @@ func TestLoadConfig(t *testing.T) {
 	want.StartupAfter = behavior.MustParse("2s")
 	want.RunTime = behavior.MustParse("uniform(1s, 3s)")
 	want.ExitCode = 4
-	if c.Behavior != want {
+	if !reflect.DeepEqual(c.Behavior, want) {
 		t.Errorf("behaviour = %+v, want defaults with the given fields: %+v", c.Behavior, want)
 	}
 	if c.Seed != 42 || c.Attempt != 3 || !c.AttemptSet || c.podKey() != "ns1/web-0" {

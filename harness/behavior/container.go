@@ -1,6 +1,8 @@
 package behavior
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -43,6 +45,102 @@ type Container struct {
 	// LivenessFailAfter is when the liveness probe starts failing (and
 	// keeps failing); never by default.
 	LivenessFailAfter Dist `json:"livenessFailAfter"`
+	// PostStartFails and PreStopFails make the hook return an error after
+	// its duration. A failed postStart makes the kubelet kill the
+	// container (FailedPostStartHook); a failed preStop is only logged.
+	PostStartFails bool `json:"postStartFails,omitempty"`
+	PreStopFails   bool `json:"preStopFails,omitempty"`
+	// Attempts overlays the behaviour of the first runs: Attempts[n]
+	// applies to the container's attempt n (its CRI attempt, the restart
+	// count), any subset of the fields above on top of the container's
+	// behaviour. Later attempts behave as the container does. Example:
+	// [{runTime: 1s, exitCode: 1}] fails the first run and not the others.
+	Attempts []Attempt `json:"attempts,omitempty"`
+}
+
+// Attempt is one entry of Container.Attempts: the overlay as written
+// (JSON), and the behaviour it resolves to once Resolve ran.
+type Attempt struct {
+	raw      json.RawMessage
+	resolved *Container
+}
+
+// UnmarshalJSON keeps the overlay's JSON: it is applied on top of the
+// container's final behaviour (after every other overlay), by Resolve.
+func (a *Attempt) UnmarshalJSON(data []byte) error {
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return fmt.Errorf("an attempt overlay is an object of behaviour fields: %w", err)
+	}
+	a.raw, a.resolved = append(json.RawMessage(nil), data...), nil
+	return nil
+}
+
+// MarshalJSON writes the overlay as written.
+func (a Attempt) MarshalJSON() ([]byte, error) {
+	if len(a.raw) == 0 {
+		return []byte("{}"), nil
+	}
+	return a.raw, nil
+}
+
+// NewAttempt returns an overlay from its JSON ({"runTime":"1s"}).
+func NewAttempt(js string) (Attempt, error) {
+	var a Attempt
+	err := a.UnmarshalJSON([]byte(js))
+	return a, err
+}
+
+// Resolve computes the behaviour of every attempt overlay: c (without its
+// overlays) with the overlay applied. It reports an overlay that does not
+// decode or does not validate, naming it attempts[n].
+func (c *Container) Resolve() error {
+	if len(c.Attempts) == 0 {
+		return nil
+	}
+	out := make([]Attempt, len(c.Attempts))
+	for n := range c.Attempts {
+		r, err := c.resolveAttempt(n)
+		if err != nil {
+			return err
+		}
+		out[n] = Attempt{raw: c.Attempts[n].raw, resolved: r}
+	}
+	c.Attempts = out
+	return nil
+}
+
+func (c *Container) resolveAttempt(n int) (*Container, error) {
+	x := *c
+	x.Attempts = nil
+	dec := json.NewDecoder(bytesReader(c.Attempts[n].raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&x); err != nil {
+		return nil, fmt.Errorf("attempts[%d]: %w", n, err)
+	}
+	if x.Attempts != nil {
+		return nil, fmt.Errorf("attempts[%d]: an attempt overlay cannot have attempts of its own", n)
+	}
+	if err := x.validateOwn(); err != nil {
+		return nil, fmt.Errorf("attempts[%d]: %w", n, err)
+	}
+	return &x, nil
+}
+
+// ForAttempt returns the behaviour of the container's attempt n: its
+// overlay's when it has one, else c. Resolve (or Validate) computes the
+// overlays once; an unresolved overlay is resolved here (allocating).
+func (c *Container) ForAttempt(n uint32) *Container {
+	if uint64(n) >= uint64(len(c.Attempts)) {
+		return c
+	}
+	if r := c.Attempts[n].resolved; r != nil {
+		return r
+	}
+	if r, err := c.resolveAttempt(int(n)); err == nil {
+		return r
+	}
+	return c
 }
 
 // Default returns a well-behaved server: starts in 100ms, is started and
@@ -77,8 +175,16 @@ func ReasonFor(code int32) string {
 	return ReasonError
 }
 
-// Validate checks c and names the offending fields (JSON names).
+// Validate checks c and its attempt overlays, naming the offending fields
+// (JSON names), and resolves the overlays (Resolve).
 func (c *Container) Validate() error {
+	if err := c.validateOwn(); err != nil {
+		return err
+	}
+	return c.Resolve()
+}
+
+func (c *Container) validateOwn() error {
 	var errs []error
 	code := func(name string, v int32) {
 		if v < 0 || v > 255 {
@@ -162,6 +268,9 @@ type Plan struct {
 	PostStart         time.Duration
 	PreStop           time.Duration
 	LivenessFailAfter time.Duration
+	// PostStartFails and PreStopFails: the hook returns an error when it
+	// ends.
+	PostStartFails, PreStopFails bool
 }
 
 // Draw samples one attempt's Plan from r. It draws a fixed number of
@@ -182,6 +291,8 @@ func (c *Container) Draw(r *rand.Rand) Plan {
 		LivenessFailAfter: c.LivenessFailAfter.Sample(r),
 		TermExitCode:      c.TermExitCode,
 		ExitAfter:         Never,
+		PostStartFails:    c.PostStartFails,
+		PreStopFails:      c.PreStopFails,
 	}
 	run := c.RunTime.Sample(r)
 	mtbf := c.CrashMTBF.Sample(r)
@@ -216,7 +327,15 @@ func (p Plan) String() string {
 	if p.Exit != ExitNone {
 		exit = fmt.Sprintf("exit=%s(%s code=%d %s)", d(p.ExitAfter), p.Exit, p.ExitCode, p.ExitReason)
 	}
-	return fmt.Sprintf("start=%s startup=%s ready=%s %s term=%s(code=%d) postStart=%s preStop=%s livenessFail=%s",
+	fails := func(b bool) string {
+		if b {
+			return "(fails)"
+		}
+		return ""
+	}
+	return fmt.Sprintf("start=%s startup=%s ready=%s %s term=%s(code=%d) postStart=%s%s preStop=%s%s livenessFail=%s",
 		d(p.StartLatency), d(p.StartupAfter), d(p.ReadyAfter), exit, d(p.TermHandling), p.TermExitCode,
-		d(p.PostStart), d(p.PreStop), d(p.LivenessFailAfter))
+		d(p.PostStart), fails(p.PostStartFails), d(p.PreStop), fails(p.PreStopFails), d(p.LivenessFailAfter))
 }
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -270,7 +271,7 @@ func TestContainerJSON(t *testing.T) {
 	}
 	out, _ := json.Marshal(c)
 	var back Container
-	if err := json.Unmarshal(out, &back); err != nil || back != c {
+	if err := json.Unmarshal(out, &back); err != nil || !reflect.DeepEqual(back, c) {
 		t.Errorf("round trip %s: %v", out, err)
 	}
 }
@@ -326,5 +327,50 @@ func TestNamedStreamKeys(t *testing.T) {
 	}
 	if FaultKey(9, "crash", 2) == FaultTargetKey(9, "crash", 2) {
 		t.Fatal("fault schedule and targets share a stream")
+	}
+}
+
+// TestAttempts: an attempt overlay changes that run only, on top of the
+// container's final behaviour; a bad overlay is an error naming it.
+func TestAttempts(t *testing.T) {
+	var c Container = Default()
+	in := `{"runTime":"never","postStart":"100ms","attempts":[{"runTime":"1s","exitCode":3},{"postStartFails":true}]}`
+	if err := json.Unmarshal([]byte(in), &c); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	p0, p1, p2 := c.ForAttempt(0).Draw(r), c.ForAttempt(1).Draw(r), c.ForAttempt(2).Draw(r)
+	if p0.Exit != ExitRunTime || p0.ExitAfter != time.Second || p0.ExitCode != 3 || p0.PostStartFails {
+		t.Errorf("attempt 0: %v", p0)
+	}
+	if p1.Exit != ExitNone || !p1.PostStartFails || p1.PostStart != 100*time.Millisecond {
+		t.Errorf("attempt 1 (inherits postStart, fails it): %v", p1)
+	}
+	if p2.Exit != ExitNone || p2.PostStartFails {
+		t.Errorf("attempt 2 behaves as the container: %v", p2)
+	}
+	// The JSON round trip keeps the overlays as written.
+	out, _ := json.Marshal(c)
+	var back Container
+	if err := json.Unmarshal(out, &back); err != nil || back.Validate() != nil || back.ForAttempt(0).Draw(r).ExitCode != 3 {
+		t.Errorf("round trip %s: %v", out, err)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{`{"attempts":[{"exitCode":300}]}`, "attempts[0]: exitCode: exit code 300 is outside 0..255"},
+		{`{"attempts":[{},{"runTme":"1s"}]}`, `attempts[1]: json: unknown field "runTme"`},
+		{`{"attempts":[{"attempts":[{}]}]}`, "attempts[0]: an attempt overlay cannot have attempts of its own"},
+		{`{"attempts":[3]}`, "an attempt overlay is an object of behaviour fields"},
+	} {
+		c := Default()
+		err := json.Unmarshal([]byte(tc.in), &c)
+		if err == nil {
+			err = c.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.in, err, tc.want)
+		}
 	}
 }

@@ -34,31 +34,47 @@ func checkFiles(paths []string, byPolicy bool, opts ...Option) ([]*Report, error
 	var (
 		keys     []string
 		runners  = map[string]*Runner{}
+		metas    = map[string]*history.Meta{}
 		warnings []string
 	)
-	runnerFor := func(meta *history.Meta) *Runner {
+	runnerFor := func(meta *history.Meta) (*Runner, error) {
 		key := ""
 		if byPolicy && meta != nil {
 			key = meta.Scenario + "\x00" + meta.Policy
 		}
 		r := runners[key]
 		if r == nil {
+			if len(keys) >= MaxReports {
+				return nil, fmt.Errorf("more than %d scenario × policy combinations: check fewer histories at once", MaxReports)
+			}
 			r = NewRunner(opts...)
 			runners[key] = r
+			metas[key] = meta
 			keys = append(keys, key)
 		}
-		return r
+		return r, nil
 	}
 	closeAll := func() []*Report {
 		out := make([]*Report, 0, len(keys))
 		for _, k := range keys {
-			out = append(out, runners[k].Close())
+			rep := runners[k].Close()
+			if rep.Meta == nil {
+				rep.Meta = metas[k] // a run without pods
+			}
+			out = append(out, rep)
 		}
 		return out
 	}
 	add := func(meta *history.Meta, pod string, evs []history.Event) error {
-		runnerFor(meta).Add(meta, pod, evs)
-		return nil
+		r, err := runnerFor(meta)
+		if err == nil {
+			r.Add(meta, pod, evs)
+		}
+		return err
+	}
+	onRun := func(meta *history.Meta) error {
+		_, err := runnerFor(meta)
+		return err
 	}
 	for _, path := range paths {
 		f, err := os.Open(path)
@@ -66,7 +82,9 @@ func checkFiles(paths []string, byPolicy bool, opts ...Option) ([]*Report, error
 			closeAll()
 			return nil, err
 		}
-		err = history.ForEachPod(history.NewReader(f), add)
+		// A run with a run.meta but no pod (what a SIGKILLed run leaves)
+		// gets its report too: it shows 0 pods checked.
+		err = forEachPod(history.NewReader(f), onRun, add)
 		f.Close()
 		switch {
 		case errors.Is(err, history.ErrTruncated):
@@ -77,18 +95,57 @@ func checkFiles(paths []string, byPolicy bool, opts ...Option) ([]*Report, error
 		}
 	}
 	if len(keys) == 0 {
-		runnerFor(nil)
+		runnerFor(nil) // cannot fail: no key yet
 	}
 	reps := closeAll()
 	reps[0].Warnings = append(reps[0].Warnings, warnings...)
 	return reps, nil
 }
 
+// MaxReports bounds the scenario × policy reports of one check: each holds
+// a Runner (and its goroutines), and a history of runs with a new scenario
+// name on every line would otherwise create hundreds of thousands.
+const MaxReports = 1000
+
+// forEachPod is history.ForEachPod that also reports each run.meta; an
+// error from onRun stops it, with the line.
+func forEachPod(r *history.Reader, onRun func(*history.Meta) error, fn history.PodFunc) error {
+	p := history.NewPartitioner(fn)
+	var e history.Event
+	for {
+		err := r.Read(&e)
+		switch {
+		case err == io.EOF:
+			return p.Close()
+		case errors.Is(err, history.ErrTruncated):
+			if cerr := p.Close(); cerr != nil {
+				return cerr
+			}
+			return err
+		case err != nil:
+			p.Close()
+			return err
+		}
+		if e.Kind == history.RunMeta {
+			if err := onRun(e.Meta); err != nil {
+				p.Close()
+				return &history.LineError{Line: r.Line(), Err: err}
+			}
+		}
+		if err := p.Write(&e); err != nil {
+			p.Close()
+			return err
+		}
+	}
+}
+
 // RunCheckCommand is `sidebench check FILE...`: it prints, per scenario ×
 // policy, the table per invariant and the first findings, and returns the
-// exit code: 1 if any violation, 2 if the input is unreadable, 0 otherwise
-// (degradations, bounds exceeded and unknowns do not fail the check; the
-// table shows them).
+// exit code: 1 if any violation, or if a report checked no pod at all (an
+// empty or metadata-only history, which is what a SIGKILLed run leaves:
+// nothing was verified, so it must not pass); 2 if the input is unreadable
+// or malformed; 0 otherwise (degradations, bounds exceeded and unknowns do
+// not fail the check; the table shows them).
 func RunCheckCommand(stdout, stderr io.Writer, paths []string) (exitCode int) {
 	if len(paths) == 0 {
 		fmt.Fprintln(stderr, "check: no history files given")
@@ -108,6 +165,14 @@ func RunCheckCommand(stdout, stderr io.Writer, paths []string) (exitCode int) {
 		}
 		rep.WriteText(stdout, 10)
 		if rep.Violations() > 0 {
+			exitCode = 1
+		}
+		if rep.Pods == 0 {
+			what := strings.Join(paths, ", ")
+			if m := rep.Meta; m != nil {
+				what = fmt.Sprintf("scenario=%s policy=%s in %s", m.Scenario, m.Policy, what)
+			}
+			fmt.Fprintf(stderr, "check: no pods checked (%s): the history holds no pod events\n", what)
 			exitCode = 1
 		}
 	}

@@ -69,8 +69,8 @@ func checkF1(p *Pod, hits []Hit) []Hit {
 			for _, i := range p.Ctrs[s].Ev {
 				e := &p.Ev[i]
 				if i <= o.Down || e.T > until || (a.Stop != none && a.Stop < i) || p.termAt(i) != nil ||
-					a.Exited != none && p.T(a.Exited) <= e.T {
-					continue // signalled, being killed, or dead: Started=false is the truth
+					a.Exited != none && p.T(a.Exited) <= e.T || a.Unknown != none && a.Unknown < i {
+					continue // signalled, being killed, dead or reported Unknown: Started=false is the truth
 				}
 				if e.Kind == history.ContainerStarted && !e.Value {
 					hits = append(hits, p.at(i, o.Up, "sidecar %q Started flapped to false across a kubelet restart", p.Ctrs[s].Name))

@@ -5,7 +5,7 @@ import "github.com/sidebench/sidebench/harness/history"
 // Hooks, SEMANTICS.md §2.6.
 var hookInvs = []*inv{
 	{id: "INV-H1", level: Hard, ex: exDefault, fn: checkH1,
-		rule: "sidecars and mains run hooks alike: Started only after postStart returned; preStop runs on pod termination and on a liveness or startup kill, never for an OOM-killed container"},
+		rule: "sidecars and mains run hooks alike: Started only after postStart returned, never after it failed; preStop runs on pod termination and on a liveness, startup or failed-postStart kill, never for an OOM-killed container"},
 	{id: "INV-H2", level: Hard, ex: exDefault, fn: checkH2,
 		rule: "a sidecar's preStop is not a separate phase before the pod kill, and runs once per kill (concurrently with the mains')"},
 }
@@ -29,10 +29,13 @@ func checkH1(p *Pod, hits []Hit) []Hit {
 			if ct.Role == RoleMain && ct.Spec.PostStart && a.Started != none && (a.PostStart == none || a.PostStart > a.Started) && !p.hookCut(a, a.Started) {
 				hits = append(hits, p.at(a.Started, a.PostStart, "main %q published Started=true before its postStart hook returned", ct.Name))
 			}
+			if ct.Role == RoleMain && a.Started != none && a.PostStartFailed && a.PostStart < a.Started {
+				hits = append(hits, p.at(a.Started, a.PostStart, "main %q published Started=true although its postStart hook failed", ct.Name))
+			}
 			// killContainer runs preStop for a liveness or startup kill as
 			// for any kill (INV-S2 judges a sidecar's startup kill).
 			if ct.Spec.PreStop && a.Stop != none && p.termAt(a.Stop) == nil && a.Running != none && a.Running < a.Stop &&
-				(a.KillReason == "LivenessProbe" || a.KillReason == "StartupProbe" && ct.Role != RoleSidecar) &&
+				(a.KillReason == "LivenessProbe" || a.KillReason == "FailedPostStartHook" || a.KillReason == "StartupProbe" && ct.Role != RoleSidecar) &&
 				(a.PreStop == none || a.PreStop > a.Stop) {
 				hits = append(hits, p.at(a.Stop, none, "%s %q killed for its %s without running preStop", what(ct.Role), ct.Name, a.KillReason))
 			}

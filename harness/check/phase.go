@@ -1,6 +1,10 @@
 package check
 
-import "github.com/sidebench/sidebench/harness/history"
+import (
+	"sort"
+
+	"github.com/sidebench/sidebench/harness/history"
+)
 
 // Completion, phase and conditions, SEMANTICS.md §2.3–2.4.
 // §5: garbage-collected container records are a known way to lose phase
@@ -192,11 +196,32 @@ func checkP2(p *Pod, hits []Hit) []Hit {
 				}
 			}
 		}
-		if !e.Value && ran && (p.Sandboxes[sb].End == none || p.Sandboxes[sb].End > i) {
+		if !e.Value && ran && (p.Sandboxes[sb].End == none || p.Sandboxes[sb].End > i) && !p.mainsWaitingAt(i) {
 			hits = append(hits, p.at(i, p.firstMainStart(sb), "Initialized flapped to False after a main container started"))
 		}
 	}
 	return hits
+}
+
+// mainsWaitingAt reports whether, at event i, every main's latest attempt
+// was created but never ran (a restart whose start was cut, its record
+// left Created). The API then shows every main Waiting, and
+// GeneratePodInitializedCondition (status/generate.go) falls back to the
+// init containers: HasAnyRegularContainerStarted needs a Running or
+// Terminated main, so an unstarted sidecar makes Initialized False.
+func (p *Pod) mainsWaitingAt(i int32) bool {
+	for _, m := range p.Mains {
+		var last *Attempt
+		for k := range p.Ctrs[m].Att {
+			if a := &p.Ctrs[m].Att[k]; a.Start() != none && a.Start() < i {
+				last = a
+			}
+		}
+		if last == nil || last.Req == none || (last.Running != none && last.Running < i) || (last.Exited != none && last.Exited < i) {
+			return false
+		}
+	}
+	return len(p.Mains) > 0
 }
 
 func checkP3(p *Pod, hits []Hit) []Hit {
@@ -228,22 +253,35 @@ func checkP3(p *Pod, hits []Hit) []Hit {
 // follows the publication at the same instant (the container exiting, the
 // next status update) happened after it: a container that becomes ready
 // and dies within the same nanosecond is a flap, not a false
-// ContainersReady (issue 16 B).
+// ContainersReady (issue 16 B; at a 1µs crashMTBF the sim draws a process
+// that runs 0 ns: Running, published Ready, then exits, at one instant).
+//
+// On a real backend (Tol > 0) the kubelet publishes what it has observed,
+// and it observes an exit up to a PLEG relist later than the runtime (or
+// a witness) timed it: an exit within Tol before the publication does not
+// make it false (observed in make e2e: a sidecar OOM-killed 15 ms before a
+// ContainersReady=True on kubelet v1.37.2).
+//
+// It binary-searches the container's events: a pod with many restarts or
+// outages has many Ready conditions, and a scan from the start for each
+// made the check quadratic.
 func (p *Pod) readyAt(c int, i int32) (int32, bool) {
 	_, end := p.publication(i)
-	last, ready := none, false
-	for _, j := range p.Ctrs[c].Ev {
-		if j > end {
-			break
-		}
-		switch p.Ev[j].Kind {
+	evs := p.Ctrs[c].Ev
+	ti := p.T(i)
+	hi := sort.Search(len(evs), func(k int) bool { return evs[k] > end })
+	for k := hi - 1; k >= 0; k-- {
+		switch j := evs[k]; p.Ev[j].Kind {
 		case history.ContainerReady:
-			last, ready = j, p.Ev[j].Value
+			return j, p.Ev[j].Value
 		case history.ContainerExited:
-			last, ready = j, false
+			if p.Tol > 0 && j < i && ti-p.T(j) <= p.Tol {
+				continue // not yet observable by the kubelet
+			}
+			return j, false
 		}
 	}
-	return last, ready
+	return none, false
 }
 
 // publication returns the index range [lo, hi] of the status update that

@@ -34,13 +34,20 @@ type Attempt struct {
 	PreStopEnd int32
 	Stop       int32 // first container.stop-requested (SIGTERM)
 	Kill       int32 // container.killed (SIGKILL)
-	Exited     int32
-	Code       int32
+	// Unknown is the first container.unknown: the runtime reported the
+	// state Unknown (the process may still run).
+	Unknown int32
+	// PostStartFailed: the postStart hook returned an error (poststart-done
+	// value=false): the kubelet kills the attempt, which never counts as
+	// Started (kuberuntime_container.go startContainer step 4).
+	PostStartFailed bool
 	// App is container.app-started (a wrapper exec'd the application),
 	// AppOK its value; Serving the first container.serving=true.
 	App        int32
 	AppOK      bool
 	Serving    int32
+	Exited     int32
+	Code       int32
 	ExitReason string
 	KillReason string // from prestop-begin or stop-requested
 	StopGrace  int64
@@ -248,7 +255,11 @@ func (p *Pod) build(meta *history.Meta, name string, events []history.Event) err
 				w.Grace = p.Spec.Grace
 			}
 			for c := range p.Ctrs {
-				if a := p.last(c); a != nil && a.runningAt(i) {
+				// A container the runtime reports Unknown is not in the
+				// kubelet's running pod (ConvertPodStatusToRunningPod keeps
+				// Running containers only): the kill neither stops it nor
+				// waits for it.
+				if a := p.last(c); a != nil && a.runningAt(i) && (a.Unknown == none || a.Unknown > i) {
 					w.Running |= 1 << uint(c)
 				}
 			}
@@ -386,7 +397,7 @@ func (p *Pod) last(c int) *Attempt {
 func (p *Pod) newAttempt(c int, sb int32) *Attempt {
 	p.Ctrs[c].Att = append(p.Ctrs[c].Att, Attempt{
 		Sandbox: max(sb, 0), Req: none, Running: none, PostStart: none, Started: none,
-		StartupOK: none, PreStop: none, PreStopEnd: none, Stop: none, Kill: none, Exited: none,
+		StartupOK: none, PreStop: none, PreStopEnd: none, Stop: none, Kill: none, Unknown: none, Exited: none,
 		App: none, Serving: none,
 	})
 	return p.last(c)
@@ -409,7 +420,7 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 		a.Running = i
 	case history.ContainerPostStartDone:
 		if a != nil && a.PostStart == none {
-			a.PostStart = i
+			a.PostStart, a.PostStartFailed = i, !e.Value
 		}
 	case history.ContainerStarted:
 		if a != nil && e.Value && a.Started == none {
@@ -445,6 +456,10 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 	case history.ContainerKilled:
 		if a != nil && a.Kill == none {
 			a.Kill = i
+		}
+	case history.ContainerUnknown:
+		if a != nil && a.Unknown == none {
+			a.Unknown = i
 		}
 	case history.ContainerExited:
 		if a == nil || a.Exited != none {

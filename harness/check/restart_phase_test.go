@@ -140,7 +140,21 @@ func phaseCases() []invCase {
 				cond("ContainersReady", true).started("proxy", true).ready("proxy", false))},
 		{name: "INV-P3/Ready while a sidecar was not ready", id: "INV-P3", want: Violation,
 			ev: evs(steady("p", realisticSpec()).at(1600).ready("log", false).cond("Ready", true))},
+		// make e2e, kube backend (tolerance 1 s): a sidecar OOM-killed
+		// 15 ms (timed by a witness) before the kubelet published
+		// ContainersReady=True with it ready: the kubelet had not observed
+		// the exit yet (PLEG). Within the history's tolerance: no
+		// violation; beyond it, still one.
+		{name: "INV-P3/a sidecar exit the kubelet could not have observed yet", id: "INV-P3", clean: true, meta: realMeta,
+			ev: evs(steady("p", specOf("Always", 30, "sidecar:proxy", "sidecar:logs", "main:app")).at(5000).exited("logs", 137).
+				at(5015).cond("ContainersReady", true).cond("Ready", true))},
+		{name: "INV-P3/a sidecar exit older than the tolerance", id: "INV-P3", want: Violation, meta: realMeta,
+			ev: evs(steady("p", specOf("Always", 30, "sidecar:proxy", "sidecar:logs", "main:app")).at(5000).exited("logs", 137).
+				at(6500).cond("ContainersReady", true).cond("Ready", true))},
 	}
 }
+
+// realMeta is a history of a real backend (kube: 1 s tolerance).
+var realMeta = &history.Meta{Scenario: "unit", Policy: "kep753", Backend: "kube", ToleranceNanos: 1e9}
 
 func TestPhaseInvariants(t *testing.T) { runCases(t, phaseCases()) }

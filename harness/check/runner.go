@@ -107,13 +107,16 @@ type Runner struct {
 	res  podResult
 
 	// Parallel mode.
+	big     *worker // checks long histories in Add's goroutine
 	stored  []atomic.Int64
 	jobs    chan job
 	results chan *podResult
 	slots   chan struct{} // bounds pods in flight, including folded-late ones
-	wg      sync.WaitGroup
-	done    chan struct{}
-	pool    sync.Pool
+	// inflight bounds the events copied for the workers.
+	inflight *budget
+	wg       sync.WaitGroup
+	done     chan struct{}
+	pool     sync.Pool
 }
 
 type job struct {
@@ -121,6 +124,59 @@ type job struct {
 	meta   *history.Meta
 	name   string
 	events *[]history.Event
+	weight int // events counted against the in-flight budget
+}
+
+// maxInflightEvents bounds the events of the pods copied to workers and
+// not yet checked (about 256 MB). Pods are few events each, but one that
+// lived through many node or cluster events can hold millions: without a
+// bound, 4 such pods per worker could be copied at once.
+const maxInflightEvents = 1 << 20
+
+// maxPooledEvents bounds the event buffers kept for reuse, so one huge
+// pod does not pin its copy.
+const maxPooledEvents = 1 << 16
+
+// bigPod is the history length from which Add checks a pod itself.
+const bigPod = 1 << 14
+
+// budget is a counting semaphore over events.
+type budget struct {
+	mu      sync.Mutex
+	cond    sync.Cond
+	avail   int
+	waiting int
+}
+
+func newBudget(n int) *budget {
+	b := &budget{avail: n}
+	b.cond.L = &b.mu
+	return b
+}
+
+// acquire takes n units (at most the whole budget, so one pod bigger than
+// the budget runs alone) and returns how many it took.
+func (b *budget) acquire(n int) int {
+	n = min(max(n, 1), maxInflightEvents)
+	b.mu.Lock()
+	for b.avail < n {
+		b.waiting++
+		b.cond.Wait()
+		b.waiting--
+	}
+	b.avail -= n
+	b.mu.Unlock()
+	return n
+}
+
+func (b *budget) release(n int) {
+	b.mu.Lock()
+	b.avail += n
+	wake := b.waiting > 0
+	b.mu.Unlock()
+	if wake {
+		b.cond.Broadcast()
+	}
 }
 
 // NewRunner returns a Runner over the registered checkers.
@@ -144,6 +200,7 @@ func NewRunner(opts ...Option) *Runner {
 	r.jobs = make(chan job, inflight)
 	r.results = make(chan *podResult, inflight)
 	r.slots = make(chan struct{}, inflight)
+	r.inflight = newBudget(maxInflightEvents)
 	r.done = make(chan struct{})
 	for range r.workers {
 		r.wg.Add(1)
@@ -172,12 +229,24 @@ func (r *Runner) Add(meta *history.Meta, pod string, events []history.Event) {
 		return
 	}
 	r.slots <- struct{}{}
+	if len(events) >= bigPod {
+		// A long history is checked here rather than copied for a worker:
+		// the copy would cost as much as the check.
+		if r.big == nil {
+			r.big = &worker{checkers: r.checkers, stored: r.stored, cap: r.cap}
+		}
+		res := &podResult{seq: r.seq}
+		r.big.check(meta, pod, events, res)
+		r.results <- res
+		return
+	}
+	w := r.inflight.acquire(len(events))
 	buf, _ := r.pool.Get().(*[]history.Event)
 	if buf == nil {
 		buf = new([]history.Event)
 	}
 	*buf = append((*buf)[:0], events...)
-	r.jobs <- job{seq: r.seq, meta: meta, name: pod, events: buf}
+	r.jobs <- job{seq: r.seq, meta: meta, name: pod, events: buf, weight: w}
 }
 
 func (r *Runner) work() {
@@ -190,7 +259,10 @@ func (r *Runner) work() {
 			res.events = append([]history.Event(nil), *j.events...)
 		}
 		clear(*j.events) // drop Spec/Meta pointers before pooling
-		r.pool.Put(j.events)
+		if cap(*j.events) <= maxPooledEvents {
+			r.pool.Put(j.events)
+		}
+		r.inflight.release(j.weight)
 		r.results <- res
 	}
 }

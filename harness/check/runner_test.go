@@ -247,3 +247,50 @@ func TestReportJSONRoundTrip(t *testing.T) {
 		t.Fatalf("round trip: %+v", back.Rows[0])
 	}
 }
+
+// A pod with a long history (a kubelet restarting under it 10k times) is
+// checked in Add's goroutine, not copied for a worker; the report is the
+// sequential one whatever the number of workers.
+func TestRunnerLongHistoryInOrder(t *testing.T) {
+	ev := fleet(50, 3)
+	var long []history.Event
+	for k := range 10000 {
+		t := int64(k+1) * ms1
+		long = append(long, history.Event{T: t, Kind: history.KubeletDown, Node: "node-0"}, history.Event{T: t, Kind: history.KubeletUp, Node: "node-0"})
+	}
+	// Splice the outages after the fleet's first events: the pods live on
+	// node-0 see them all.
+	ev = append(append(append([]history.Event(nil), ev[:3]...), long...), ev[3:]...)
+	slices.SortStableFunc(ev, func(a, b history.Event) int { return int(a.T - b.T) })
+	longest := 0
+	part := history.NewPartitioner(func(_ *history.Meta, _ string, evs []history.Event) error {
+		longest = max(longest, len(evs))
+		return nil
+	})
+	for i := range ev {
+		part.Write(&ev[i])
+	}
+	part.Close()
+	if longest < bigPod {
+		t.Fatalf("longest pod history %d events, want >= %d", longest, bigPod)
+	}
+	want := CheckEvents(ev, Workers(1))
+	for _, w := range []int{2, 3} {
+		if got := CheckEvents(ev, Workers(w)); !reflect.DeepEqual(got, want) {
+			t.Fatalf("workers=%d: report differs from the sequential one", w)
+		}
+	}
+}
+
+// A pod bigger than the whole in-flight budget takes all of it rather
+// than waiting forever.
+func TestBudgetCapsOneAcquire(t *testing.T) {
+	b := newBudget(maxInflightEvents)
+	if n := b.acquire(10 * maxInflightEvents); n != maxInflightEvents {
+		t.Fatalf("took %d", n)
+	}
+	b.release(maxInflightEvents)
+	if n := b.acquire(0); n != 1 {
+		t.Fatalf("an empty pod took %d", n)
+	}
+}

@@ -212,9 +212,15 @@ func semanticsCases() []invCase {
 		{name: "INV-F4/Succeeded after a node-shutdown kill when a main exited 143", id: "INV-F4", want: Violation,
 			ev: evs(steady("s", specOf("Always", 30, "sidecar:proxy", "main:app")).at(5000).shutdown(20, 5).terminating("NodeShutdown", 15).stop("app", 15, "NodeShutdown").exited("app", 143).
 				stopExit("proxy", 15, "NodeShutdown").phase("Succeeded"))},
-		{name: "INV-F4/Failed without reason Terminated after a node-shutdown kill", id: "INV-F4", want: Violation,
+		// Observed on real kubelets v1.37.2 (local-node-shutdown in make
+		// e2e): the Terminated reason is lost when the regenerated status
+		// overwrites the status function's before it is synced.
+		{name: "INV-F4/Failed without a reason after a node-shutdown kill (the kubelet's racy reason)", id: "INV-F4", clean: true,
 			ev: evs(steady("s", specOf("Always", 30, "sidecar:proxy", "main:app")).at(5000).shutdown(20, 5).terminating("NodeShutdown", 15).stop("app", 15, "NodeShutdown").exited("app", 143).
 				stopExit("proxy", 15, "NodeShutdown").phase("Failed"))},
+		{name: "INV-F4/Failed with another reason after a node-shutdown kill", id: "INV-F4", want: Violation,
+			ev: evs(steady("s", specOf("Always", 30, "sidecar:proxy", "main:app")).at(5000).shutdown(20, 5).terminating("NodeShutdown", 15).stop("app", 15, "NodeShutdown").exited("app", 143).
+				stopExit("proxy", 15, "NodeShutdown").phaseReason("Failed", "Evicted"))},
 		{name: "INV-F4/a pod already being deleted is not killed again", id: "INV-F4", clean: true,
 			ev: evs(steady("s", specOf("Always", 30, "sidecar:proxy", "main:app")).at(4000).deleted(30).terminating("PodDeleted", 30).stop("app", 30, "PodDeleted").
 				at(5000).shutdown(20, 5).at(12000).exited("app", 0).stopExit("proxy", 18, "PodDeleted").phase("Succeeded"))},

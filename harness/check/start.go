@@ -152,6 +152,9 @@ func checkS3(p *Pod, hits []Hit) []Hit {
 			if a.Started != none && (a.PostStart == none || a.PostStart > a.Started) && !p.hookCut(a, a.Started) {
 				hits = append(hits, p.at(a.Started, a.PostStart, "sidecar %q published Started=true before its postStart hook returned", p.Ctrs[s].Name))
 			}
+			if a.Started != none && a.PostStartFailed && a.PostStart < a.Started {
+				hits = append(hits, p.at(a.Started, a.PostStart, "sidecar %q published Started=true although its postStart hook failed", p.Ctrs[s].Name))
+			}
 		}
 	}
 	// Main containers are started one after another and postStart blocks.
@@ -166,7 +169,9 @@ func checkS3(p *Pod, hits []Hit) []Hit {
 				continue
 			}
 			done := a.PostStart
-			if done == none || (a.Exited != none && a.Exited < done) {
+			if done == none || (a.Exited != none && a.Exited < done) || a.PostStartFailed {
+				// A failed hook kills the container inside the same
+				// startContainer call: the next start waits for the exit.
 				done = a.Exited
 			}
 			if (done == none || done > b.Start()) && !p.hookCut(a, b.Start()) {

@@ -95,16 +95,18 @@ func runExplain(streams IOStreams, f *explainFlags, target string) error {
 		events []history.Event
 	}
 	var hits []found
-	var names []string
+	var names []string // pod names for the "no pod" message (bounded)
 	seen := map[string]bool{}
-	err = history.ForEachPod(history.NewReader(hf), func(meta *history.Meta, pod string, evs []history.Event) error {
-		if !seen[pod] {
+	wanted := func(pod string) bool {
+		if !seen[pod] && len(seen) < 1000 {
 			seen[pod] = true
 			names = append(names, pod)
 		}
-		if pod != want && pod != f.pod {
-			return nil
-		}
+		return pod == want || pod == f.pod
+	}
+	// Only the wanted pod's history is assembled: the others are dropped as
+	// they are read.
+	err = history.ForEachPod(history.NewReader(hf), func(meta *history.Meta, pod string, evs []history.Event) error {
 		var m history.Meta
 		if meta != nil {
 			m = *meta
@@ -117,9 +119,11 @@ func runExplain(streams IOStreams, f *explainFlags, target string) error {
 		}
 		hits = append(hits, found{m, append([]history.Event(nil), evs...)})
 		return nil
-	})
+	}, history.OnlyPods(wanted))
 	if err != nil && !errors.Is(err, history.ErrTruncated) {
-		return asInternal(fmt.Errorf("explain: %s: %w", histPath, err))
+		// The history is unreadable or malformed: an input error, as for
+		// `check` (exit 2), not an internal one.
+		return usageErr("explain: %s: %v", histPath, err)
 	}
 	if len(hits) == 0 {
 		sort.Strings(names)

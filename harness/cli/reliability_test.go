@@ -194,3 +194,27 @@ func TestGraduatePartialRun(t *testing.T) {
 		t.Errorf("graduate --strict: exit %d\n%s", code, out)
 	}
 }
+
+// TestRunRefusesWhatCannotFit: run (and soak) check a scenario's memory
+// estimate before anything runs (issue 15 item 4: these fixtures ran `run`
+// out of memory), and an --out that is a file is a usage error (item 15).
+func TestRunRefusesWhatCannotFit(t *testing.T) {
+	fixtures, _ := filepath.Glob("../scenario/testdata/cost/*.yaml")
+	if len(fixtures) != 6 {
+		t.Fatalf("%d cost fixtures", len(fixtures))
+	}
+	for _, fx := range fixtures {
+		for _, cmd := range [][]string{{"run", "--quiet"}, {"soak", "--quiet", "--duration", "1s"}} {
+			args := append(cmd, "--out", filepath.Join(t.TempDir(), "r"), fx)
+			_, errOut, code := run(t, args...)
+			if code != ExitUsage || !strings.Contains(errOut, "needs about") {
+				t.Errorf("%v: exit %d, stderr %q; want 2 with the estimate", args, code, errOut)
+			}
+		}
+	}
+	file := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(file, nil, 0o644)
+	if _, errOut, code := run(t, "run", "--quiet", "--out", file, "testdata/tiny.yaml"); code != ExitUsage || !strings.Contains(errOut, "not a directory") {
+		t.Errorf("--out FILE: exit %d %q", code, errOut)
+	}
+}

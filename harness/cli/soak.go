@@ -129,6 +129,9 @@ func runSoak(cmd *cobra.Command, streams IOStreams, d deps, f *soakFlags, files 
 		if name == "" {
 			name = backendName("", scens[0])
 		}
+		if err := f.checkBudget(streams, scens); err != nil {
+			return err
+		}
 		so.Dir = f.out
 		if so.Dir == "" {
 			so.Dir = filepath.Join("reports", "runs", time.Now().UTC().Format("20060102T150405Z")+"-soak-"+scens[0].Metadata.Name)

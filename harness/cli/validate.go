@@ -11,20 +11,36 @@ import (
 )
 
 func newValidateCommand(streams IOStreams) *cobra.Command {
-	return &cobra.Command{
+	var maxMemory string
+	cmd := &cobra.Command{
 		Use:   "validate FILE...",
 		Short: "Check scenario files without running them",
 		Long: `Decode and validate scenario files strictly. Every problem is reported as
 FILE:LINE:COL: FIELD.PATH: message, with the allowed values and, for a typo,
-the closest valid name. Exit code 2 if any file is invalid. A Kubernetes
-manifest (Pod, Deployment, Job...) is refused with the 'sidebench init'
-command that wraps it. Warnings (exit 0) name what a valid scenario
+the closest valid name. A scenario whose estimated memory (live pods, nodes,
+the longest pod history, what a run keeps per trial) exceeds the memory
+budget is refused, naming the field that drives the estimate; the budget is
+the machine's memory (or the cgroup's or address-space limit, if lower)
+unless --max-memory sets another. Exit code 2 if any file is invalid. A
+Kubernetes manifest (Pod, Deployment, Job...) is refused with the 'sidebench
+init' command that wraps it. Warnings (exit 0) name what a valid scenario
 likely leaves out, such as a probe-gated sidecar without a behaviour.`,
 		Args: atLeastOne("scenario file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			budget := scenario.DefaultBudget()
+			if maxMemory != "" {
+				b, err := scenario.ParseBytes(maxMemory)
+				if err != nil {
+					return usageErr("validate: --max-memory: %v", err)
+				}
+				budget.Bytes, budget.Source = b, "--max-memory"
+			}
 			bad := 0
 			for _, f := range args {
 				s, err := scenario.Load(f)
+				if err == nil {
+					err = s.CheckBudget(budget)
+				}
 				if err != nil {
 					bad++
 					fmt.Fprintln(streams.ErrOut, err)
@@ -53,6 +69,8 @@ likely leaves out, such as a probe-gated sidecar without a behaviour.`,
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&maxMemory, "max-memory", "", "memory budget, e.g. 8GiB (default: the machine's memory)")
+	return cmd
 }
 
 func newCheckCommand(streams IOStreams) *cobra.Command {
@@ -60,8 +78,10 @@ func newCheckCommand(streams IOStreams) *cobra.Command {
 		Use:   "check HISTORY...",
 		Short: "Re-check ordering invariants over recorded histories",
 		Long: `Check the ordering invariants (SEMANTICS.md) over history files
-(history.jsonl), offline. Exit code 1 if any violation, 2 if a file cannot
-be read.`,
+(history.jsonl), offline. Exit code 1 if any violation, or if no pod was
+checked (an empty or metadata-only history, such as a killed run leaves:
+"no pods checked"); 2 if a file cannot be read or is malformed (a broken
+line, an unknown kind, a line over 4 MiB, t going backwards within a run).`,
 		Args: atLeastOne("history file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if code := check.RunCheckCommand(streams.Out, streams.ErrOut, args); code != 0 {

@@ -2,6 +2,7 @@ package cri
 
 import (
 	"fmt"
+	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -69,7 +70,7 @@ func (s *Server) LoseAll(msg string) int {
 	for _, sb := range s.sandboxes {
 		if sb.state == runtimeapi.PodSandboxState_SANDBOX_READY {
 			lost++
-			s.emit(history.Event{Kind: history.SandboxLost, Pod: sb.pod})
+			s.emit(sb, history.Event{Kind: history.SandboxLost, Pod: sb.pod})
 		}
 	}
 	s.containers = map[string]*container{}
@@ -83,4 +84,98 @@ func (s *Server) Serving() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.grpc != nil
+}
+
+// runningLocked returns the running attempt of container name in pod (the
+// newest), or nil.
+func (s *Server) runningLocked(pod, name string) *container {
+	var found *container
+	for _, c := range s.containers {
+		if c.sb.pod == pod && c.name == name && c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			if found == nil || c.attempt > found.attempt {
+				found = c
+			}
+		}
+	}
+	return found
+}
+
+// Kill kills the running attempt of container name in pod from outside
+// the kubelet (the container-kill fault): exit with code at once, or, with
+// term, a SIGTERM the process handles as any (its termHandling and
+// termExitCode; an error if it ignores SIGTERM). No preStop. It returns a
+// description of the effect.
+func (s *Server) Kill(pod, name string, code int32, term bool) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.runningLocked(pod, name)
+	if c == nil {
+		return "", fmt.Errorf("no running container %s in %s", name, pod)
+	}
+	if !term {
+		s.exitLocked(c, code, behavior.ReasonFor(code), "killed by sidebench")
+		return fmt.Sprintf("exited %d %s (attempt %d)", code, behavior.ReasonFor(code), c.attempt), nil
+	}
+	th := c.plan.TermHandling
+	if th == behavior.Never {
+		return "", fmt.Errorf("container %s in %s ignores SIGTERM", name, pod)
+	}
+	if c.stopAsked {
+		return "", fmt.Errorf("container %s in %s already handles a SIGTERM", name, pod)
+	}
+	c.stopAsked = true
+	c.termTimer = s.termExitAfter(c, th)
+	return fmt.Sprintf("SIGTERM delivered (attempt %d); exits %d after %v", c.attempt, c.plan.TermExitCode, th), nil
+}
+
+// ReportUnknown makes the runtime report the running attempt of container
+// name in pod as CONTAINER_UNKNOWN (container.unknown); its process goes
+// on until the kubelet stops it.
+func (s *Server) ReportUnknown(pod, name string) (uint32, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.runningLocked(pod, name)
+	if c == nil {
+		return 0, fmt.Errorf("no running container %s in %s", name, pod)
+	}
+	c.state = runtimeapi.ContainerState_CONTAINER_UNKNOWN
+	s.emit(c.sb, c.event(history.ContainerUnknown))
+	return c.attempt, nil
+}
+
+// pullFail is one image-pull-failure: pulls of image for pod fail until
+// until (zero: for good); container is the container whose start fails.
+type pullFail struct {
+	pod, container, image string
+	until                 time.Time
+	hit                   bool
+}
+
+// FailPulls makes the pulls of image for pod fail until until (zero: for
+// good): ImageStatus reports the image absent so the kubelet pulls, and
+// PullImage fails with container.start-failed "ErrImagePull: IMAGE" for
+// container. Pulled reports whether a pull failed since.
+func (s *Server) FailPulls(pod, container, image string, until time.Time) (pulled func() bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pullFails = append(s.pullFails, pullFail{pod: pod, container: container, image: image, until: until})
+	i := len(s.pullFails) - 1
+	return func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return i < len(s.pullFails) && s.pullFails[i].hit
+	}
+}
+
+// pullFailLocked returns the active failure of image for pod (any pod if
+// pod is ""), or nil.
+func (s *Server) pullFailLocked(pod, image string) *pullFail {
+	now := s.cfg.Clock.Now()
+	for i := range s.pullFails {
+		f := &s.pullFails[i]
+		if f.image == image && (pod == "" || f.pod == pod) && (f.until.IsZero() || now.Before(f.until)) {
+			return f
+		}
+	}
+	return nil
 }

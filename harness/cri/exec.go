@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -60,12 +61,24 @@ func (s *Server) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) 
 			}
 			s.mu.Lock()
 			defer s.mu.Unlock()
+			if !ok && errors.Is(ctx.Err(), context.Canceled) {
+				// The caller went away (the kubelet died): no kubelet
+				// received a result, none kills the container for it, and
+				// the restarted one does not run the hook again. Not a
+				// failure: no container.poststart-done, as in the sim,
+				// whose kubelet crash drops the hook (INV-H1 read a
+				// cancelled hold as a failed hook on a Started container).
+				return nil, status.FromContextError(ctx.Err()).Err()
+			}
+			if ok && c.plan.PostStartFails {
+				ok, why = false, "FailedPostStartHook"
+			}
 			e := c.event(history.ContainerPostStartDone)
 			e.Value, e.Msg = ok, why
-			s.emit(e)
+			s.emit(c.sb, e)
 			return hookResult(ok, why), nil
 		case HookPreStop:
-			s.emit(c.event(history.ContainerPreStopBegin))
+			s.emit(c.sb, c.event(history.ContainerPreStopBegin))
 			d := c.plan.PreStop
 			s.mu.Unlock()
 			var ok bool
@@ -77,9 +90,12 @@ func (s *Server) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) 
 			}
 			s.mu.Lock()
 			defer s.mu.Unlock()
+			if ok && c.plan.PreStopFails {
+				ok, why = false, "FailedPreStopHook"
+			}
 			e := c.event(history.ContainerPreStopEnd)
 			e.Msg = why
-			s.emit(e)
+			s.emit(c.sb, e)
 			return hookResult(ok, why), nil
 		}
 	}
@@ -153,7 +169,7 @@ func (s *Server) probeLocked(c *container, kind string) *runtimeapi.ExecSyncResp
 		c.lastProbe[kind] = result
 		e := c.event(history.ProbeResult)
 		e.Probe, e.Result = kind, result
-		s.emit(e)
+		s.emit(c.sb, e)
 	}
 	if ok {
 		return &runtimeapi.ExecSyncResponse{}

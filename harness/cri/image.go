@@ -6,7 +6,11 @@ import (
 	"encoding/hex"
 	"strings"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/sidebench/sidebench/harness/history"
 )
 
 // Images are names only: a pull is instant and records an image of
@@ -32,7 +36,12 @@ func (s *Server) imageRefLocked(name string) string {
 func (s *Server) ImageStatus(_ context.Context, req *runtimeapi.ImageStatusRequest) (*runtimeapi.ImageStatusResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return &runtimeapi.ImageStatusResponse{Image: s.images[req.GetImage().GetImage()]}, nil
+	name := req.GetImage().GetImage()
+	if s.pullFailLocked("", name) != nil {
+		// Absent while its pulls fail, so the kubelet pulls it.
+		return &runtimeapi.ImageStatusResponse{}, nil
+	}
+	return &runtimeapi.ImageStatusResponse{Image: s.images[name]}, nil
 }
 
 // PullImage records the image at once.
@@ -40,6 +49,18 @@ func (s *Server) PullImage(_ context.Context, req *runtimeapi.PullImageRequest) 
 	name := req.GetImage().GetImage()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	md := req.GetSandboxConfig().GetMetadata()
+	if f := s.pullFailLocked(md.GetNamespace()+"/"+md.GetName(), name); f != nil {
+		f.hit = true
+		var sb *sandbox
+		for _, x := range s.sandboxes {
+			if x.config.GetMetadata().GetUid() == md.GetUid() {
+				sb = x
+			}
+		}
+		s.emit(sb, history.Event{Kind: history.ContainerStartFailed, Pod: f.pod, Container: f.container, Msg: "ErrImagePull: " + name})
+		return nil, status.Errorf(codes.NotFound, "pull of %s failed: registry unavailable (sidebench image-pull-failure)", name)
+	}
 	img, ok := s.images[name]
 	if !ok {
 		img = &runtimeapi.Image{

@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"time"
 
@@ -47,6 +48,9 @@ type container struct {
 	killTimer clock.Timer   // SIGKILL at the end of the grace period
 	killAt    int64
 	stopAsked bool
+	// applied are the resources of the last UpdateContainerResources (nil:
+	// the CreateContainer config's).
+	applied   *runtimeapi.LinuxContainerResources
 	lastProbe map[string]string
 
 	// Workaround wiring (wiring.go): what it adds to the behaviour, when
@@ -100,7 +104,7 @@ func (s *Server) RunPodSandbox(_ context.Context, req *runtimeapi.RunPodSandboxR
 		sb.ip = s.podIPLocked()
 	}
 	s.sandboxes[sb.id] = sb
-	s.emit(history.Event{Kind: history.SandboxCreated, Pod: sb.pod, Attempt: md.GetAttempt()})
+	s.emit(sb, history.Event{Kind: history.SandboxCreated, Pod: sb.pod, Attempt: md.GetAttempt()})
 	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: sb.id}, nil
 }
 
@@ -115,13 +119,13 @@ func (s *Server) StopPodSandbox(_ context.Context, req *runtimeapi.StopPodSandbo
 	}
 	for _, c := range s.containers {
 		if c.sb == sb && c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
-			s.emit(c.event(history.ContainerKilled))
+			s.emit(c.sb, c.event(history.ContainerKilled))
 			s.exitLocked(c, 137, behavior.ReasonError, "sandbox stopped")
 		}
 	}
 	if sb.state == runtimeapi.PodSandboxState_SANDBOX_READY {
 		sb.state = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
-		s.emit(history.Event{Kind: history.SandboxStopped, Pod: sb.pod})
+		s.emit(sb, history.Event{Kind: history.SandboxStopped, Pod: sb.pod})
 	}
 	return &runtimeapi.StopPodSandboxResponse{}, nil
 }
@@ -140,7 +144,7 @@ func (s *Server) RemovePodSandbox(_ context.Context, req *runtimeapi.RemovePodSa
 		}
 	}
 	if sb.state == runtimeapi.PodSandboxState_SANDBOX_READY {
-		s.emit(history.Event{Kind: history.SandboxStopped, Pod: sb.pod})
+		s.emit(sb, history.Event{Kind: history.SandboxStopped, Pod: sb.pod})
 	}
 	delete(s.sandboxes, sb.id)
 	return &runtimeapi.RemovePodSandboxResponse{}, nil
@@ -246,7 +250,7 @@ func (s *Server) CreateContainer(_ context.Context, req *runtimeapi.CreateContai
 	}
 	if err != nil {
 		s.cfg.Logf("cri: %s/%s: %v", sb.pod, md.GetName(), err)
-		s.emit(history.Event{Kind: history.ContainerStartFailed, Pod: sb.pod, Container: md.GetName(), Attempt: md.GetAttempt(), Msg: err.Error()})
+		s.emit(sb, history.Event{Kind: history.ContainerStartFailed, Pod: sb.pod, Container: md.GetName(), Attempt: md.GetAttempt(), Msg: err.Error()})
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	c := &container{
@@ -258,13 +262,13 @@ func (s *Server) CreateContainer(_ context.Context, req *runtimeapi.CreateContai
 		imageRef:  s.imageRefLocked(cfg.GetImage().GetImage()),
 		state:     runtimeapi.ContainerState_CONTAINER_CREATED,
 		createdAt: s.now(),
-		plan:      beh.Draw(behavior.ContainerKey(sb.seed, sb.pod, md.GetName(), md.GetAttempt()).Rand()),
+		plan:      beh.ForAttempt(md.GetAttempt()).Draw(behavior.ContainerKey(sb.seed, sb.pod, md.GetName(), md.GetAttempt()).Rand()),
 		exited:    make(chan struct{}),
 		lastProbe: map[string]string{},
 		wiring:    wiring,
 	}
 	s.containers[c.id] = c
-	s.emit(c.event(history.ContainerStartRequested))
+	s.emit(c.sb, c.event(history.ContainerStartRequested))
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
 }
 
@@ -313,12 +317,12 @@ func (s *Server) StartContainer(ctx context.Context, req *runtimeapi.StartContai
 		return nil, status.Errorf(codes.FailedPrecondition, "container %q was removed or stopped while starting", c.id)
 	}
 	if !done {
-		s.emit(history.Event{Kind: history.ContainerStartFailed, Pod: c.sb.pod, Container: c.name, Attempt: c.attempt, Msg: "start cancelled"})
+		s.emit(c.sb, history.Event{Kind: history.ContainerStartFailed, Pod: c.sb.pod, Container: c.name, Attempt: c.attempt, Msg: "start cancelled"})
 		return nil, status.FromContextError(ctx.Err()).Err()
 	}
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
 	c.startedAt = s.now()
-	s.emit(c.event(history.ContainerRunning))
+	s.emit(c.sb, c.event(history.ContainerRunning))
 	if !c.waits() {
 		// The application is the process; a wrapper execs it later
 		// (wiring.go) and its exit is armed then.
@@ -331,7 +335,7 @@ func (s *Server) StartContainer(ctx context.Context, req *runtimeapi.StartContai
 
 // exitLocked ends c's process with code and reason (no-op unless it runs).
 func (s *Server) exitLocked(c *container, code int32, reason, msg string) {
-	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING && c.state != runtimeapi.ContainerState_CONTAINER_UNKNOWN {
 		return
 	}
 	c.stopTimers()
@@ -341,7 +345,7 @@ func (s *Server) exitLocked(c *container, code int32, reason, msg string) {
 	close(c.exited)
 	e := c.event(history.ContainerExited)
 	e.Code, e.Reason = code, reason
-	s.emit(e)
+	s.emit(c.sb, e)
 }
 
 // StopContainer sends the simulated SIGTERM: the process exits after its
@@ -355,27 +359,22 @@ func (s *Server) StopContainer(ctx context.Context, req *runtimeapi.StopContaine
 		s.mu.Unlock()
 		return nil, notFound("container", req.GetContainerId())
 	}
-	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING && c.state != runtimeapi.ContainerState_CONTAINER_UNKNOWN {
+		// A container reported Unknown is killed as a running one: its
+		// process may still run (the kubelet "tries killing it before
+		// restart").
 		s.mu.Unlock()
 		return &runtimeapi.StopContainerResponse{}, nil
 	}
 	grace := time.Duration(req.GetTimeout()) * time.Second
 	e := c.event(history.ContainerStopRequested)
 	e.Grace = int64(grace)
-	s.emit(e)
+	s.emit(c.sb, e)
 	now := s.now()
 	if !c.stopAsked {
 		c.stopAsked = true
 		if th := c.plan.TermHandling; th != behavior.Never && th < grace {
-			code := c.plan.TermExitCode
-			c.termTimer = s.afterFunc(th, func() {
-				s.mu.Lock()
-				defer s.mu.Unlock()
-				if s.alive(c) {
-					s.exitLocked(c, code, behavior.ReasonFor(code), "")
-					s.ownExitLocked(c, behavior.ReasonFor(code))
-				}
-			})
+			c.termTimer = s.termExitAfter(c, th)
 		}
 	}
 	if killAt := now + int64(grace); c.killTimer == nil || killAt < c.killAt {
@@ -387,7 +386,7 @@ func (s *Server) StopContainer(ctx context.Context, req *runtimeapi.StopContaine
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
-				s.emit(c.event(history.ContainerKilled))
+				s.emit(c.sb, c.event(history.ContainerKilled))
 				s.exitLocked(c, 137, behavior.ReasonError, "")
 			}
 		})
@@ -405,12 +404,12 @@ func (s *Server) StopContainer(ctx context.Context, req *runtimeapi.StopContaine
 // removeLocked force-kills c if it runs and removes its record.
 func (s *Server) removeLocked(c *container) {
 	if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
-		s.emit(c.event(history.ContainerKilled))
+		s.emit(c.sb, c.event(history.ContainerKilled))
 		s.exitLocked(c, 137, behavior.ReasonError, "removed while running")
 	}
 	c.stopTimers()
 	delete(s.containers, c.id)
-	s.emit(c.event(history.ContainerRemoved))
+	s.emit(c.sb, c.event(history.ContainerRemoved))
 }
 
 // RemoveContainer removes a container, killing it first if it runs.
@@ -486,6 +485,11 @@ func (s *Server) ContainerStatus(_ context.Context, req *runtimeapi.ContainerSta
 		Labels: c.config.GetLabels(), Annotations: c.config.GetAnnotations(),
 		Mounts: c.config.GetMounts(), LogPath: logPath,
 	}
+	if r := c.resources(); r != nil {
+		// The applied resources: the kubelet compares them with the
+		// allocated ones to actuate and confirm an in-place resize.
+		st.Resources = &runtimeapi.ContainerResources{Linux: r}
+	}
 	resp := &runtimeapi.ContainerStatusResponse{Status: st}
 	if req.GetVerbose() {
 		resp.Info = map[string]string{"plan": c.plan.String()}
@@ -493,9 +497,49 @@ func (s *Server) ContainerStatus(_ context.Context, req *runtimeapi.ContainerSta
 	return resp, nil
 }
 
-// UpdateContainerResources accepts and ignores resource updates.
-func (s *Server) UpdateContainerResources(context.Context, *runtimeapi.UpdateContainerResourcesRequest) (*runtimeapi.UpdateContainerResourcesResponse, error) {
+// UpdateContainerResources applies an in-place resize (the kubelet's
+// actuation of a resize, INV-U2) and records it as container.resized with
+// the new requests and limits (cpu shares and quota converted back to
+// milli-CPU, memory limit in bytes; the request is what the kubelet put
+// in the annotations-free LinuxContainerResources: shares for cpu, the
+// limit for memory).
+func (s *Server) UpdateContainerResources(_ context.Context, req *runtimeapi.UpdateContainerResourcesRequest) (*runtimeapi.UpdateContainerResourcesResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.containers[req.GetContainerId()]
+	if !ok {
+		return nil, notFound("container", req.GetContainerId())
+	}
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return &runtimeapi.UpdateContainerResourcesResponse{}, nil
+	}
+	r := req.GetLinux()
+	c.applied = r
+	e := c.event(history.ContainerResized)
+	e.CPU, e.CPULimit = sharesToMilli(r.GetCpuShares()), quotaToMilli(r.GetCpuQuota(), r.GetCpuPeriod())
+	e.MemLimit = r.GetMemoryLimitInBytes()
+	if v, ok := r.GetUnified()["memory.min"]; ok {
+		fmt.Sscan(v, &e.Mem)
+	}
+	s.emit(c.sb, e)
 	return &runtimeapi.UpdateContainerResourcesResponse{}, nil
+}
+
+// sharesToMilli inverts the kubelet's MilliCPUToShares (1024 shares per
+// CPU, minimum 2).
+func sharesToMilli(shares int64) int64 {
+	if shares <= 2 {
+		return 0
+	}
+	return (shares*1000 + 1023) / 1024
+}
+
+// quotaToMilli inverts MilliCPUToQuota (quota per period, in µs).
+func quotaToMilli(quota, period int64) int64 {
+	if quota <= 0 || period <= 0 {
+		return 0
+	}
+	return quota * 1000 / period
 }
 
 // UpdatePodSandboxResources accepts and ignores resource updates.
@@ -506,4 +550,13 @@ func (s *Server) UpdatePodSandboxResources(context.Context, *runtimeapi.UpdatePo
 // ReopenContainerLog is a no-op: simulated containers write no logs.
 func (s *Server) ReopenContainerLog(context.Context, *runtimeapi.ReopenContainerLogRequest) (*runtimeapi.ReopenContainerLogResponse, error) {
 	return &runtimeapi.ReopenContainerLogResponse{}, nil
+}
+
+// resources returns the container's applied Linux resources: the last
+// in-place update, else those of its creation.
+func (c *container) resources() *runtimeapi.LinuxContainerResources {
+	if c.applied != nil {
+		return c.applied
+	}
+	return c.config.GetLinux().GetResources()
 }

@@ -88,6 +88,9 @@ type Server struct {
 
 	podNet  *net.IPNet
 	nextPod uint32
+
+	// pullFails are the image pulls failing now (FailPulls).
+	pullFails []pullFail
 }
 
 // New returns a server; start it with Serve or ListenAndServe.
@@ -209,15 +212,33 @@ func (s *Server) afterFunc(d time.Duration, f func()) clock.Timer {
 	})
 }
 
-// emit writes one event stamped now. Callers hold s.mu.
-func (s *Server) emit(e history.Event) {
+// emit writes one event of sandbox sb stamped now. Callers hold s.mu.
+// A sink that is a SandboxSink also gets the sandbox's pod UID and labels
+// (RunPodSandbox's metadata and config), so a backend can tell apart two
+// pods of one name: the previous trial's, still being killed, and the
+// current one (issue 16 A9).
+func (s *Server) emit(sb *sandbox, e history.Event) {
 	e.T = s.now()
 	if e.Node == "" {
 		e.Node = s.cfg.Node
 	}
-	if err := s.cfg.Sink.Write(&e); err != nil {
+	var err error
+	if us, ok := s.cfg.Sink.(SandboxSink); ok && sb != nil {
+		err = us.WriteSandbox(&e, sb.config.GetMetadata().GetUid(), sb.config.GetLabels())
+	} else {
+		err = s.cfg.Sink.Write(&e)
+	}
+	if err != nil {
 		s.cfg.Logf("cri: history write: %v", err)
 	}
+}
+
+// SandboxSink is a history.Sink that also takes the pod UID and the labels
+// of the sandbox an event belongs to (the kubelet copies the pod's labels
+// into the PodSandboxConfig).
+type SandboxSink interface {
+	history.Sink
+	WriteSandbox(e *history.Event, uid string, labels map[string]string) error
 }
 
 func (s *Server) newID(prefix string) string {
@@ -234,6 +255,21 @@ type serialSink struct {
 	mu   sync.Mutex
 	last int64
 	next history.Sink
+}
+
+// WriteSandbox passes the sandbox's UID and labels on when the next sink
+// takes them.
+func (s *serialSink) WriteSandbox(e *history.Event, uid string, labels map[string]string) error {
+	if us, ok := s.next.(SandboxSink); ok {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if e.T < s.last {
+			e.T = s.last
+		}
+		s.last = e.T
+		return us.WriteSandbox(e, uid, labels)
+	}
+	return s.Write(e)
 }
 
 func (s *serialSink) Write(e *history.Event) error {

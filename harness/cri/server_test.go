@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -596,7 +597,7 @@ func TestAttemptsDrawIndependently(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := behaviorFor(map[string]string{k: v}, "app")
-	if err != nil || got != b {
+	if err != nil || !reflect.DeepEqual(got, b) {
 		t.Errorf("annotation round trip: %v %v", got, err)
 	}
 }

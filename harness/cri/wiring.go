@@ -7,6 +7,7 @@ import (
 	"time"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
 
 	"github.com/sidebench/sidebench/harness/behavior"
 	"github.com/sidebench/sidebench/harness/history"
@@ -46,7 +47,9 @@ func wiringFor(ann map[string]string, name string) (*behavior.Wiring, error) {
 
 // alive reports whether c is still the server's running container.
 func (s *Server) alive(c *container) bool {
-	return s.containers[c.id] == c && c.state == runtimeapi.ContainerState_CONTAINER_RUNNING
+	// A container reported Unknown still runs its process (issue 16 D).
+	return s.containers[c.id] == c && (c.state == runtimeapi.ContainerState_CONTAINER_RUNNING ||
+		c.state == runtimeapi.ContainerState_CONTAINER_UNKNOWN)
 }
 
 // waits reports whether c's entrypoint waits for other containers before
@@ -87,7 +90,7 @@ func (s *Server) servingLocked(c *container) {
 	c.servingSent = true
 	e := c.event(history.ContainerServing)
 	e.Value = true
-	s.emit(e)
+	s.emit(c.sb, e)
 }
 
 // wireStartedLocked arms c's wiring once its process runs.
@@ -156,7 +159,7 @@ func (s *Server) execAppLocked(c *container, ok bool) {
 	c.appAt = s.now()
 	e := c.event(history.ContainerAppStarted)
 	e.Value = ok
-	s.emit(e)
+	s.emit(c.sb, e)
 	s.armExitLocked(c)
 }
 
@@ -173,6 +176,22 @@ func (s *Server) armExitLocked(c *container) {
 		if s.alive(c) {
 			s.exitLocked(c, code, reason, "")
 			s.ownExitLocked(c, reason)
+		}
+	})
+}
+
+// termExitAfter arms c's exit once its process has handled a SIGTERM
+// (the kubelet's StopContainer or a container-kill fault): its
+// termExitCode after th. It exits on its own, so a workaround's wrapper
+// signals its sidecars as on any own exit.
+func (s *Server) termExitAfter(c *container, th time.Duration) clock.Timer {
+	code := c.plan.TermExitCode
+	return s.afterFunc(th, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.alive(c) {
+			s.exitLocked(c, code, behavior.ReasonFor(code), "")
+			s.ownExitLocked(c, behavior.ReasonFor(code))
 		}
 	})
 }

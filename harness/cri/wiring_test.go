@@ -1,6 +1,7 @@
 package cri
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -217,5 +218,48 @@ func TestDrainPreStop(t *testing.T) {
 	}
 	if got := e.when(history.ContainerPreStopEnd, "proxy"); got != e.at(200*ms) || e.when(history.ContainerExited, "app") != e.at(150*ms) {
 		t.Fatalf("prestop-end at %d, app exit at %d: want 200 ms and 150 ms", got, e.when(history.ContainerExited, "app"))
+	}
+}
+
+// A hold hook whose caller went away (the kubelet died during the
+// postStart) is no hook failure: no kubelet got a result or kills the
+// container for it, and the restarted kubelet does not run it again. The
+// server writes no container.poststart-done, as the sim's kubelet crash
+// drops the hook; a poststart-done=false would read as
+// FailedPostStartHook on a container the kubelet goes on to publish
+// Started (INV-H1, seen on local-debate-2019 under a kubelet crash).
+func TestCancelledPostStartIsNoFailure(t *testing.T) {
+	e := start(t)
+	a := wired(t, map[string]string{"proxy": `{"startLatency":"0s","readyAfter":"never"}`},
+		map[string]*behavior.Wiring{"proxy": {Serving: true, Hold: &behavior.Poll{Period: 100 * ms}}})
+	sb, cfg := e.sandbox(t, a)
+	proxy := e.create(t, sb, cfg, "proxy")
+	e.startC(t, proxy)
+	ctx, cancel := context.WithCancel(context.Background())
+	w0 := e.clk.Waiters()
+	hook := async(func() (*runtimeapi.ExecSyncResponse, error) {
+		return e.rt.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: proxy, Cmd: HookCommand(HookPostStart)})
+	})
+	e.waitWaiters(t, w0+1) // the hold polls
+	cancel()
+	select {
+	case <-hook.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the cancelled hook did not return")
+	}
+	if hook.err == nil {
+		t.Error("a cancelled hook returned a result")
+	}
+	// The client returns at once; the server's handler ends when the
+	// hold stops its poll timer, and would write its event just after.
+	for deadline := time.Now().Add(30 * time.Second); e.clk.Waiters() > w0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the hold kept polling after its caller went away")
+		}
+	}
+	for end := time.Now().Add(300 * ms); time.Now().Before(end); time.Sleep(5 * ms) {
+		if ev := e.sink.find(history.ContainerPostStartDone, "proxy"); ev != nil {
+			t.Fatalf("poststart-done %+v for a hook whose caller went away", ev)
+		}
 	}
 }

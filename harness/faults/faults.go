@@ -11,6 +11,7 @@ package faults
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/sidebench/sidebench/reference-impl/api"
@@ -55,11 +56,29 @@ const (
 	// ImageChange: the spec image of the target container changes to Image
 	// (INV-U1).
 	ImageChange
+	// ImagePullFailure: pulls of the target container's image fail for
+	// Window (0: for good). Each start in that time fails with ErrImagePull
+	// and the kubelet's image back-off holds the next (ImagePullBackOff).
+	ImagePullFailure
+	// ContainerKill: something outside the kubelet kills the target
+	// container: Signal (default SIGKILL: exit 137; SIGTERM: the
+	// container's own SIGTERM handling) or an exit with ExitCode. No
+	// preStop; the kubelet sees an exit and applies the restart policy.
+	ContainerKill
+	// ContainerUnknown: the runtime reports the target container's state
+	// as Unknown (CRI CONTAINER_UNKNOWN); the kubelet kills and recreates
+	// it (INV-F8).
+	ContainerUnknown
+	// Resize: the target container's resources change in place through
+	// the API (an in-place resize request, INV-U2); its resizePolicy says
+	// whether the kubelet restarts it.
+	Resize
 
 	kindCount
 )
 
-var kindNames = [kindCount]string{"", "kubelet-crash", "runtime-restart", "oom-kill", "node-shutdown", "node-poweroff", "container-gc", "probe-failure", "image-change"}
+var kindNames = [kindCount]string{"", "kubelet-crash", "runtime-restart", "oom-kill", "node-shutdown", "node-poweroff", "container-gc", "probe-failure", "image-change",
+	"image-pull-failure", "container-kill", "container-unknown", "resize"}
 
 func (k Kind) String() string {
 	if k < kindCount && k != KindInvalid {
@@ -166,6 +185,74 @@ type Spec struct {
 	Window time.Duration
 	// Image (ImageChange) is the new image.
 	Image string
+	// Window also bounds an ImagePullFailure (0: for good).
+
+	// Signal (ContainerKill) is the signal number (9 when neither it nor
+	// ExitCode is set); with HasExitCode the process exits with ExitCode
+	// instead.
+	Signal      int
+	ExitCode    int32
+	HasExitCode bool
+	// Resources (Resize) are the new resources; unset fields keep the
+	// container's.
+	Resources ResourcePatch
+}
+
+// Signal numbers the catalogue names (Linux).
+const (
+	SIGKILL = 9
+	SIGTERM = 15
+)
+
+// SignalNames maps the signal names a container-kill accepts to their
+// numbers (Linux x86-64/arm64).
+var SignalNames = map[string]int{"HUP": 1, "INT": 2, "QUIT": 3, "ABRT": 6, "KILL": 9, "USR1": 10, "SEGV": 11, "USR2": 12, "PIPE": 13, "ALRM": 14, "TERM": 15}
+
+// KillSignal is the signal of a ContainerKill (SIGKILL by default).
+func (s *Spec) KillSignal() int {
+	if s.Signal == 0 {
+		return SIGKILL
+	}
+	return s.Signal
+}
+
+// KillExit is the exit code and whether the process exits at once for a
+// ContainerKill: an explicit exit code, or 128 + the signal for every
+// signal but SIGTERM, which the container handles as it handles any
+// SIGTERM (its behaviour's termHandling and termExitCode).
+func (s *Spec) KillExit() (code int32, now bool) {
+	if s.HasExitCode {
+		return s.ExitCode, true
+	}
+	if sig := s.KillSignal(); sig != SIGTERM {
+		return int32(128 + sig), true
+	}
+	return 0, false
+}
+
+// ResourcePatch is a resize: each set field replaces the container's
+// value (CPU in millicores, memory in bytes).
+type ResourcePatch struct {
+	CPURequest, CPULimit, MemRequest, MemLimit *int64
+}
+
+// Apply returns r with the patch applied.
+func (rp *ResourcePatch) Apply(r api.Resources) api.Resources {
+	set := func(dst *int64, v *int64) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&r.CPURequest, rp.CPURequest)
+	set(&r.CPULimit, rp.CPULimit)
+	set(&r.MemRequest, rp.MemRequest)
+	set(&r.MemLimit, rp.MemLimit)
+	return r
+}
+
+// Empty reports whether the patch changes nothing.
+func (rp *ResourcePatch) Empty() bool {
+	return rp.CPURequest == nil && rp.CPULimit == nil && rp.MemRequest == nil && rp.MemLimit == nil
 }
 
 // Label returns Name, or "<kind>#<index>" when Name is empty.
@@ -189,9 +276,83 @@ const (
 	Poisson
 	// OnPhase fires Delay after a pod matching the target enters Phase.
 	OnPhase
+	// OnContainer fires Delay after a container event: container
+	// Container of a pod matching the target records Event ("200 ms after
+	// proxy started"). The fault hits that pod (a node-level fault, its
+	// node).
+	OnContainer
 )
 
-var scheduleNames = [...]string{"once", "every", "poisson", "on-phase"}
+var scheduleNames = [...]string{"once", "every", "poisson", "on-phase", "on-container"}
+
+// ContainerEvent names a container event an OnContainer schedule waits
+// for.
+type ContainerEvent uint8
+
+const (
+	EventNone ContainerEvent = iota
+	// EventStartRequested: the kubelet asked the runtime to create and
+	// start the container.
+	EventStartRequested
+	// EventRunning: its process started.
+	EventRunning
+	// EventStarted: Started=true was published.
+	EventStarted
+	// EventReady: Ready=true was published.
+	EventReady
+	// EventExited: the container exited.
+	EventExited
+	// EventPreStop: its preStop hook began.
+	EventPreStop
+)
+
+var containerEventNames = [...]string{"", "start-requested", "running", "started", "ready", "exited", "prestop-begin"}
+
+func (c ContainerEvent) String() string {
+	if int(c) < len(containerEventNames) {
+		return containerEventNames[c]
+	}
+	return fmt.Sprintf("ContainerEvent(%d)", uint8(c))
+}
+
+// ParseContainerEvent is the inverse of ContainerEvent.String.
+func ParseContainerEvent(s string) (ContainerEvent, bool) {
+	for i, n := range containerEventNames {
+		if i > 0 && n == s {
+			return ContainerEvent(i), true
+		}
+	}
+	return EventNone, false
+}
+
+// EventOfKind maps a history event (its kind name, "container.running",
+// and its boolean) to the container event an OnContainer schedule waits
+// for; EventNone for any other event. Every backend maps its history this
+// way (the package does not import the history's types).
+func EventOfKind(kind string, value bool) ContainerEvent {
+	switch kind {
+	case "container.start-requested":
+		return EventStartRequested
+	case "container.running":
+		return EventRunning
+	case "container.started":
+		if value {
+			return EventStarted
+		}
+	case "container.ready":
+		if value {
+			return EventReady
+		}
+	case "container.exited":
+		return EventExited
+	case "container.prestop-begin":
+		return EventPreStop
+	}
+	return EventNone
+}
+
+// ContainerEventNames lists the events an OnContainer schedule accepts.
+func ContainerEventNames() []string { return append([]string(nil), containerEventNames[1:]...) }
 
 func (k ScheduleKind) String() string {
 	if int(k) < len(scheduleNames) {
@@ -264,9 +425,14 @@ type Schedule struct {
 	Phase PodPhase
 	// Delay (OnPhase) is the time from entering Phase to the firing.
 	Delay time.Duration
-	// Probability (OnPhase) is the chance that one matching pod entering
-	// Phase triggers the fault; 0 means 1 (every matching pod, within Max).
+	// Probability (OnPhase, OnContainer) is the chance that one matching
+	// pod entering Phase (or one matching container event) triggers the
+	// fault; 0 means 1 (every one, within Max).
 	Probability float64
+	// Container and Event (OnContainer): the fault fires Delay after
+	// container Container records Event.
+	Container string
+	Event     ContainerEvent
 }
 
 // Rand is the random source selection draws from (*math/rand/v2.Rand
@@ -277,8 +443,26 @@ type Rand interface {
 }
 
 // Timed reports whether the schedule fires at chosen times (Once, Every,
-// Poisson) rather than on pod events (OnPhase).
-func (s *Schedule) Timed() bool { return s.Kind != OnPhase }
+// Poisson) rather than on pod events (OnPhase, OnContainer).
+func (s *Schedule) Timed() bool { return s.Kind != OnPhase && s.Kind != OnContainer }
+
+// TriggersOn reports whether container event ev of container name at now
+// triggers an OnContainer fault that already fired fired times.
+func (s *Schedule) TriggersOn(name string, ev ContainerEvent, now time.Duration, fired int, r Rand) bool {
+	if s.Kind != OnContainer || ev != s.Event || name != s.Container || now < s.At {
+		return false
+	}
+	if s.Until > 0 && now > s.Until {
+		return false
+	}
+	if s.Max > 0 && fired >= s.Max {
+		return false
+	}
+	if s.Probability > 0 && s.Probability < 1 && r.Float64() >= s.Probability {
+		return false
+	}
+	return true
+}
 
 // First returns the first firing time of a timed schedule.
 func (s *Schedule) First(r Rand) (time.Duration, bool) {
@@ -345,5 +529,55 @@ func (s *Schedule) jitter(r Rand) time.Duration {
 
 func (s *Schedule) exp(r Rand) time.Duration {
 	u := r.Float64()
-	return time.Duration(-logOneMinus(u) / s.Rate * float64(time.Second))
+	ns := -logOneMinus(u) / s.Rate * float64(time.Second)
+	if !(ns < maxGapNanos) { // a rate so low that the gap overflows (or NaN)
+		return time.Duration(maxGapNanos)
+	}
+	return time.Duration(ns)
+}
+
+// maxGapNanos caps one Poisson gap so that At plus the gap cannot
+// overflow; Validate rejects rates low enough to reach it.
+const maxGapNanos = float64(math.MaxInt64 / 2)
+
+// MaxPoissonGap is the largest multiple of the mean a Poisson gap reaches
+// (-ln(1-u) for the largest u below 1 a Rand returns, 1-2^-53, is 36.7).
+const MaxPoissonGap = 37
+
+// FiringRate returns the mean firings per second of a timed schedule while
+// it is active: 1/Interval (Every), Rate (Poisson), 0 (Once, OnPhase).
+func (s *Schedule) FiringRate() float64 {
+	switch s.Kind {
+	case Every:
+		if s.Interval > 0 {
+			return float64(time.Second) / float64(s.Interval)
+		}
+	case Poisson:
+		return s.Rate
+	}
+	return 0
+}
+
+// Firings returns the expected number of firings of a timed schedule in a
+// trial of the given length: within [At, min(Until, length)], at most Max.
+// OnPhase schedules depend on pods and return 0.
+func (s *Schedule) Firings(length time.Duration) float64 {
+	end := length
+	if s.Until > 0 && s.Until < end {
+		end = s.Until
+	}
+	if s.Kind == OnPhase || s.At > end {
+		return 0
+	}
+	n := 1.0
+	if s.Kind != Once {
+		n = s.FiringRate() * (end - s.At).Seconds()
+		if s.Kind == Every {
+			n++ // the first firing, at At
+		}
+	}
+	if s.Max > 0 {
+		n = math.Min(n, float64(s.Max))
+	}
+	return n
 }

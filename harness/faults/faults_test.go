@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -60,6 +61,11 @@ func TestValidate(t *testing.T) {
 		{Spec{Kind: KubeletCrash, Downtime: time.Second, When: Schedule{Kind: Every}}, "interval must be > 0"},
 		{Spec{Kind: KubeletCrash, Downtime: time.Second, Where: Target{Workload: "web"}}, "need schedule on-phase"},
 		{Spec{Kind: NodeShutdown, ShutdownGracePeriod: time.Second, ShutdownGracePeriodCriticalPods: 2 * time.Second}, "shutdownGracePeriodCriticalPods"},
+		// Issue 15: a rate so low that a gap overflows a duration fired at
+		// once (the gap wrapped negative).
+		{Spec{Kind: KubeletCrash, Downtime: time.Second, When: Schedule{Kind: Poisson, Rate: 1e-300}}, "rate 1e-300 per second is too low"},
+		{Spec{Kind: KubeletCrash, Downtime: time.Second, When: Schedule{Kind: Poisson, Rate: math.Inf(1)}}, "rate must be a finite number > 0"},
+		{Spec{Kind: KubeletCrash, Downtime: time.Second, Where: Target{NodeFraction: math.NaN()}}, "fractions must be in [0,1]"},
 	}
 	for _, b := range bad {
 		err := b.s.Validate(3, w)
@@ -97,6 +103,51 @@ func TestSchedule(t *testing.T) {
 	o := Schedule{Kind: OnPhase, Phase: PhaseRunning, Max: 1}
 	if !o.Triggers(PhaseRunning, 0, 0, r) || o.Triggers(PhaseRunning, 0, 1, r) || o.Triggers(PhaseTerminating, 0, 0, r) {
 		t.Fatal("on-phase triggers")
+	}
+}
+
+// A Poisson gap never overflows: the largest draw at the lowest valid rate
+// stays a positive duration.
+func TestPoissonGapSaturates(t *testing.T) {
+	s := Schedule{Kind: Poisson, Rate: 1e-300}
+	if g := s.exp(maxRand{}); g <= 0 {
+		t.Fatalf("gap %v", g)
+	}
+}
+
+type maxRand struct{}
+
+func (maxRand) Float64() float64 { return 1 - 1.0/(1<<53) }
+func (maxRand) IntN(n int) int   { return n - 1 }
+
+// The cost estimate of a scenario counts firings without drawing them.
+func TestFiringsAndNodesHit(t *testing.T) {
+	for _, tt := range []struct {
+		s      Schedule
+		length time.Duration
+		want   float64
+	}{
+		{Schedule{Kind: Once, At: time.Second}, time.Hour, 1},
+		{Schedule{Kind: Once, At: 2 * time.Hour}, time.Hour, 0},
+		{Schedule{Kind: Every, Interval: time.Second}, time.Minute, 61},
+		{Schedule{Kind: Every, Interval: time.Nanosecond}, time.Hour, 3.6e12 + 1},
+		{Schedule{Kind: Every, Interval: time.Second, Until: 10 * time.Second}, time.Hour, 11},
+		{Schedule{Kind: Every, Interval: time.Second, Max: 5}, time.Hour, 5},
+		{Schedule{Kind: Poisson, Rate: 1e9}, time.Hour, 3.6e12},
+		{Schedule{Kind: OnPhase, Phase: PhaseRunning}, time.Hour, 0},
+	} {
+		if got := tt.s.Firings(tt.length); got != tt.want {
+			t.Errorf("%+v over %v: %g firings, want %g", tt.s, tt.length, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		t    Target
+		n    int
+		want int
+	}{{Target{}, 10, 1}, {Target{Nodes: []int{1, 2}}, 10, 2}, {Target{NodeCount: 20}, 10, 10}, {Target{NodeFraction: 0.25}, 10, 3}} {
+		if got := tt.t.NodesHit(tt.n); got != tt.want {
+			t.Errorf("%+v of %d nodes: %d, want %d", tt.t, tt.n, got, tt.want)
+		}
 	}
 }
 

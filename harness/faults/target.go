@@ -203,6 +203,20 @@ func (t *Target) PickCount(n int) int {
 	return want
 }
 
+// NodesHit returns how many of n nodes one firing of a node-level fault
+// hits (PickNodes without the draw).
+func (t *Target) NodesHit(n int) int {
+	switch {
+	case len(t.Nodes) > 0:
+		return len(t.Nodes)
+	case t.NodeCount > 0:
+		return min(t.NodeCount, n)
+	case t.NodeFraction > 0:
+		return min(int(math.Ceil(t.NodeFraction*float64(n))), n)
+	}
+	return min(1, n)
+}
+
 // PickNodes returns the nodes a node-level fault hits among n nodes, in
 // increasing order.
 func (t *Target) PickNodes(n int, r Rand) []int {

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -62,10 +63,16 @@ func (s *Spec) Validate(i int, w *World) error {
 			return fail(false, "schedule every: jitter must be >= 0, got %v", sc.Jitter)
 		}
 	case Poisson:
-		if !(sc.Rate > 0) {
-			return fail(false, "schedule poisson: rate must be > 0, got %g", sc.Rate)
+		if !(sc.Rate > 0) || math.IsInf(sc.Rate, 0) {
+			return fail(false, "schedule poisson: rate must be a finite number > 0, got %g", sc.Rate)
+		}
+		if gap := MaxPoissonGap / sc.Rate * float64(time.Second); gap >= maxGapNanos {
+			return fail(false, "schedule poisson: rate %g per second is too low: one gap between firings may reach %.3gs, beyond the longest duration (about 292 years)", sc.Rate, gap/float64(time.Second))
 		}
 	case OnPhase:
+		if math.IsNaN(sc.Probability) {
+			return fail(false, "schedule on-phase: probability must be in [0,1], got NaN")
+		}
 		if sc.Phase == PhaseNone || int(sc.Phase) >= len(podPhaseNames) {
 			return fail(false, "schedule on-phase: phase must be initializing, running or terminating")
 		}
@@ -74,6 +81,19 @@ func (s *Spec) Validate(i int, w *World) error {
 		}
 		if sc.Probability < 0 || sc.Probability > 1 {
 			return fail(false, "schedule on-phase: probability must be in [0,1], got %g", sc.Probability)
+		}
+	case OnContainer:
+		if sc.Container == "" {
+			return fail(false, "schedule on-container: container must name the container whose event triggers the fault")
+		}
+		if sc.Event == EventNone || int(sc.Event) >= len(containerEventNames) {
+			return fail(false, "schedule on-container: event must be one of %s", strings.Join(ContainerEventNames(), ", "))
+		}
+		if sc.Delay < 0 {
+			return fail(false, "schedule on-container: delay must be >= 0, got %v", sc.Delay)
+		}
+		if sc.Probability < 0 || sc.Probability > 1 {
+			return fail(false, "schedule on-container: probability must be in [0,1], got %g", sc.Probability)
 		}
 	default:
 		return fail(false, "unknown schedule kind %d", sc.Kind)
@@ -124,6 +144,36 @@ func (s *Spec) Validate(i int, w *World) error {
 		if s.Image == "" {
 			return fail(false, "image must be set")
 		}
+	case ImagePullFailure:
+		if s.Window < 0 {
+			return fail(false, "window must be >= 0 (0: the pulls fail for good), got %v", s.Window)
+		}
+	case ContainerKill:
+		if s.HasExitCode && s.Signal != 0 {
+			return fail(false, "signal and exitCode are exclusive: a process is killed by a signal or exits with a code")
+		}
+		if s.Signal < 0 || s.Signal > 31 {
+			return fail(false, "signal must be in 1..31, got %d", s.Signal)
+		}
+		if s.HasExitCode && (s.ExitCode < 0 || s.ExitCode > 255) {
+			return fail(false, "exitCode must be in 0..255, got %d", s.ExitCode)
+		}
+	case Resize:
+		rp := &s.Resources
+		if rp.Empty() {
+			return fail(false, "resources must set at least one request or limit")
+		}
+		for _, v := range []*int64{rp.CPURequest, rp.CPULimit, rp.MemRequest, rp.MemLimit} {
+			if v != nil && *v < 0 {
+				return fail(false, "resources must not be negative")
+			}
+		}
+		if rp.CPURequest != nil && rp.CPULimit != nil && *rp.CPULimit > 0 && *rp.CPURequest > *rp.CPULimit {
+			return fail(false, "resources: the cpu request %dm exceeds the cpu limit %dm", *rp.CPURequest, *rp.CPULimit)
+		}
+		if rp.MemRequest != nil && rp.MemLimit != nil && *rp.MemLimit > 0 && *rp.MemRequest > *rp.MemLimit {
+			return fail(false, "resources: the memory request %d exceeds the memory limit %d", *rp.MemRequest, *rp.MemLimit)
+		}
 	}
 
 	// Target.
@@ -131,7 +181,7 @@ func (s *Spec) Validate(i int, w *World) error {
 	if t.NodeCount < 0 || t.PodCount < 0 {
 		return fail(true, "counts must be >= 0")
 	}
-	if t.NodeFraction < 0 || t.NodeFraction > 1 || t.PodFraction < 0 || t.PodFraction > 1 {
+	if !(t.NodeFraction >= 0 && t.NodeFraction <= 1 && t.PodFraction >= 0 && t.PodFraction <= 1) { // NaN fails too
 		return fail(true, "fractions must be in [0,1]")
 	}
 	if w.Nodes <= 0 {
@@ -150,10 +200,10 @@ func (s *Spec) Validate(i int, w *World) error {
 	}
 	podSelective := t.Workload != "" || len(t.Labels) > 0
 	containerSelective := t.Container != "" || t.Role != 0
-	if s.Kind.NodeLevel() && !(sc.Kind == OnPhase) && (podSelective || containerSelective) && s.Kind != ContainerGC {
-		return fail(true, "a %s fault with a timed schedule selects nodes only; pod and container selectors need schedule on-phase", s.Kind)
+	if s.Kind.NodeLevel() && sc.Timed() && (podSelective || containerSelective) && s.Kind != ContainerGC {
+		return fail(true, "a %s fault with a timed schedule selects nodes only; pod and container selectors need schedule on-phase or on-container", s.Kind)
 	}
-	needPods := podSelective || !s.Kind.NodeLevel() || sc.Kind == OnPhase
+	needPods := podSelective || !s.Kind.NodeLevel() || !sc.Timed()
 	if needPods {
 		matched := 0
 		for j := range w.Workloads {
@@ -161,12 +211,9 @@ func (s *Spec) Validate(i int, w *World) error {
 			if !t.MatchPod(wl) {
 				continue
 			}
-			if s.Kind.NodeLevel() && s.Kind != ContainerGC {
+			if (s.Kind.NodeLevel() && s.Kind != ContainerGC) || len(t.Containers(wl, s.Kind, s.Probe)) > 0 {
 				matched++
-				continue
-			}
-			if len(t.Containers(wl, s.Kind, s.Probe)) > 0 {
-				matched++
+				break // one is enough: scanning on made validation quadratic
 			}
 		}
 		if matched == 0 {
@@ -178,6 +225,22 @@ func (s *Spec) Validate(i int, w *World) error {
 				}
 			}
 			return fail(true, "%s", what)
+		}
+		if sc.Kind == OnContainer {
+			// The trigger container must exist in a pod the fault hits.
+			found := false
+			for j := range w.Workloads {
+				wl := &w.Workloads[j]
+				if !t.MatchPod(wl) || (!s.Kind.NodeLevel() && len(t.Containers(wl, s.Kind, s.Probe)) == 0) {
+					continue
+				}
+				for _, c := range wl.Containers {
+					found = found || c.Name == sc.Container
+				}
+			}
+			if !found {
+				return fail(true, "schedule on-container: no pod the fault can hit has a container %q", sc.Container)
+			}
 		}
 	}
 	return nil

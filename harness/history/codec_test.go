@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -467,5 +468,104 @@ func TestReaderSharesIdenticalSpecs(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got[0].Spec, a) || !reflect.DeepEqual(got[2].Spec, b) {
 		t.Errorf("specs decoded wrong: %+v %+v", got[0].Spec, got[2].Spec)
+	}
+}
+
+// A run's lines are sorted by t (docs/history.md); a line whose t goes
+// back is malformed, named by its line number (issue 15, item 16: such a
+// history was checked as valid). Each run starts again at its run.meta.
+func TestReaderRejectsDecreasingT(t *testing.T) {
+	in := `{"t":0,"k":"run.meta","meta":{"scenario":"s","seed":1,"trial":0,"policy":"kep753","backend":"sim","version":"v"}}
+{"t":5,"k":"node.up","node":"a"}
+{"t":5,"k":"node.down","node":"a"}
+{"t":0,"k":"run.meta","meta":{"scenario":"s","seed":1,"trial":1,"policy":"kep753","backend":"sim","version":"v"}}
+{"t":1,"k":"node.up","node":"a"}
+{"t":0,"k":"node.down","node":"a"}
+{"t":2,"k":"node.up","node":"a"}
+`
+	r := NewReader(strings.NewReader(in))
+	var e Event
+	for i := 0; i < 5; i++ {
+		if err := r.Read(&e); err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+	}
+	err := r.Read(&e)
+	var le *LineError
+	if !errors.As(err, &le) || le.Line != 6 || !errors.Is(err, ErrUnsorted) {
+		t.Fatalf("got %v, want ErrUnsorted on line 6", err)
+	}
+	if want := "history line 6: t goes backwards: t=0 is before t=1 of line 5"; !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("message %q, want prefix %q", err, want)
+	}
+	if err := r.Read(&e); err != nil || e.T != 2 {
+		t.Fatalf("after the error: %v %+v", err, e)
+	}
+}
+
+// repeatReader yields an endless run of one byte.
+type repeatReader byte
+
+func (r repeatReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = byte(r)
+	}
+	return len(p), nil
+}
+
+// A line longer than MaxLineBytes is an error naming its line, skipped
+// without being held: a 1.5 GB line without a newline ran `check` out of
+// memory (issue 15, item 6). Reading goes on after it.
+func TestReaderLineTooLong(t *testing.T) {
+	for _, tail := range []string{"\"}\n{\"t\":2,\"k\":\"node.up\",\"node\":\"a\"}\n", ""} {
+		in := io.MultiReader(
+			strings.NewReader("{\"t\":1,\"k\":\"node.up\",\"node\":\"a\"}\n{\"t\":1,\"k\":\"fault.not-applied\",\"msg\":\""),
+			io.LimitReader(repeatReader('x'), 256<<20),
+			strings.NewReader(tail))
+		r := NewReader(in)
+		var e Event
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		if err := r.Read(&e); err != nil {
+			t.Fatal(err)
+		}
+		err := r.Read(&e)
+		runtime.ReadMemStats(&after)
+		var le *LineError
+		if !errors.As(err, &le) || le.Line != 2 || !errors.Is(err, ErrLineTooLong) || errors.Is(err, ErrTruncated) {
+			t.Fatalf("got %v, want ErrLineTooLong on line 2", err)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8*MaxLineBytes {
+			t.Errorf("skipping a 256 MiB line allocated %d bytes, want at most %d", alloc, 8*MaxLineBytes)
+		}
+		err = r.Read(&e)
+		if tail == "" {
+			if err != io.EOF {
+				t.Fatalf("after a long last line: %v, want EOF", err)
+			}
+			continue
+		}
+		if err != nil || e.T != 2 || r.Line() != 3 {
+			t.Fatalf("after the long line: %v %+v line %d", err, e, r.Line())
+		}
+	}
+}
+
+// The Writer never writes a line the Reader would refuse.
+func TestWriterRefusesOverlongLine(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	ok := Event{T: 1, Kind: NodeUp, Node: "a"}
+	if err := w.Write(&Event{T: 1, Kind: FaultNotApplied, Msg: strings.Repeat("m", MaxLineBytes)}); err == nil {
+		t.Fatal("wrote an over-long line")
+	}
+	if err := w.Write(&ok); err != nil {
+		t.Fatal(err)
+	}
+	w.Flush()
+	got, err := ReadAll(&buf)
+	if err != nil || len(got) != 1 || got[0] != ok {
+		t.Fatalf("stream after the refused line: %v %v", got, err)
 	}
 }

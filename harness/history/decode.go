@@ -17,6 +17,22 @@ import (
 // treat it as end-of-data: errors.Is(err, ErrTruncated).
 var ErrTruncated = errors.New("truncated last line (crashed run?)")
 
+// MaxLineBytes bounds one history line (without its newline). The Writer
+// refuses to write a longer one and the Reader reports a longer one as a
+// LineError wrapping ErrLineTooLong, having skipped it without holding it:
+// a history is read with memory bounded by this, whatever the file holds (a
+// 1.5 GB line without a newline ran `check` out of memory). Real lines are
+// a few hundred bytes; a pod.created line with a large spec a few KB.
+const MaxLineBytes = 4 << 20
+
+// ErrLineTooLong marks a line longer than MaxLineBytes.
+var ErrLineTooLong = errors.New("line too long")
+
+// ErrUnsorted marks a line whose t is before the previous line's within a
+// run: the history contract sorts lines by t (docs/history.md), and the
+// checkers rely on it, so such a history is malformed.
+var ErrUnsorted = errors.New("t goes backwards")
+
 // LineError is a decoding error with the 1-based line number it occurred on.
 type LineError struct {
 	Line int
@@ -44,6 +60,10 @@ type Reader struct {
 	line int
 	eof  bool
 	d    decoder
+	// lastT and lastLine are the t and line number of the previous event
+	// of the current run (lastLine 0: none yet), for the order check.
+	lastT    int64
+	lastLine int
 }
 
 // NewReader returns a Reader that reads from r.
@@ -62,6 +82,10 @@ func (r *Reader) Read(e *Event) error {
 			return io.EOF
 		}
 		line, nl, err := r.readLine()
+		if err == errTooLong {
+			r.line++
+			return &LineError{Line: r.line, Err: fmt.Errorf("%w: longer than %d bytes", ErrLineTooLong, MaxLineBytes)}
+		}
 		if err != nil {
 			if err == io.EOF {
 				r.eof = true
@@ -80,9 +104,22 @@ func (r *Reader) Read(e *Event) error {
 			}
 			return &LineError{Line: r.line, Err: err}
 		}
-		return nil
+		return r.checkOrder(e)
 	}
 }
+
+// checkOrder enforces the contract that a run's lines are sorted by t;
+// run.meta starts a new run (a file may hold several, each from t=0).
+func (r *Reader) checkOrder(e *Event) error {
+	if e.Kind != RunMeta && r.lastLine > 0 && e.T < r.lastT {
+		return &LineError{Line: r.line, Err: fmt.Errorf("%w: t=%d is before t=%d of line %d (lines of a run are sorted by t)", ErrUnsorted, e.T, r.lastT, r.lastLine)}
+	}
+	r.lastT, r.lastLine = e.T, r.line
+	return nil
+}
+
+// errTooLong is readLine's report of a line over MaxLineBytes.
+var errTooLong = errors.New("line too long")
 
 // readLine returns the next line without its "\n" (and without a "\r"
 // before it); nl reports whether the newline was there. The returned slice
@@ -93,6 +130,20 @@ func (r *Reader) readLine() (line []byte, nl bool, err error) {
 		r.long = append(r.long[:0], b...)
 		for err == bufio.ErrBufferFull {
 			b, err = r.br.ReadSlice('\n')
+			if len(r.long)+len(b) > MaxLineBytes+2 { // +2: the "\r\n"
+				// Skip the rest of the line without keeping it.
+				for err == bufio.ErrBufferFull {
+					_, err = r.br.ReadSlice('\n')
+				}
+				r.long = nil
+				if err != nil && err != io.EOF {
+					return nil, false, err
+				}
+				if err == io.EOF {
+					r.eof = true
+				}
+				return nil, false, errTooLong
+			}
 			r.long = append(r.long, b...)
 		}
 		b = r.long

@@ -39,8 +39,11 @@ func (w *Writer) Write(e *Event) error {
 	}
 	n := len(w.buf)
 	b, err := AppendEvent(w.buf, e)
+	if err == nil && len(b)-n-1 > MaxLineBytes {
+		err = fmt.Errorf("history: event %s at t=%d encodes to %d bytes, more than the %d a line may hold", e.Kind, e.T, len(b)-n-1, MaxLineBytes)
+	}
 	if err != nil {
-		w.buf = w.buf[:n] // drop the half-written line; the stream stays valid
+		w.buf = b[:n] // drop the half-written line; the stream stays valid
 		return err
 	}
 	w.buf = b

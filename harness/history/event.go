@@ -56,6 +56,9 @@ const (
 	// limits.
 	ContainerResize  // spec resources changed: the desired resources
 	ContainerResized // the kubelet applied them in place (CRI UpdateContainerResources)
+	// ContainerUnknown: the runtime reports the container's state as
+	// Unknown (CRI CONTAINER_UNKNOWN); the kubelet kills and recreates it.
+	ContainerUnknown
 	// ContainerAppStarted: the entrypoint wrapper of a container (a
 	// workaround's wait-wrapper, scuttle) exec'd the application after
 	// waiting for the pod's sidecars: the application's start, later than
@@ -121,6 +124,7 @@ var kindNames = [kindCount]string{
 	ContainerStartFailed:    "container.start-failed",
 	ContainerResize:         "container.resize",
 	ContainerResized:        "container.resized",
+	ContainerUnknown:        "container.unknown",
 	ContainerAppStarted:     "container.app-started",
 	ContainerServing:        "container.serving",
 	ProbeResult:             "probe.result",

@@ -2,8 +2,11 @@ package history
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"slices"
+	"sort"
+	"unsafe"
 )
 
 // PodFunc receives one pod's history: its own events with the events of
@@ -20,16 +23,16 @@ type PodFunc func(run *Meta, pod string, events []Event) error
 // checked independently). It is a Sink, so a backend can feed it directly,
 // or ForEachPod can feed it from a file.
 //
-// Memory is bounded by the live pods: a pod's events are buffered from its
-// first event until it is finished, then handed to the PodFunc and dropped.
-// A pod is finished by its pod.removed event, or by the end of its run
-// (run.end, the next run.meta, or Close). When a run ends, the remaining
-// pods are delivered in order of their first event, and on run.end that
-// event is appended to each of them, so a checker can tell a pod cut short
-// by a complete run (run.end present, msg "complete") from one cut short by
-// a crash (no run.end at all).
+// A pod's events are buffered from its first event until it is finished,
+// then handed to the PodFunc and dropped. A pod is finished by its
+// pod.removed event, or by the end of its run (run.end, the next run.meta,
+// or Close). When a run ends, the remaining pods are delivered in order of
+// their first event, and on run.end that event is appended to each of
+// them, so a checker can tell a pod cut short by a complete run (run.end
+// present, msg "complete") from one cut short by a crash (no run.end at
+// all).
 //
-// Events without a pod are copied into the pods they may affect:
+// Events without a pod belong to the pods they may affect:
 //   - node-level events (Kind.IsNodeLevel) and fault.* events with Node set
 //     and Pod empty go to every live pod bound to that node;
 //   - events with neither Pod nor Node (a cluster-wide fault such as an
@@ -44,37 +47,163 @@ type PodFunc func(run *Meta, pod string, events []Event) error
 // starting with run.meta. The history contract makes pod.removed a pod's
 // last event; if a backend emits more events for the pod afterwards, they
 // form a second history for the same name, delivered when the run ends.
+//
+// Memory. Shared events (a node's, the cluster's) are stored once, in a log
+// per node and one for the cluster; a pod refers to the part of each log
+// written while it was live, and its history is assembled only when it is
+// delivered. (Copying them into every live pod made memory grow with live
+// pods × shared events: 20k pods and 200k cluster-wide faults needed over
+// 10 GB.) A log keeps only what a live pod can still see. A pod's own
+// events are buffered in memory up to a budget (SpillAfter, default
+// DefaultSpillAfter bytes over all pods); beyond it every pod's buffered
+// events are written to a temporary file, removed when the Partitioner is
+// closed, and read back when the pod is delivered, so pods that are never
+// removed (2M of them needed 9.3 GB) cost a few hundred bytes each until
+// the end of their run. What remains in memory is a small record per live
+// pod, the shared logs, and one pod history at a time during delivery.
 type Partitioner struct {
-	fn    PodFunc
-	run   int
-	meta  *Meta
-	pods  map[string]*podBuf
-	nodes map[string]map[*podBuf]struct{}
-	seq   uint64
-	free  [][]Event // recycled event slices
-	order []*podBuf // scratch for end-of-run delivery
-	err   error
-	peak  int
+	fn      PodFunc
+	run     int
+	meta    *Meta
+	pods    map[string]*podBuf
+	nodes   map[string]*sharedLog
+	cluster sharedLog
+	seq     uint64
+	order   []*podBuf // scratch for end-of-run delivery
+	out     []Event   // scratch for the delivered history
+	err     error
+	peak    int
 	// last is the pod of the previous pod event: a backend emits a pod's
 	// events in bursts, so this skips most map lookups.
 	last *podBuf
+
+	// want, if set, says which pods to keep (OnlyPods); skip holds the
+	// refused ones of the current run.
+	want func(string) bool
+	skip map[string]struct{}
+
+	// Recycled own-event buffers of delivered pods.
+	free      [][]seqEvent
+	freeBytes int64
+	freeLogs  []*sharedLog // node logs of nodes without live pods
+
+	// Spilling of pods' own events.
+	spillAfter int64
+	spillDir   string
+	buffered   int64 // bytes of own events held in memory, over all pods
+	spill      *spillFile
+	spills     int
+}
+
+// seqEvent is an event with its position in the stream, by which a pod's
+// own events and the shared ones are merged back into history order.
+type seqEvent struct {
+	seq uint64
+	ev  Event
+}
+
+// seqEventSize is the memory one buffered event takes.
+const seqEventSize = int64(unsafe.Sizeof(seqEvent{}))
+
+// sharedLog holds the node-level or cluster-wide events live pods may see.
+// Entry i has the absolute index base+i; a pod remembers the absolute
+// index at which it started seeing the log. Sequence numbers and events
+// are kept apart so that a run of entries is copied into a pod's history
+// in one move.
+type sharedLog struct {
+	base    uint64
+	seq     []uint64
+	ev      []Event
+	members map[*podBuf]struct{} // pods bound to the node (node logs only)
+	// compactAt is the length at which the log next drops the entries no
+	// live pod can see.
+	compactAt int
+}
+
+func (l *sharedLog) end() uint64 { return l.base + uint64(len(l.ev)) }
+
+func (l *sharedLog) add(seq uint64, e *Event) {
+	l.seq = append(l.seq, seq)
+	l.ev = append(l.ev, *e)
+}
+
+// since returns the entries from absolute index from on.
+func (l *sharedLog) since(from uint64) ([]uint64, []Event) {
+	if from < l.base {
+		from = l.base // cannot happen: compaction keeps what pods see
+	}
+	return l.seq[from-l.base:], l.ev[from-l.base:]
+}
+
+// compact drops the entries before absolute index keep.
+func (l *sharedLog) compact(keep uint64) {
+	if keep > l.base {
+		n := int(keep - l.base)
+		rest := copy(l.ev, l.ev[n:])
+		copy(l.seq, l.seq[n:])
+		clear(l.ev[rest:])
+		l.ev, l.seq = l.ev[:rest], l.seq[:rest]
+		l.base = keep
+		if cap(l.ev) > 4*max(rest, 1024) { // give back a big array
+			l.ev = slices.Clip(slices.Clone(l.ev))
+			l.seq = slices.Clip(slices.Clone(l.seq))
+		}
+	}
+	l.compactAt = max(2*len(l.ev), len(l.ev)+1024)
 }
 
 type podBuf struct {
-	name   string
-	node   string
-	seq    uint64 // order of first appearance, for deterministic delivery
-	events []Event
+	name string
+	node string
+	seq  uint64 // order of first appearance, for deterministic delivery
+	own  []seqEvent
+	// bytes is what own costs in memory: its capacity, plus Msg texts
+	// (other strings are interned by the Reader, specs shared).
+	bytes int64
+	// spilled are the pod's earlier own events in the spill file, oldest
+	// first.
+	spilled []spillChunk
+	// nodeFrom and clusterFrom are the absolute log indexes at which the
+	// pod started seeing its node's log (once bound) and the cluster's.
+	nodeFrom, clusterFrom uint64
 }
 
+// DefaultSpillAfter is the default budget of pods' own events held in
+// memory before they are spilled to a temporary file.
+const DefaultSpillAfter = 256 << 20
+
+// PartitionOption configures a Partitioner.
+type PartitionOption func(*Partitioner)
+
+// SpillAfter sets the memory budget of buffered pod events (bytes); <= 0
+// never spills.
+func SpillAfter(bytes int64) PartitionOption { return func(p *Partitioner) { p.spillAfter = bytes } }
+
+// OnlyPods restricts the Partitioner to the pods want accepts: want is
+// called once per pod history, at its first event, and the events of a pod
+// it refuses are dropped, not buffered (explain needs one pod of a
+// history, not all of them assembled).
+func OnlyPods(want func(pod string) bool) PartitionOption {
+	return func(p *Partitioner) { p.want = want }
+}
+
+// SpillDir sets the directory of the spill file (default os.TempDir()).
+func SpillDir(dir string) PartitionOption { return func(p *Partitioner) { p.spillDir = dir } }
+
 // NewPartitioner returns a Partitioner that calls fn once per pod history.
-func NewPartitioner(fn PodFunc) *Partitioner {
-	return &Partitioner{
-		fn:    fn,
-		run:   -1,
-		pods:  make(map[string]*podBuf),
-		nodes: make(map[string]map[*podBuf]struct{}),
+func NewPartitioner(fn PodFunc, opts ...PartitionOption) *Partitioner {
+	p := &Partitioner{
+		fn:         fn,
+		run:        -1,
+		pods:       make(map[string]*podBuf),
+		nodes:      make(map[string]*sharedLog),
+		spillAfter: DefaultSpillAfter,
 	}
+	p.cluster.compactAt = 1024
+	for _, o := range opts {
+		o(p)
+	}
+	return p
 }
 
 // Run returns the 0-based index of the current run (-1 before the first
@@ -84,15 +213,18 @@ func (p *Partitioner) Run() int { return p.run }
 // Live returns the number of pods currently buffered.
 func (p *Partitioner) Live() int { return len(p.pods) }
 
-// PeakLive returns the largest number of pods buffered at once, the
-// measure of the Partitioner's memory use.
+// PeakLive returns the largest number of pods buffered at once.
 func (p *Partitioner) PeakLive() int { return p.peak }
+
+// Spills returns how many times buffered pod events were spilled to disk.
+func (p *Partitioner) Spills() int { return p.spills }
 
 // Write adds the next event. Events must arrive in history order.
 func (p *Partitioner) Write(e *Event) error {
 	if p.err != nil {
 		return p.err
 	}
+	p.seq++
 	switch {
 	case e.Kind == RunMeta:
 		// The previous run ended without run.end: it is partial, and its
@@ -107,82 +239,255 @@ func (p *Partitioner) Write(e *Event) error {
 		if pb == nil || pb.name != e.Pod {
 			pb = p.pods[e.Pod]
 			if pb == nil {
+				if p.want != nil && !p.wanted(e) {
+					break
+				}
 				pb = p.newPod(e.Pod)
 			}
 			p.last = pb
 		}
 		if pb.node == "" && e.Node != "" {
-			pb.node = e.Node
-			set := p.nodes[e.Node]
-			if set == nil {
-				set = make(map[*podBuf]struct{})
-				p.nodes[e.Node] = set
-			}
-			set[pb] = struct{}{}
+			p.bind(pb, e.Node)
 		}
-		pb.events = append(pb.events, *e)
+		if len(pb.own) == cap(pb.own) {
+			p.grow(pb)
+		}
+		pb.own = append(pb.own, seqEvent{p.seq, *e})
+		if m := int64(len(e.Msg)); m > 0 {
+			pb.bytes += m
+			p.buffered += m
+		}
 		if e.Kind == PodRemoved {
-			p.finish(pb)
+			p.finish(pb, nil)
+		} else if p.spillAfter > 0 && p.buffered > p.spillAfter {
+			p.spillAll()
 		}
 	case e.Node != "":
-		// Map order does not matter: each pod's slice stays in history
-		// order whatever order the pods are visited in.
-		for pb := range p.nodes[e.Node] {
-			pb.events = append(pb.events, *e)
+		if l := p.nodes[e.Node]; l != nil {
+			l.add(p.seq, e)
+			if len(l.ev) >= l.compactAt {
+				keep := l.end()
+				for pb := range l.members {
+					keep = min(keep, pb.nodeFrom)
+				}
+				l.compact(keep)
+			}
 		}
 	default:
-		for _, pb := range p.pods {
-			pb.events = append(pb.events, *e)
+		if len(p.pods) > 0 {
+			l := &p.cluster
+			l.add(p.seq, e)
+			if len(l.ev) >= l.compactAt {
+				keep := l.end()
+				for _, pb := range p.pods {
+					keep = min(keep, pb.clusterFrom)
+				}
+				l.compact(keep)
+			}
 		}
 	}
 	return p.err
 }
 
+// grow gives pb's full buffer more room, recycling a delivered pod's
+// buffer when one is free. Memory is accounted by capacity.
+func (p *Partitioner) grow(pb *podBuf) {
+	var next []seqEvent
+	if n := len(p.free); n > 0 && cap(p.free[n-1]) > cap(pb.own) {
+		next, p.free = p.free[n-1], p.free[:n-1]
+		p.freeBytes -= int64(cap(next)) * seqEventSize
+	} else {
+		next = make([]seqEvent, 0, max(2*cap(pb.own), 8))
+	}
+	next = append(next, pb.own...)
+	p.recycle(pb.own)
+	delta := int64(cap(next)-cap(pb.own)) * seqEventSize
+	pb.own = next
+	pb.bytes += delta
+	p.buffered += delta
+}
+
+// recycle keeps a buffer for reuse, within maxFreeBytes.
+func (p *Partitioner) recycle(b []seqEvent) {
+	if cap(b) == 0 {
+		return
+	}
+	clear(b[:cap(b)]) // drop Spec/Meta pointers
+	size := int64(cap(b)) * seqEventSize
+	if p.freeBytes+size <= maxFreeBytes {
+		p.free = append(p.free, b[:0])
+		p.freeBytes += size
+	}
+}
+
+// maxFreeBytes bounds the recycled buffers kept for new pods.
+const maxFreeBytes = 8 << 20
+
+// wanted asks want about a pod seen for the first time in this run, and
+// remembers a refusal until the pod's history would end.
+func (p *Partitioner) wanted(e *Event) bool {
+	if _, skipped := p.skip[e.Pod]; skipped {
+		if e.Kind == PodRemoved {
+			delete(p.skip, e.Pod) // a later event starts a new history
+		}
+		return false
+	}
+	if p.want(e.Pod) {
+		return true
+	}
+	if e.Kind != PodRemoved {
+		if p.skip == nil {
+			p.skip = make(map[string]struct{})
+		}
+		p.skip[e.Pod] = struct{}{}
+	}
+	return false
+}
+
+// bind attaches pb to node's log from now on.
+func (p *Partitioner) bind(pb *podBuf, node string) {
+	pb.node = node
+	l := p.nodes[node]
+	if l == nil {
+		if n := len(p.freeLogs); n > 0 {
+			l, p.freeLogs = p.freeLogs[n-1], p.freeLogs[:n-1]
+		} else {
+			l = &sharedLog{members: make(map[*podBuf]struct{})}
+		}
+		l.compactAt = 1024
+		p.nodes[node] = l
+	}
+	l.members[pb] = struct{}{}
+	pb.nodeFrom = l.end()
+}
+
 // Close delivers the pods still live (the last run had no run.end, or
-// trailing events followed it). Call it at the end of the data.
+// trailing events followed it), and removes the spill file. Call it at the
+// end of the data.
 func (p *Partitioner) Close() error {
 	if p.err == nil {
 		p.endRun(nil)
+	}
+	if p.spill != nil {
+		if err := p.spill.close(); p.err == nil && err != nil {
+			p.err = err
+		}
+		p.spill = nil
 	}
 	return p.err
 }
 
 func (p *Partitioner) newPod(name string) *podBuf {
-	p.seq++
-	pb := &podBuf{name: name, seq: p.seq}
-	if n := len(p.free); n > 0 {
-		pb.events, p.free = p.free[n-1], p.free[:n-1]
-	} else {
-		// A typical sidecar pod has 20–60 events: start there rather than
-		// regrow (and recopy) from 1.
-		pb.events = make([]Event, 0, 48)
+	pb := &podBuf{name: name, seq: p.seq, clusterFrom: p.cluster.end()}
+	if len(p.pods) == 0 {
+		// Nobody can see the cluster log's entries any more.
+		p.cluster.compact(p.cluster.end())
+		pb.clusterFrom = p.cluster.end()
 	}
 	p.pods[name] = pb
 	p.peak = max(p.peak, len(p.pods))
 	return pb
 }
 
-// finish delivers pb and forgets it.
-func (p *Partitioner) finish(pb *podBuf) {
+// finish delivers pb, with end (run.end) appended if non-nil, and forgets
+// it.
+func (p *Partitioner) finish(pb *podBuf, end *Event) {
 	if p.last == pb {
 		p.last = nil
 	}
 	delete(p.pods, pb.name)
-	if pb.node != "" {
-		set := p.nodes[pb.node]
-		delete(set, pb)
-		if len(set) == 0 {
-			delete(p.nodes, pb.node)
+	if p.err == nil {
+		evs, err := p.assemble(pb)
+		if err == nil && end != nil {
+			evs = append(evs, *end)
+		}
+		if err == nil {
+			err = p.fn(p.meta, pb.name, evs)
+		}
+		p.err = err
+		// The buffer is reused as is: its stale Spec pointers pin at most
+		// the specs of one pod, and clearing it cost as much as filling it.
+		if cap(evs) > 1<<16 {
+			p.out = nil // do not pin one huge history
+		} else {
+			p.out = evs[:0]
 		}
 	}
-	if p.err == nil {
-		p.err = p.fn(p.meta, pb.name, pb.events)
+	if pb.node != "" {
+		if l := p.nodes[pb.node]; l != nil {
+			delete(l.members, pb)
+			if len(l.members) == 0 {
+				delete(p.nodes, pb.node)
+				if len(p.freeLogs) < 64 && cap(l.ev) <= 4096 {
+					clear(l.ev)
+					l.ev, l.seq, l.base = l.ev[:0], l.seq[:0], 0
+					p.freeLogs = append(p.freeLogs, l)
+				}
+			}
+		}
 	}
-	// Recycle the slice (bounded, so one huge pod does not pin memory
-	// forever); clear it so Spec/Meta pointers can be collected.
-	clear(pb.events)
-	if len(p.free) < 1<<12 && cap(pb.events) <= 1<<12 {
-		p.free = append(p.free, pb.events[:0])
+	if len(pb.spilled) > 0 {
+		p.spill.release(len(pb.spilled))
+	}
+	p.buffered -= pb.bytes
+	p.recycle(pb.own)
+	*pb = podBuf{}
+}
+
+// assemble merges pb's own events (spilled ones first) with the entries of
+// its node's and the cluster's logs, in stream order.
+func (p *Partitioner) assemble(pb *podBuf) ([]Event, error) {
+	own := pb.own
+	if len(pb.spilled) > 0 {
+		var err error
+		if own, err = p.spill.read(pb.spilled, pb.own); err != nil {
+			return nil, err
+		}
+	}
+	var nodeSeq, clusterSeq []uint64
+	var nodeEv, clusterEv []Event
+	if pb.node != "" {
+		if l := p.nodes[pb.node]; l != nil {
+			nodeSeq, nodeEv = l.since(pb.nodeFrom)
+		}
+	}
+	clusterSeq, clusterEv = p.cluster.since(pb.clusterFrom)
+	out := p.out[:0]
+	if n := len(own) + len(nodeEv) + len(clusterEv); cap(out) < n {
+		out = make([]Event, 0, n)
+	}
+	const done = uint64(1<<64 - 1)
+	next := func(seq []uint64, i int) uint64 {
+		if i < len(seq) {
+			return seq[i]
+		}
+		return done
+	}
+	// upTo is how many of seq[i:] come before limit.
+	upTo := func(seq []uint64, i int, limit uint64) int {
+		return sort.Search(len(seq)-i, func(k int) bool { return seq[i+k] >= limit })
+	}
+	i, j, k := 0, 0, 0
+	for {
+		so, sn, sc := done, next(nodeSeq, j), next(clusterSeq, k)
+		if i < len(own) {
+			so = own[i].seq
+		}
+		switch {
+		case so == done && sn == done && sc == done:
+			return out, nil
+		case so < sn && so < sc:
+			out = append(out, own[i].ev)
+			i++
+		case sn < sc:
+			n := upTo(nodeSeq, j, min(so, sc))
+			out = append(out, nodeEv[j:j+n]...)
+			j += n
+		default:
+			n := upTo(clusterSeq, k, min(so, sn))
+			out = append(out, clusterEv[k:k+n]...)
+			k += n
+		}
 	}
 }
 
@@ -199,15 +504,40 @@ func (p *Partitioner) endRun(end *Event) {
 		return 1
 	})
 	for _, pb := range p.order {
-		if end != nil {
-			pb.events = append(pb.events, *end)
-		}
-		p.finish(pb)
-		if p.err != nil {
-			break
-		}
+		p.finish(pb, end)
 	}
 	clear(p.order)
+	p.cluster.compact(p.cluster.end())
+	clear(p.nodes)
+	clear(p.skip)
+}
+
+// spillAll moves every live pod's buffered events to the spill file.
+func (p *Partitioner) spillAll() {
+	if p.spill == nil {
+		sf, err := newSpillFile(p.spillDir)
+		if err != nil {
+			p.err = fmt.Errorf("history: partition: %w", err)
+			return
+		}
+		p.spill = sf
+	}
+	p.spills++
+	for _, pb := range p.pods {
+		if len(pb.own) == 0 {
+			continue
+		}
+		c, err := p.spill.write(pb.own)
+		if err != nil {
+			p.err = fmt.Errorf("history: partition: %w", err)
+			return
+		}
+		pb.spilled = append(pb.spilled, c)
+		p.recycle(pb.own)
+		pb.own = nil
+		p.buffered -= pb.bytes
+		pb.bytes = 0
+	}
 }
 
 // ForEachPod reads r to the end and calls fn once per pod history, as a
@@ -221,8 +551,8 @@ func (p *Partitioner) endRun(end *Event) {
 //	if err := history.ForEachPod(r, fn); err != nil && !errors.Is(err, history.ErrTruncated) {
 //		return err
 //	}
-func ForEachPod(r *Reader, fn PodFunc) error {
-	p := NewPartitioner(fn)
+func ForEachPod(r *Reader, fn PodFunc, opts ...PartitionOption) error {
+	p := NewPartitioner(fn, opts...)
 	var e Event
 	for {
 		err := r.Read(&e)

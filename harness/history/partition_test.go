@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -298,5 +300,159 @@ func TestAsyncSinkPreservesOrder(t *testing.T) {
 		if async != direct {
 			t.Fatalf("batch %d: async delivery differs from direct", batch)
 		}
+	}
+}
+
+// heapAfterGC returns the live heap.
+func heapAfterGC() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// Node-level and cluster-wide events are stored once, not copied into
+// every live pod (issue 15, item 6: 20k pods and 200k cluster-wide faults
+// needed over 10 GB). Here 1000 live pods see 4000 shared events each: a
+// copy per pod would hold 8M events (about 2 GB).
+func TestPartitionSharedEventsStoredOnce(t *testing.T) {
+	const pods, shared = 1000, 4000
+	delivered := 0
+	p := NewPartitioner(func(_ *Meta, pod string, evs []Event) error {
+		delivered++
+		// created + scheduled, then every shared event of its node and the
+		// cluster.
+		if len(evs) != 2+2*shared {
+			t.Errorf("%s: %d events, want %d", pod, len(evs), 2+2*shared)
+		}
+		return nil
+	})
+	base := heapAfterGC()
+	p.Write(&Event{Kind: RunMeta, Meta: &Meta{}})
+	for i := range pods {
+		pod := fmt.Sprintf("ns/p%d", i)
+		p.Write(&Event{T: 1, Kind: PodCreated, Pod: pod})
+		p.Write(&Event{T: 1, Kind: PodScheduled, Pod: pod, Node: "n"})
+	}
+	for i := range shared {
+		p.Write(&Event{T: int64(2 + i), Kind: FaultBegin, Fault: "apiserver-outage", FaultID: uint32(i)})
+		p.Write(&Event{T: int64(2 + i), Kind: KubeletDown, Node: "n"})
+	}
+	if grown := int64(heapAfterGC()) - int64(base); grown > 64<<20 {
+		t.Errorf("%d live pods and %d shared events hold %d MB, want under 64 MB", pods, 2*shared, grown>>20)
+	}
+	if err := p.Close(); err != nil || delivered != pods {
+		t.Fatalf("close: %v, %d delivered", err, delivered)
+	}
+}
+
+// A node's log keeps only what live pods can still see: pods come and go
+// on a node with kubelet restarts in between, and the log stays small.
+func TestPartitionSharedLogCompacts(t *testing.T) {
+	p := NewPartitioner(func(*Meta, string, []Event) error { return nil })
+	p.Write(&Event{Kind: RunMeta, Meta: &Meta{}})
+	maxLog := 0
+	for i := range 100000 {
+		pod := fmt.Sprintf("ns/p%d", i)
+		p.Write(&Event{T: int64(i), Kind: PodScheduled, Pod: pod, Node: "n"})
+		p.Write(&Event{T: int64(i), Kind: KubeletDown, Node: "n"})
+		p.Write(&Event{T: int64(i), Kind: FaultBegin, Fault: "x"})
+		if i > 0 {
+			p.Write(&Event{T: int64(i), Kind: PodRemoved, Pod: fmt.Sprintf("ns/p%d", i-1)})
+		}
+		if l := p.nodes["n"]; l != nil {
+			maxLog = max(maxLog, len(l.ev), len(p.cluster.ev))
+		}
+	}
+	if maxLog > 4096 {
+		t.Errorf("shared log reached %d entries with at most 2 live pods", maxLog)
+	}
+}
+
+// Pods' own events beyond the memory budget go to a spill file and come
+// back intact, in order, with the shared events interleaved as before
+// (issue 15, item 6: 2M pods never removed needed 9.3 GB).
+func TestPartitionSpillsAndRestores(t *testing.T) {
+	var events []Event
+	events = append(events, Event{Kind: RunMeta, Meta: &Meta{Seed: 3}})
+	for i := range 3000 {
+		pod := fmt.Sprintf("ns/p%d", i)
+		node := fmt.Sprintf("n%d", i%5)
+		events = append(events,
+			Event{T: int64(i), Kind: PodCreated, Pod: pod, Spec: &PodSpec{Main: []ContainerSpec{{Name: "app", Role: "main"}}, RestartPolicy: "Always"}},
+			Event{T: int64(i), Kind: PodScheduled, Pod: pod, Node: node},
+			Event{T: int64(i), Kind: KubeletDown, Node: node},
+			Event{T: int64(i), Kind: ContainerRunning, Pod: pod, Node: node, Container: "app", Msg: strings.Repeat("m", i%50)},
+			Event{T: int64(i), Kind: FaultBegin, Fault: "outage"})
+		if i%3 == 0 {
+			events = append(events, Event{T: int64(i), Kind: PodRemoved, Pod: pod})
+		}
+	}
+	events = append(events, Event{T: 5000, Kind: RunEnd, Msg: "complete"})
+	run := func(opts ...PartitionOption) ([]delivery, *Partitioner) {
+		var got []delivery
+		p := NewPartitioner(collect(&got), opts...)
+		for i := range events {
+			if err := p.Write(&events[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return got, p
+	}
+	want, p0 := run(SpillAfter(0))
+	dir := t.TempDir()
+	got, p1 := run(SpillAfter(64<<10), SpillDir(dir))
+	if p0.Spills() != 0 || p1.Spills() < 10 {
+		t.Fatalf("spills: %d without budget, %d with a 64 KiB one", p0.Spills(), p1.Spills())
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d histories, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].pod != want[i].pod || len(got[i].events) != len(want[i].events) {
+			t.Fatalf("history %d: %s with %d events, want %s with %d", i, got[i].pod, len(got[i].events), want[i].pod, len(want[i].events))
+		}
+		for k := range want[i].events {
+			g, w := got[i].events[k], want[i].events[k]
+			if g.Spec != nil && w.Spec != nil && reflect.DeepEqual(*g.Spec, *w.Spec) {
+				g.Spec = w.Spec // decoded back: equal, not the same pointer
+			}
+			if g != w {
+				t.Fatalf("%s event %d: %+v, want %+v", want[i].pod, k, g, w)
+			}
+		}
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("spill files left behind: %v", left)
+	}
+}
+
+// OnlyPods delivers the wanted pods' histories exactly as without it, and
+// nothing of the others.
+func TestPartitionOnlyPods(t *testing.T) {
+	data := encodeAll(t, sampleRun())
+	var all, some []delivery
+	if err := ForEachPod(NewReader(bytes.NewReader(data)), collect(&all)); err != nil {
+		t.Fatal(err)
+	}
+	asked := map[string]int{}
+	want := func(pod string) bool { asked[pod]++; return pod == "default/web-1" }
+	if err := ForEachPod(NewReader(bytes.NewReader(data)), collect(&some), OnlyPods(want)); err != nil {
+		t.Fatal(err)
+	}
+	var expect []delivery
+	for _, d := range all {
+		if d.pod == "default/web-1" {
+			expect = append(expect, d)
+		}
+	}
+	if len(expect) == 0 || !reflect.DeepEqual(some, expect) {
+		t.Fatalf("got %d histories, want the %d of web-1", len(some), len(expect))
+	}
+	if asked["default/web-0"] != 2 { // once per run: web-0 is in both
+		t.Errorf("want asked %v", asked)
 	}
 }

@@ -113,6 +113,7 @@ func sampleRun() []Event {
 		{T: 15 * sec, Kind: PodCondition, Pod: p1, Node: n1, Cond: "Ready", Value: false},
 		{T: 15*sec + 500*ms, Kind: ContainerResize, Pod: p1, Node: n1, Container: "proxy", Attempt: 2, CPU: 200, Mem: 64 << 20, MemLimit: 128 << 20},
 		{T: 15*sec + 600*ms, Kind: ContainerResized, Pod: p1, Node: n1, Container: "proxy", Attempt: 2, CPU: 200, Mem: 64 << 20, CPULimit: 400, MemLimit: 128 << 20},
+		{T: 15*sec + 700*ms, Kind: ContainerUnknown, Pod: p1, Node: n1, Container: "proxy", Attempt: 2},
 		{T: 16 * sec, Kind: PodDeleted, Pod: p1, Grace: 30 * sec},
 		{T: 16*sec + ms, Kind: PodTerminating, Pod: p1, Node: n1, Reason: "PodDeleted", Grace: 30 * sec, Value: true},
 		{T: 16*sec + 2*ms, Kind: ContainerStopRequested, Pod: p1, Node: n1, Container: "app", Reason: "PodDeleted", Grace: 30 * sec},

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"reflect"
@@ -23,7 +24,9 @@ import (
 	"github.com/sidebench/sidebench/scenarios"
 )
 
-// MaxFileSize bounds a scenario file.
+// MaxFileSize bounds a scenario file. Load reads at most this much (plus
+// one byte to tell), so a huge file, a device such as /dev/zero or a FIFO
+// that never ends costs no more than the limit.
 const MaxFileSize = 4 << 20
 
 // ShippedFS holds the shipped scenarios that `base:` refers to
@@ -84,11 +87,33 @@ func (s *Scenario) Pos(path string) string {
 
 // Load reads, decodes and validates a scenario file.
 func Load(path string) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := readBounded(path, MaxFileSize)
 	if err != nil {
 		return nil, err
 	}
 	return LoadBytes(path, data)
+}
+
+// readBounded reads at most limit bytes of a file; a longer file is an
+// ErrorList naming it, read no further.
+func readBounded(path string, limit int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > limit {
+		return nil, tooLarge(path)
+	}
+	return data, nil
+}
+
+func tooLarge(file string) error {
+	return ErrorList{{File: file, Msg: fmt.Sprintf("file is larger than %d bytes (%d MiB), the limit for a scenario", MaxFileSize, MaxFileSize>>20)}}
 }
 
 // LoadShipped loads a shipped scenario by name (scenarios/NAME.yaml).
@@ -173,21 +198,19 @@ var yamlLineRE = regexp.MustCompile(`line (\d+)`)
 // loadGeneric parses data into a generic JSON object and applies its base
 // chain. depth and chain guard against cycles.
 func loadGeneric(file string, data []byte, depth int, chain []string) (map[string]any, *positions, error) {
+	// The size check comes first: everything after it is linear in the
+	// size, but only a bounded size keeps that cheap.
+	if len(data) > MaxFileSize {
+		return nil, nil, tooLarge(file)
+	}
 	ix := indexYAML(file, data)
 	res := &positions{main: ixResolver{ix}}
-	if len(data) > MaxFileSize {
-		return nil, nil, ErrorList{{File: file, Msg: fmt.Sprintf("file is larger than %d bytes", MaxFileSize)}}
-	}
 	if bytes.Count(data, []byte("\n---")) > 0 && hasSecondDocument(data) {
 		return nil, nil, ErrorList{{File: file, Msg: "a scenario file holds exactly one YAML document (found a second document after ---)"}}
 	}
 	j, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
-		fe := &FieldError{File: file, Msg: "invalid YAML: " + cleanYAMLErr(err.Error())}
-		if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
-			fe.Line, _ = strconv.Atoi(m[1])
-		}
-		return nil, nil, ErrorList{fe}
+		return nil, nil, ErrorList{yamlError(ix, data, err)}
 	}
 	var v any
 	d := json.NewDecoder(bytes.NewReader(j))
@@ -237,6 +260,66 @@ func loadGeneric(file string, data []byte, depth int, chain []string) (map[strin
 	delete(bobj, "base")
 	merged := m.merge(bobj, obj, bres, res, "", "", "").(map[string]any)
 	return merged, &positions{main: res, prov: m.prov}, nil
+}
+
+// yamlError turns a YAML parser error into a FieldError with the line,
+// column and field path the parser does not give, where the index knows
+// them: the second occurrence of a duplicate key, a NaN or infinity (which
+// JSON cannot carry), the first alias of an alias bomb.
+func yamlError(ix *posIndex, data []byte, err error) *FieldError {
+	msg := err.Error()
+	fe := &FieldError{File: ix.file, Msg: "invalid YAML: " + cleanYAMLErr(msg)}
+	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+		fe.Line, _ = strconv.Atoi(m[1])
+	}
+	switch {
+	case strings.Contains(msg, "already set in map"):
+		for _, d := range ix.dups {
+			if int(d.line) == fe.Line || fe.Line == 0 {
+				first := ix.posOf(d.node)
+				fe.Line, fe.Col, fe.Path = int(d.line), int(d.col), ix.path(d.node)
+				fe.Msg = fmt.Sprintf("duplicate key %q (first set at line %d); a key may appear once in a mapping", ix.nodes[d.node].key, first.Line)
+				break
+			}
+		}
+	case strings.Contains(msg, "unsupported value: NaN") || strings.Contains(msg, "unsupported value: +Inf") || strings.Contains(msg, "unsupported value: -Inf"):
+		fe.Msg = "invalid number: NaN and infinities are not allowed (write a finite number)"
+		if len(ix.specials) > 0 {
+			s := ix.specials[0]
+			fe.Line, fe.Col, fe.Path = int(s.line), int(s.col), ix.path(s.node)
+			fe.Msg = fmt.Sprintf("%s is not a finite number: NaN and infinities are not allowed (write a finite number)", s.text)
+		} else if l, c, tok, ok := findSpecialFloat(data); ok {
+			fe.Line, fe.Col = l, c
+			fe.Msg = fmt.Sprintf("%s is not a finite number: NaN and infinities are not allowed (write a finite number)", tok)
+			if id := ix.lastOnLine(l); id > 0 {
+				fe.Path = ix.path(id) // the key holding the flow collection
+			}
+		}
+	case strings.Contains(msg, "excessive aliasing"):
+		fe.Msg = "YAML aliases expand to too much data (document contains excessive aliasing); write the values out instead of nesting aliases"
+		if len(ix.aliases) > 0 {
+			a := ix.aliases[0]
+			fe.Line, fe.Col, fe.Path = int(a.line), int(a.col), ix.path(a.node)
+			fe.Msg += " (first alias here)"
+		}
+	}
+	return fe
+}
+
+// specialInFlowRE finds a NaN or infinity inside a flow collection.
+var specialInFlowRE = regexp.MustCompile(`(?:^|[\s\[{,:])([-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))\s*(?:[,\]}]|$)`)
+
+// findSpecialFloat returns the line and column of the first NaN or
+// infinity the index did not see (inside a flow collection).
+func findSpecialFloat(data []byte) (line, col int, tok string, ok bool) {
+	for i, l := range strings.Split(string(data), "\n") {
+		if c, _, _ := strings.Cut(l, " #"); c != "" {
+			if m := specialInFlowRE.FindStringSubmatchIndex(c); m != nil {
+				return i + 1, m[2] + 1, c[m[2]:m[3]], true
+			}
+		}
+	}
+	return 0, 0, "", false
 }
 
 func hasSecondDocument(data []byte) bool {
@@ -400,6 +483,7 @@ var (
 	textUnmarshaler = reflect.TypeOf((*encoding.TextUnmarshaler)(nil)).Elem()
 	behaviorType    = reflect.TypeOf(Behavior{})
 	containerType   = reflect.TypeOf(behavior.Container{})
+	attemptType     = reflect.TypeOf(behavior.Attempt{})
 )
 
 type fieldInfo struct {
@@ -474,8 +558,8 @@ func checkShape(v any, t reflect.Type, path string, e *errs, depth int) any {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t == behaviorType {
-		t = containerType // a Behavior entry holds behavior.Container fields
+	if t == behaviorType || t == attemptType {
+		t = containerType // a Behavior entry or attempt overlay holds behavior.Container fields
 	}
 	if !reflect.PointerTo(t).Implements(jsonUnmarshaler) && reflect.PointerTo(t).Implements(textUnmarshaler) {
 		var text string

@@ -216,6 +216,19 @@ type Fault struct {
 	Window Duration `json:"window,omitempty"`
 	// Image (image-change): the new image.
 	Image string `json:"image,omitempty"`
+	// Signal (container-kill): KILL (default), TERM, INT, ... (SIG prefix
+	// optional) or a number; ExitCode: exit with this code instead.
+	Signal   string `json:"signal,omitempty"`
+	ExitCode *int32 `json:"exitCode,omitempty"`
+	// Resources (resize): the new requests and limits (cpu, memory); what
+	// is not given keeps the container's value.
+	Resources *ResizeResources `json:"resources,omitempty"`
+}
+
+// ResizeResources are the requests and limits of a resize fault.
+type ResizeResources struct {
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+	Limits   corev1.ResourceList `json:"limits,omitempty"`
 }
 
 // Schedule says when a fault fires.
@@ -231,6 +244,11 @@ type Schedule struct {
 	Phase       string   `json:"phase,omitempty"`
 	Delay       Duration `json:"delay,omitempty"`
 	Probability float64  `json:"probability,omitempty"`
+	// Container and Event (on-container): fire delay after this
+	// container's event (start-requested, running, started, ready, exited,
+	// prestop-begin).
+	Container string `json:"container,omitempty"`
+	Event     string `json:"event,omitempty"`
 }
 
 // Target says where a fault hits.

@@ -3,7 +3,11 @@ package scenario
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,13 +18,14 @@ import (
 	"github.com/sidebench/sidebench/harness/faults"
 	"github.com/sidebench/sidebench/reference-impl/api"
 	"github.com/sidebench/sidebench/reference-impl/convert"
+	"github.com/sidebench/sidebench/reference-impl/kubelet"
 )
 
 // Allowed values of enumerations.
 var (
 	BackendNames     = []string{"sim", "local", "kube"}
 	ArrivalTypes     = []string{"constant", "poisson", "burst"}
-	ScheduleTypes    = []string{"once", "every", "poisson", "on-phase"}
+	ScheduleTypes    = []string{"once", "every", "poisson", "on-phase", "on-container"}
 	GraduationLevels = []string{"alpha", "beta", "ga"}
 	RuntimeModes     = []string{"keep-containers", "kill-containers"}
 	ProbeNames       = []string{"startup", "readiness", "liveness"}
@@ -209,10 +214,16 @@ func validateWorkload(s *Scenario, i int, seen map[string]int, e *errs) {
 	if a.Start < 0 {
 		e.add(p+".arrival.start", "must be >= 0")
 	}
+	if w.Count >= 1 {
+		checkArrivalSpan(s, w, p, e)
+	}
 	if a.Type != "burst" && (a.Size != 0 || a.Every != 0) {
 		e.add(p+".arrival", "size and every apply to type: burst only")
 	}
 
+	if !checkGraceSeconds(&w.Template.Spec, p+".template.spec", e) {
+		return
+	}
 	spec, err := convert.PodSpecFromV1(&w.Template.Spec)
 	if err != nil {
 		e.add(specErrPath(p+".template.spec", &w.Template.Spec, err), "%s", specErrMsg(err))
@@ -250,13 +261,19 @@ func validateWorkload(s *Scenario, i int, seen map[string]int, e *errs) {
 			bp = p + ".behaviors." + DefaultBehavior
 		}
 		b, err := w.BehaviorOf(c.Name)
-		if err != nil {
+		if err != nil && !strings.HasPrefix(err.Error(), "attempts[") {
 			e.add(bp, "%v", err)
 			continue
 		}
-		if err := b.Validate(); err != nil {
+		if err == nil {
+			err = b.Validate()
+		}
+		if err != nil {
 			for _, line := range strings.Split(err.Error(), "\n") {
 				field, msg, ok := strings.Cut(line, ": ")
+				if sub, rest, nested := strings.Cut(msg, ": "); ok && strings.HasPrefix(field, "attempts[") && nested && !strings.ContainsAny(sub, " ") {
+					field, msg = field+"."+sub, rest // attempts[n]: exitCode: ...
+				}
 				if ok && !strings.ContainsAny(field, " ") {
 					e.add(bp+"."+field, "container %q: %s", c.Name, msg)
 				} else {
@@ -282,6 +299,99 @@ func validateWorkload(s *Scenario, i int, seen map[string]int, e *errs) {
 	if w.DeleteGrace != nil && *w.DeleteGrace < 0 {
 		e.add(p+".deleteGrace", "must be >= 0")
 	}
+}
+
+// maxDurationSeconds is the longest whole number of seconds a
+// time.Duration holds (about 292 years). The kubelet converts grace periods
+// with time.Duration(seconds) * time.Second, so a larger value overflows
+// (9223372036854775807 became "-1s").
+const maxDurationSeconds = math.MaxInt64 / int64(time.Second)
+
+// checkGraceSeconds rejects grace periods no duration can hold, before the
+// conversion that would overflow them. It reports whether all were fine.
+func checkGraceSeconds(ps *corev1.PodSpec, path string, e *errs) bool {
+	ok := true
+	check := func(g *int64, field string) {
+		if g != nil && *g > maxDurationSeconds {
+			e.add(field, "must be at most %d seconds (about 292 years, the longest duration the kubelet can represent), got %d", maxDurationSeconds, *g)
+			ok = false
+		}
+	}
+	check(ps.TerminationGracePeriodSeconds, path+".terminationGracePeriodSeconds")
+	for _, list := range []struct {
+		name string
+		cs   []corev1.Container
+	}{{"initContainers", ps.InitContainers}, {"containers", ps.Containers}} {
+		for j := range list.cs {
+			c := &list.cs[j]
+			for _, pr := range []struct {
+				name string
+				p    *corev1.Probe
+			}{{"startupProbe", c.StartupProbe}, {"readinessProbe", c.ReadinessProbe}, {"livenessProbe", c.LivenessProbe}} {
+				if pr.p != nil {
+					check(pr.p.TerminationGracePeriodSeconds, fmt.Sprintf("%s.%s[%d].%s.terminationGracePeriodSeconds", path, list.name, j, pr.name))
+				}
+			}
+		}
+	}
+	return ok
+}
+
+// maxPoissonGapFactor bounds one Poisson gap in units of the mean: a
+// draw is -ln(1-u)/rate with u < 1-2^-53, so one gap is below 37/rate.
+const maxPoissonGapFactor = 37
+
+// checkArrivalSpan rejects arrivals whose times cannot be represented or,
+// for deterministic arrivals, fall after the trial's horizon: a pod
+// "arriving" at 10^300 seconds overflowed to time 0 (issue 15: rate 1e-300
+// silently created every pod at t=0), and a pod due after the horizon is
+// never created at all.
+func checkArrivalSpan(s *Scenario, w *Workload, p string, e *errs) {
+	a := &w.Arrival
+	maxSec := float64(math.MaxInt64) / float64(time.Second)
+	var last float64 // seconds after start of the last arrival
+	var field, how string
+	switch a.Type {
+	case "constant":
+		if !(a.Rate > 0) {
+			return // all at once
+		}
+		last = float64(w.Count-1) / a.Rate
+		field, how = p+".arrival.rate", fmt.Sprintf("at %g pods per second, pod %d of %d arrives %s after the first", a.Rate, w.Count, w.Count, fmtSeconds(last))
+	case "poisson":
+		if !(a.Rate > 0) {
+			return
+		}
+		if g := maxPoissonGapFactor / a.Rate; g > maxSec {
+			e.add(p+".arrival.rate", "%g pods per second is too low: one gap between arrivals may reach %s, more than the longest duration (about 292 years)", a.Rate, fmtSeconds(g))
+		}
+		return
+	case "burst":
+		if a.Size < 1 || a.Every <= 0 {
+			return
+		}
+		bursts := (w.Count + a.Size - 1) / a.Size
+		last = float64(bursts-1) * a.Every.D().Seconds()
+		field, how = p+".arrival.every", fmt.Sprintf("with %d bursts every %v, the last burst comes %s after the first", bursts, a.Every, fmtSeconds(last))
+	default:
+		return
+	}
+	start := a.Start.D().Seconds()
+	switch {
+	case last+start > maxSec:
+		e.add(field, "%s, more than the longest duration (about 292 years)", how)
+	case time.Duration((last+start)*float64(time.Second)) > s.Horizon():
+		e.add(field, "%s: after the trial's horizon (backend.horizon %v), so those pods would never be created; raise the rate or the horizon", how, s.Horizon())
+	}
+}
+
+// fmtSeconds formats a number of seconds as a duration when one can hold
+// it, else in seconds.
+func fmtSeconds(sec float64) string {
+	if sec < float64(math.MaxInt64)/float64(time.Second) {
+		return time.Duration(sec * float64(time.Second)).Round(time.Millisecond).String()
+	}
+	return fmt.Sprintf("%.3gs", sec)
 }
 
 // BehaviorOf returns the effective behaviour of a container:
@@ -313,7 +423,8 @@ func (w *Workload) BehaviorOf(name string) (behavior.Container, error) {
 			c.RunTime = behavior.Fixed(DefaultInitRunTime)
 		}
 	}
-	return c, nil
+	// Attempt overlays apply on top of all of the above.
+	return c, c.Resolve()
 }
 
 // DefaultInitRunTime is the run time of a regular init container whose
@@ -469,6 +580,9 @@ func (s *Scenario) faultSpec(i int, e *errs) faults.Spec {
 			e.add(p+".schedule.phase", "%s", unknownName("phase", sc.Phase, PhaseNames))
 		}
 	}
+	if sp.When.Kind == faults.OnContainer || sc.Container != "" || sc.Event != "" {
+		s.onContainerSchedule(p, sc, &sp, e)
+	}
 
 	t := &f.Target
 	sp.Where = faults.Target{Nodes: t.Nodes, NodeCount: t.NodeCount, NodeFraction: t.NodeFraction,
@@ -567,6 +681,13 @@ func (s *Scenario) faultSpec(i int, e *errs) faults.Spec {
 	}
 	sp.Window = f.Window.D()
 	sp.Image = f.Image
+	s.killParams(p, f, &sp, e)
+	if f.Resources != nil {
+		sp.Resources = resizePatch(f.Resources)
+	}
+	if sp.Kind == faults.Resize {
+		s.checkResize(p, f, &sp, e)
+	}
 	return sp
 }
 
@@ -580,4 +701,123 @@ func dedupe(in []string) []string {
 		}
 	}
 	return out
+}
+
+// onContainerSchedule compiles an on-container schedule's container and
+// event.
+func (s *Scenario) onContainerSchedule(p string, sc *Schedule, sp *faults.Spec, e *errs) {
+	if sp.When.Kind != faults.OnContainer {
+		e.add(p+".schedule", "container and event belong to schedule type on-container, not %s", sp.When.Kind)
+		return
+	}
+	if sc.Event == "" {
+		e.add(p+".schedule.event", "required for on-container: one of %s", strings.Join(faults.ContainerEventNames(), ", "))
+	} else if ev, ok := faults.ParseContainerEvent(sc.Event); ok {
+		sp.When.Event = ev
+	} else {
+		e.add(p+".schedule.event", "%s", unknownName("container event", sc.Event, faults.ContainerEventNames()))
+	}
+	if sc.Container == "" {
+		e.add(p+".schedule.container", "required for on-container: the container whose event triggers the fault")
+		return
+	}
+	var all []string
+	for j := range s.Workloads {
+		ps := &s.Workloads[j].Template.Spec
+		for _, c := range append(append([]corev1.Container(nil), ps.InitContainers...), ps.Containers...) {
+			all = append(all, c.Name)
+		}
+	}
+	if !slices.Contains(all, sc.Container) {
+		e.add(p+".schedule.container", "%s", unknownName("container", sc.Container, dedupe(all)))
+		return
+	}
+	sp.When.Container = sc.Container
+}
+
+// killParams compiles a container-kill's signal and exit code.
+func (s *Scenario) killParams(p string, f *Fault, sp *faults.Spec, e *errs) {
+	if f.Signal != "" {
+		name := strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(f.Signal)), "SIG")
+		if n, ok := faults.SignalNames[name]; ok {
+			sp.Signal = n
+		} else if n, err := strconv.Atoi(name); err == nil && n >= 1 && n <= 31 {
+			sp.Signal = n
+		} else {
+			names := make([]string, 0, len(faults.SignalNames))
+			for k := range faults.SignalNames {
+				names = append(names, k)
+			}
+			sort.Strings(names)
+			e.add(p+".signal", "%s", unknownName("signal", f.Signal, append(names, "a number in 1..31")))
+		}
+	}
+	if f.ExitCode != nil {
+		sp.ExitCode, sp.HasExitCode = *f.ExitCode, true
+	}
+	if (f.Signal != "" || f.ExitCode != nil) && sp.Kind != faults.ContainerKill && sp.Kind != faults.KindInvalid {
+		e.add(p+".signal", "signal and exitCode belong to container-kill, not %s", sp.Kind)
+	}
+	if f.Resources != nil && sp.Kind != faults.Resize && sp.Kind != faults.KindInvalid {
+		e.add(p+".resources", "resources belong to resize, not %s", sp.Kind)
+	}
+}
+
+// resizePatch turns a resize's resources into a patch (millicores, bytes).
+func resizePatch(r *ResizeResources) faults.ResourcePatch {
+	var rp faults.ResourcePatch
+	get := func(l corev1.ResourceList, name corev1.ResourceName, milli bool) *int64 {
+		q, ok := l[name]
+		if !ok {
+			return nil
+		}
+		v := q.Value()
+		if milli {
+			v = q.MilliValue()
+		}
+		return &v
+	}
+	rp.CPURequest, rp.CPULimit = get(r.Requests, corev1.ResourceCPU, true), get(r.Limits, corev1.ResourceCPU, true)
+	rp.MemRequest, rp.MemLimit = get(r.Requests, corev1.ResourceMemory, false), get(r.Limits, corev1.ResourceMemory, false)
+	return rp
+}
+
+// checkResize rejects a resize the API server would refuse: resources
+// other than cpu and memory, and a resize that changes the pod's QoS class
+// ("Pod QoS is immutable", pkg/apis/core/validation ValidatePodResize).
+func (s *Scenario) checkResize(p string, f *Fault, sp *faults.Spec, e *errs) {
+	if f.Resources == nil {
+		e.add(p+".resources", "required for resize: requests and/or limits of cpu and memory")
+		return
+	}
+	for _, l := range []corev1.ResourceList{f.Resources.Requests, f.Resources.Limits} {
+		for name := range l {
+			if name != corev1.ResourceCPU && name != corev1.ResourceMemory {
+				e.add(p+".resources", "only cpu and memory can be resized in place, not %q", name)
+			}
+		}
+	}
+	for j := range s.Workloads {
+		wl := &s.Workloads[j]
+		spec, err := convert.PodSpecFromV1(&wl.Template.Spec)
+		if err != nil {
+			continue
+		}
+		world := faults.WorldOf(wl.Name, wl.Template.Labels, &spec)
+		if !sp.Where.MatchPod(&world) {
+			continue
+		}
+		before := kubelet.PodQOS(&spec)
+		for _, c := range sp.Where.Containers(&world, sp.Kind, 0) {
+			resized := spec
+			resized.Init = append([]api.Container(nil), spec.Init...)
+			resized.Main = append([]api.Container(nil), spec.Main...)
+			resized.At(c).Resources = sp.Resources.Apply(spec.At(c).Resources)
+			if after := kubelet.PodQOS(&resized); after != before {
+				e.add(p+".resources", "resizing container %q of workload %q would change the pod's QoS class from %s to %s; the API server refuses that (Pod QoS is immutable)",
+					spec.At(c).Name, wl.Name, before, after)
+				return
+			}
+		}
+	}
 }

@@ -26,11 +26,12 @@ func (e *engine) drawAttempt(p *pod, c int, attempt uint32, out *plan) time.Dura
 	if j := ws.beh[c]; j >= 0 {
 		b = &ws.cfg.Behavior[j].Behavior
 	}
-	d := b.Draw(e.rnd)
+	d := b.ForAttempt(attempt).Draw(e.rnd)
 	*out = plan{
 		startupAfter: d.StartupAfter, readyAfter: d.ReadyAfter, livenessFailAfter: d.LivenessFailAfter,
 		termHandling: d.TermHandling, preStop: d.PreStop, postStart: d.PostStart, exitAfter: d.ExitAfter,
 		exitCode: d.ExitCode, termExitCode: d.TermExitCode, exitReason: reasonOf(d.ExitReason),
+		postStartFails: d.PostStartFails, preStopFails: d.PreStopFails,
 	}
 	e.wireDraw(p, c, out)
 	return d.StartLatency

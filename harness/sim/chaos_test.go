@@ -32,6 +32,13 @@ func TestChaos(t *testing.T) {
 			{Kind: faults.ProbeFailure, Probe: api.ProbeLiveness, Window: 4 * time.Second, Where: faults.Target{Container: "app"}, When: poisson(5)},
 			{Kind: faults.ProbeFailure, Probe: api.ProbeReadiness, Window: 4 * time.Second, Where: faults.Target{Container: "proxy"}, When: poisson(5)},
 			{Kind: faults.ImageChange, Image: "envoy:v2", Where: faults.Target{Container: "proxy", PodFraction: 0.1}, When: faults.Schedule{Kind: faults.Every, At: time.Minute, Interval: time.Minute}},
+			// Issue 16 D: the new vocabulary, some at exact times after a
+			// container event.
+			{Kind: faults.ImagePullFailure, Window: 15 * time.Second, Where: faults.Target{Container: "proxy"}, When: faults.Schedule{Kind: faults.OnPhase, Phase: faults.PhaseInitializing, Probability: 0.1}},
+			{Kind: faults.ContainerKill, Where: faults.Target{PodCount: 1}, When: poisson(5)},
+			{Kind: faults.ContainerKill, Signal: faults.SIGTERM, Where: faults.Target{Container: "app"}, When: faults.Schedule{Kind: faults.OnContainer, Container: "proxy", Event: faults.EventStarted, Delay: 200 * time.Millisecond, Probability: 0.1}},
+			{Kind: faults.ContainerUnknown, Where: faults.Target{PodCount: 1}, When: poisson(3)},
+			{Kind: faults.Resize, Resources: faults.ResourcePatch{CPURequest: ptr(int64(300))}, Where: faults.Target{Container: "app"}, When: poisson(5)},
 		}
 		cfg.Stop.MaxDuration = time.Hour
 		s, res := runMem(t, cfg, seed)
@@ -66,3 +73,5 @@ func TestChaos(t *testing.T) {
 		t.Logf("seed %d: %+v effects %v", seed, res, effects)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -182,6 +182,12 @@ func (e *engine) write() {
 	if err := e.sink.Write(&e.ev); err != nil {
 		e.err = fmt.Errorf("sim: history sink: %w", err)
 	}
+	if p := e.evPod; p != nil {
+		e.evPod = nil
+		if e.ev.Pod == p.name && e.ev.Container == p.spec.At(e.evC).Name {
+			e.onContainerEvent(p, e.evC)
+		}
+	}
 }
 
 func (e *engine) emitMeta(trial int) {

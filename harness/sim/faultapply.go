@@ -153,6 +153,14 @@ func (e *engine) applyPod(fi int, p *pod) {
 		e.applyProbeFailure(fi, id, p, c)
 	case faults.ImageChange:
 		e.applyImage(fi, id, p, c)
+	case faults.ImagePullFailure:
+		e.applyPullFailure(fi, id, p, c)
+	case faults.ContainerKill:
+		e.applyContainerKill(fi, id, p, c)
+	case faults.ContainerUnknown:
+		e.applyUnknown(fi, id, p, c)
+	case faults.Resize:
+		e.applyResize(fi, id, p, c)
 	}
 }
 
@@ -760,6 +768,9 @@ func (e *engine) closePodFaults(p *pod) {
 			e.notApplied(fi, id, -1, p, c, "pod removed before the container ran the new image")
 			e.faultEnd(fi, id, p, c)
 			cs.imageFault = 0
+		}
+		if cs.pullFault != 0 {
+			e.endPullFault(p, c, "pod removed")
 		}
 	}
 }

@@ -64,6 +64,12 @@ func (e *engine) onPodEvent(p *pod, ev *event) {
 		}
 	case evActionFailed:
 		if ev.gen == p.mgen && p.m != nil {
+			if k := api.ActionKind(ev.aux); k == api.ActStartContainer && p.cs[c].rec.State == api.StateCreated {
+				// A start cut by a runtime restart left its record
+				// Created: the kubelet's relist sees it (a Waiting status
+				// whose last termination is the attempt before).
+				e.step(p, &api.Input{Kind: api.InContainer, Container: c, Record: p.cs[c].rec})
+			}
 			e.step(p, &api.Input{Kind: api.InActionFailed, Action: api.ActionKind(ev.aux), Container: c})
 		}
 	case evLifetime:
@@ -88,6 +94,12 @@ func (e *engine) onPodEvent(p *pod, ev *event) {
 		e.onProbeFaultEnd(p, c, ev)
 	case evServing, evWirePoll, evQuit:
 		e.onWire(p, ev)
+	case evPullFailed:
+		if ev.gen == p.mgen && p.m != nil {
+			e.step(p, &api.Input{Kind: api.InActionFailed, Action: api.ActStartContainer, Container: c, PullFailed: true})
+		}
+	case evPullFaultEnd:
+		e.onPullFaultEnd(p, c, ev)
 	}
 }
 
@@ -211,6 +223,9 @@ func (e *engine) trace(p *pod, t *api.TraceEvent, st *api.PodStatus) {
 func (e *engine) emitC(k history.Kind, p *pod, c int) {
 	e.ev = history.Event{T: e.now, Kind: k, Pod: p.name, Node: p.nodeName,
 		Container: p.spec.At(c).Name, Attempt: p.cs[c].rec.Attempt}
+	if len(e.wls[p.wl].onContainer) > 0 {
+		e.evPod, e.evC = p, c
+	}
 }
 
 func (e *engine) emitP(k history.Kind, p *pod) {

@@ -45,6 +45,10 @@ func (e *engine) act(p *pod, a *api.Action) {
 			e.failAction(p, api.ActStartContainer, c)
 			return
 		}
+		if e.pullFails(p, c) {
+			e.failPull(p, c, a.Attempt)
+			return
+		}
 		cs := &p.cs[c]
 		cs.gen++
 		cs.hgen++
@@ -99,7 +103,10 @@ func (e *engine) act(p *pod, a *api.Action) {
 			return
 		}
 		switch p.cs[c].rec.State {
-		case api.StateRunning:
+		case api.StateRunning, api.StateUnknown:
+			// A container in Unknown state: the runtime kills what it
+			// can find of it (kuberuntime_manager.go: "try killing it
+			// before restart").
 			e.stopContainer(p, c, int64(a.Grace))
 		case api.StateCreated:
 			// Stopping a container whose start is in flight: it never runs.
@@ -250,16 +257,27 @@ func (e *engine) onRunning(p *pod, c int) {
 }
 
 func (e *engine) onPostStartDone(p *pod, c int) {
-	p.cs[c].postStartOn = false
+	cs := &p.cs[c]
+	cs.postStartOn = false
+	ok := !cs.plan.postStartFails
 	e.emitC(history.ContainerPostStartDone, p, c)
-	e.ev.Value = true
+	e.ev.Value = ok
+	if !ok {
+		e.ev.Msg = "FailedPostStartHook"
+	}
 	e.write()
-	e.step(p, &api.Input{Kind: api.InPostStartDone, Container: c, OK: true})
+	e.step(p, &api.Input{Kind: api.InPostStartDone, Container: c, OK: ok})
 }
 
 func (e *engine) onPreStopDone(p *pod, c int) {
-	p.cs[c].preStopOn = false
+	cs := &p.cs[c]
+	cs.preStopOn = false
 	e.emitC(history.ContainerPreStopEnd, p, c)
+	if cs.plan.preStopFails {
+		// FailedPreStopHook: the kubelet logs it and stops the container
+		// as it would after a successful hook (executePreStopHook).
+		e.ev.Msg = "FailedPreStopHook"
+	}
 	e.write()
 	e.step(p, &api.Input{Kind: api.InPreStopDone, Container: c})
 }
@@ -268,7 +286,7 @@ func (e *engine) onPreStopDone(p *pod, c int) {
 // that never ran).
 func (e *engine) onKill(p *pod, c int) {
 	switch p.cs[c].rec.State {
-	case api.StateRunning:
+	case api.StateRunning, api.StateUnknown:
 		e.emitC(history.ContainerKilled, p, c)
 		e.write()
 		e.exitContainer(p, c, 137, api.ReasonError)

@@ -49,6 +49,8 @@ const (
 	evProbeFaultEnd
 	evRemoved
 	evResized
+	evPullFailed
+	evPullFaultEnd
 	// wiring (wiring.go): container.serving, a wrapper's or hook's poll
 	// (aux = poll kind), a quit signal reaching a sidecar
 	evServing
@@ -124,6 +126,12 @@ type ctrFault struct {
 	// container to run the new image.
 	imageFault    uint32
 	imageFaultIdx uint16
+	// image-pull-failure: pulls fail until pullUntil (api.Never: for
+	// good); the instance (+1), whether a pull failed yet.
+	pullUntil   int64
+	pullFault   uint32
+	pullIdx     uint16
+	pullApplied bool
 }
 
 // plan is the part of an attempt's drawn behavior.Plan the runtime and
@@ -133,6 +141,7 @@ type plan struct {
 	termHandling, preStop, postStart, exitAfter time.Duration
 	exitCode, termExitCode                      int32
 	exitReason                                  api.Reason
+	postStartFails, preStopFails                bool
 }
 
 // pod is one pod: API object, runtime state on its node, kubelet machine.
@@ -201,6 +210,8 @@ type wlState struct {
 	grace    int64
 	// on-phase faults per lifecycle stage
 	onPhase [4][]int
+	// on-container faults (exact timing relative to a container event)
+	onContainer []int
 }
 
 type faultState struct {
@@ -253,6 +264,11 @@ type engine struct {
 	rnd       *rand.Rand
 	candidate []int32
 	nameBuf   []byte
+
+	// evPod/evC: the pod and container of the event being written when
+	// emitC built it (on-container faults watch them); reset by write.
+	evPod *pod
+	evC   int
 }
 
 func newEngine(ctx context.Context, cfg *Config, seed uint64, sink history.Sink, mf machineFactory) *engine {
@@ -324,6 +340,9 @@ func newEngine(ctx context.Context, cfg *Config, seed uint64, sink history.Sink,
 			}
 			if f.When.Kind == faults.OnPhase {
 				ws.onPhase[f.When.Phase] = append(ws.onPhase[f.When.Phase], i)
+			}
+			if f.When.Kind == faults.OnContainer {
+				ws.onContainer = append(ws.onContainer, i)
 			}
 		}
 	}

@@ -10,8 +10,10 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -236,17 +238,33 @@ trials: 1
 }
 
 func firstFinding(o outcome) string {
+	return violationsByID(o, 1)
+}
+
+// violationsByID describes the first violation of each invariant (all of
+// them with max 0).
+func violationsByID(o outcome, max int) string {
+	var out strings.Builder
+	seen := map[string]bool{}
 	for _, f := range o.rep.Findings {
-		if f.Class == check.Violation {
-			var b strings.Builder
-			fmt.Fprintf(&b, "%s %s %s: %s\n", f.ID, f.Pod, f.FaultName(), f.Msg)
-			for _, e := range f.Excerpt {
-				b.WriteString("    " + check.Describe(&e) + "\n")
+		if f.Class == check.Violation && !seen[f.ID] {
+			seen[f.ID] = true
+			out.WriteString(describeFinding(f))
+			if max > 0 && len(seen) >= max {
+				break
 			}
-			return b.String()
 		}
 	}
-	return ""
+	return out.String()
+}
+
+func describeFinding(f check.Finding) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s %s: %s\n", f.ID, f.Pod, f.FaultName(), f.Msg)
+	for _, e := range f.Excerpt {
+		b.WriteString("    " + check.Describe(&e) + "\n")
+	}
+	return b.String()
 }
 
 // mixedFaults is the full fault load: every fault of the catalogue,
@@ -262,15 +280,44 @@ const mixedFaults = `
 - {name: image, type: image-change, image: envoy:2, schedule: {type: poisson, rate: 0.2}, target: {container: logs, podCount: 1}}
 - {name: poweroff, type: node-poweroff, return: true, schedule: {type: poisson, rate: 0.02}, target: {nodeCount: 1}, downtime: 5s}
 - {name: shutdown, type: node-shutdown, return: true, shutdownGracePeriod: 20s, shutdownGracePeriodCriticalPods: 5s, schedule: {type: poisson, rate: 0.02}, target: {nodeCount: 1}, downtime: 5s}
+- {name: pull, type: image-pull-failure, window: 4s, schedule: {type: poisson, rate: 0.3}, target: {podCount: 1}}
+- {name: pull-for-good, type: image-pull-failure, schedule: {type: on-phase, phase: initializing, probability: 0.01}, target: {container: logs}}
+- {name: kill, type: container-kill, schedule: {type: poisson, rate: 0.3}, target: {podCount: 1}}
+- {name: kill-term, type: container-kill, signal: TERM, schedule: {type: poisson, rate: 0.2}, target: {podCount: 1}}
+- {name: kill-exit0, type: container-kill, exitCode: 0, schedule: {type: poisson, rate: 0.2}, target: {podCount: 1}}
+- {name: unknown, type: container-unknown, schedule: {type: poisson, rate: 0.3}, target: {podCount: 1}}
+- {name: resize-app, type: resize, resources: {requests: {cpu: 300m}}, schedule: {type: poisson, rate: 0.2}, target: {container: app}}
+- {name: resize-proxy, type: resize, resources: {requests: {memory: 48Mi}}, schedule: {type: poisson, rate: 0.2}, target: {container: proxy}}
+- {name: oom-after-start, type: oom-kill, schedule: {type: on-container, container: proxy, event: started, delay: 200ms, probability: 0.02}, target: {container: proxy}}
+- {name: crash-at-app, type: kubelet-crash, downtime: 1s, schedule: {type: on-container, container: app, event: start-requested, delay: 50ms, probability: 0.002}}
+- {name: kill-at-prestop, type: container-kill, schedule: {type: on-container, container: proxy, event: prestop-begin, delay: 100ms, probability: 0.05}, target: {container: app}}
+`
+
+// mixedBehaviors give the mixed-fault pod the behaviours of issue 16 D:
+// per-attempt behaviour (logs fails its first run), a postStart that
+// fails on app's first run, a failing preStop on proxy.
+const mixedBehaviors = `    logs: {attempts: [{runTime: 1500ms, exitCode: 2}]}
+    app: {postStart: 100ms, attempts: [{postStartFails: true}]}
+    proxy: {startupAfter: 1s, preStop: 500ms, preStopFails: true}
 `
 
 // TestNoFalsePositivesUnderMixedFaults: kep753 under every fault of the
 // catalogue for at least 100,000 pod lifecycles has no violation, and every
 // degradation names the fault that excuses it.
+//
+// SIDEBENCH_MIXED_LIFECYCLES=1000000 runs it at a million lifecycles (about
+// 3 minutes on the 2-core machine; docs/checker.md has the figures).
 func TestNoFalsePositivesUnderMixedFaults(t *testing.T) {
 	count := 100_000
 	if testing.Short() {
 		count = 5_000
+	}
+	if v := os.Getenv("SIDEBENCH_MIXED_LIFECYCLES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			t.Fatalf("SIDEBENCH_MIXED_LIFECYCLES=%q: want a positive number of lifecycles", v)
+		}
+		count = n
 	}
 	text := fmt.Sprintf(`apiVersion: sidebench.dev/v1alpha1
 kind: Scenario
@@ -283,16 +330,16 @@ workloads:
   count: %d
   arrival: {type: poisson, rate: 300}
   lifetime: uniform(min=2s, max=6s)
-%s
+%s%s
 faults: %s
 trials: 1
-`, count, sidecarPod, mixedFaults)
+`, count, strings.Replace(sidecarPod, "    proxy: {startupAfter: 1s, preStop: 500ms}\n", "", 1), mixedBehaviors, mixedFaults)
 	o := runTrial(t, text, "kep753", 0)
 	if o.pods < count {
 		t.Fatalf("only %d lifecycles checked, want >= %d", o.pods, count)
 	}
 	if v := o.byID(check.Violation); len(v) > 0 {
-		t.Fatalf("kep753 under mixed faults: %d violations [%s]\n%s", o.rep.Violations(), ids(v), firstFinding(o))
+		t.Fatalf("kep753 under mixed faults: %d violations [%s]\n%s", o.rep.Violations(), ids(v), violationsByID(o, 0))
 	}
 	degraded := 0
 	for _, f := range o.rep.Findings {
@@ -313,7 +360,10 @@ trials: 1
 	t.Logf("%d lifecycles, 0 violations, %d degradations, %d pod×fault effects over %d fault kinds %v", o.pods, degraded, applied, len(o.faultedBy), keys(o.faultedBy))
 
 	// The same seed gives a byte-identical history under the full fault
-	// load (issue 4): hash two runs' JSONL.
+	// load (issue 4): hash two runs' JSONL (at the default size).
+	if count > 100_000 {
+		return
+	}
 	if h1, h2 := historyHash(t, text), historyHash(t, text); h1 != h2 {
 		t.Fatalf("same scenario and seed, different histories: %x vs %x", h1, h2)
 	}

@@ -34,7 +34,9 @@ const (
 	InNodeShutdown
 	// InImage: the spec image of Container changed to Image (INV-U1).
 	InImage
-	// InActionFailed: the runtime refused Action for Container (runtime down).
+	// InActionFailed: the runtime refused Action for Container (runtime
+	// down); with PullFailed, the start of Container failed because its
+	// image could not be pulled (ErrImagePull).
 	InActionFailed
 	// InResize: the spec resources of Container changed to Resources (an
 	// in-place resize request, INV-U2).
@@ -70,6 +72,10 @@ type Input struct {
 	// kubelet's status manager starts from so Started/Ready do not flap.
 	Records []ContainerRecord
 	Status  PodStatus
+	// PullFailed (InActionFailed of ActStartContainer): the image pull
+	// failed, so the start failed with ErrImagePull and the image back-off
+	// grows.
+	PullFailed bool
 	// Deleted says the pod already has a deletionTimestamp (with Grace)
 	// when the kubelet relists: a restarted kubelet retries termination
 	// from the start with the full grace (INV-F6).

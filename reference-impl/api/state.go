@@ -201,6 +201,12 @@ const (
 	HookNone HookState = iota
 	HookRunning
 	HookDone
+	// HookFailed: the postStart hook returned an error. The kubelet kills
+	// the container inside the same startContainer call
+	// (kuberuntime_container.go step 4: killContainer with reason
+	// FailedPostStartHook), so until it exits the container is neither
+	// Started nor done starting.
+	HookFailed
 )
 
 // ContainerObs is everything the kubelet knows about one container: the
@@ -261,6 +267,14 @@ type ContainerObs struct {
 	// ResizePending is set while an in-place resize (CRI
 	// UpdateContainerResources) is in flight.
 	ResizePending bool
+
+	// PullBackoff is the image pull back-off of the container's image
+	// after its last failed pull at PullFailedAt (kubelet memory: the
+	// image manager's flowcontrol.Backoff keyed by pod UID and image,
+	// 10 s doubling to 300 s, images/image_manager.go EnsureImageExists).
+	// While it runs, a start fails with ImagePullBackOff without pulling.
+	PullBackoff  time.Duration
+	PullFailedAt Time
 
 	// ReadySeen is the same for Ready: a restarted kubelet keeps the
 	// published Ready of a container that ran before it started until

@@ -218,7 +218,12 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 			}
 			c.StartPending = false
 		case api.StateExited, api.StateUnknown:
-			if old.State != in.Record.State || old.Attempt != in.Record.Attempt {
+			// A running attempt the runtime now reports Unknown is the
+			// same attempt: a kill of it in flight goes on (its
+			// StopContainer returns once the process is gone).
+			sameAttempt := old.Attempt == in.Record.Attempt && old.SandboxAttempt == in.Record.SandboxAttempt
+			if !(in.Record.State == api.StateUnknown && old.State == api.StateRunning && sameAttempt) &&
+				(old.State != in.Record.State || !sameAttempt) {
 				resetAttempt(c)
 			}
 			c.StartPending = false
@@ -254,10 +259,14 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 			return nil
 		}
 		c.PostStart = api.HookDone
-		if !in.OK && !o.Term.Active {
+		if !in.OK {
 			// A failed postStart hook kills the container
-			// (FailedPostStartHook); the restart policy decides the rest.
-			m.issue(now, api.Action{Kind: api.ActStopContainer, Container: in.Container, Grace: maxDuration(m.spec.TerminationGracePeriod, MinimumGracePeriod), Reason: api.KillFailedPostStartHook})
+			// (FailedPostStartHook, planSingleKills; during a pod kill the
+			// kill in progress stops it); the restart policy decides the
+			// rest. It is never Started: the pod worker is inside
+			// startContainer until that kill ends, so no status in
+			// between shows it running.
+			c.PostStart = api.HookFailed
 		}
 	case api.InPreStopDone:
 		c, err := m.container(in.Container)
@@ -334,6 +343,10 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 				return err
 			}
 			c.StartPending = false
+			if in.PullFailed {
+				c.PullBackoff = NextImageBackoff(c.PullBackoff, c.PullFailedAt, now)
+				c.PullFailedAt = now
+			}
 		case api.ActStopContainer:
 			c, err := m.container(in.Container)
 			if err != nil {

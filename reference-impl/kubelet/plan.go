@@ -18,6 +18,12 @@ const (
 	// BackoffResetAfter: a container that ran this long restarts without
 	// backoff (INV-R2 "reset after 10 min of running").
 	BackoffResetAfter = 10 * time.Minute
+	// InitialImageBackoff and MaxImageBackoff bound the image pull
+	// back-off (kubelet.go imageBackOffPeriod, MaxImageBackOff); an entry
+	// unused for 2 × MaxImageBackoff starts over (flowcontrol.Backoff
+	// hasExpired).
+	InitialImageBackoff = 10 * time.Second
+	MaxImageBackoff     = 300 * time.Second
 	// KubeletRestartGracePeriod: a container that started at least this
 	// long before the kubelet did keeps its Ready across the kubelet
 	// restart (prober_manager.go kubeletRestartGracePeriod).
@@ -230,6 +236,20 @@ func (p *planner) allMainsSucceeded() bool {
 func (p *planner) planSingleKills() {
 	for i := range p.obs.Containers {
 		c := &p.obs.Containers[i]
+		if c.PostStart == api.HookFailed && !c.Killing && !c.StopRequested && p.running(i) {
+			// startContainer step 4 (kuberuntime_container.go): a failed
+			// postStart hook kills the container with killContainer(...,
+			// reasonFailedPostStartHook, nil, nil): the preStop hook runs
+			// if the spec has one, with the grace of setTerminationGrace-
+			// Period (the deletion grace once the pod is deleted, else
+			// the pod's); the restart policy decides what follows.
+			grace := p.podGrace()
+			if p.obs.Pod.Deleted {
+				grace = p.obs.Pod.DeleteGrace
+			}
+			p.beginKill(i, api.KillFailedPostStartHook, grace, false)
+			continue
+		}
 		if !c.Killing || c.StopRequested {
 			continue
 		}
@@ -320,6 +340,14 @@ func (p *planner) start(i int) {
 		p.wake(until)
 		return
 	}
+	if until, wait := p.pullBackoffUntil(i); wait {
+		// EnsureImageExists fails at once with ImagePullBackOff: the
+		// start fails, nothing is created, and SyncPod goes on with the
+		// next main (a regular init or sidecar holds everything after it:
+		// nothing after it is in InitContainersToStart).
+		p.wake(until)
+		return
+	}
 	p.act(api.Action{Kind: api.ActStartContainer, Container: i, Attempt: attempt})
 	p.startAsked = true
 }
@@ -330,7 +358,7 @@ func (p *planner) start(i int) {
 func (p *planner) startInFlight() bool {
 	for i := range p.obs.Containers {
 		c := &p.obs.Containers[i]
-		if c.StartPending || (c.PostStart == api.HookRunning && p.running(i)) {
+		if c.StartPending || ((c.PostStart == api.HookRunning || c.PostStart == api.HookFailed) && p.running(i)) {
 			return true
 		}
 	}
@@ -354,6 +382,28 @@ func (p *planner) backoffUntil(i int) (api.Time, bool) {
 		return until, true
 	}
 	return 0, false
+}
+
+// pullBackoffUntil reports whether the image pull back-off of container i
+// still runs, and until when.
+func (p *planner) pullBackoffUntil(i int) (api.Time, bool) {
+	c := &p.obs.Containers[i]
+	if c.PullBackoff == 0 {
+		return 0, false
+	}
+	until := c.PullFailedAt.Add(c.PullBackoff)
+	return until, p.now < until
+}
+
+// NextImageBackoff is the image back-off after a failed pull at now, given
+// the entry's current delay and its last failure (flowcontrol.Backoff.Next:
+// 10 s, then doubling up to 300 s; an entry older than 2 × 300 s starts
+// over).
+func NextImageBackoff(cur time.Duration, last, now api.Time) time.Duration {
+	if cur == 0 || now.Sub(last) > 2*MaxImageBackoff {
+		return InitialImageBackoff
+	}
+	return min(2*cur, MaxImageBackoff)
 }
 
 // purged reports whether container i is an init container whose record
@@ -577,7 +627,8 @@ func (p *planner) rerunMissingInit() bool {
 }
 
 func (p *planner) postStartDone(i int) bool {
-	return p.obs.Containers[i].PostStart != api.HookRunning
+	h := p.obs.Containers[i].PostStart
+	return h != api.HookRunning && h != api.HookFailed
 }
 
 // started is the Started flag: running, postStart returned and the startup

@@ -296,6 +296,9 @@ func (e *scriptEnv) run(cmd string, args []string) string {
 			return "error: " + err.Error()
 		}
 		in = api.Input{Kind: api.InActionFailed, Action: api.ActStartContainer, Container: i}
+		if _, pull := opts["pull"]; pull {
+			in.PullFailed = true // ErrImagePull
+		}
 	case "restart-kubelet":
 		// The old kubelet's memory is gone; the new one relists the
 		// runtime and seeds Started from the API server's last status.

@@ -83,7 +83,11 @@ func (p *planner) initializedCondition(started api.Set, ph api.Phase) bool {
 			continue
 		}
 		c := &p.obs.Containers[i]
-		if s := c.Record.State; s == api.StateRunning || s == api.StateExited || (s == api.StateNone && c.Gone) {
+		// A running container the runtime now reports Unknown is
+		// published Terminated (ContainerStatusUnknown, 137:
+		// convertToAPIContainerStatuses), which counts as well.
+		if s := c.Record.State; s == api.StateRunning || s == api.StateExited || (s == api.StateNone && c.Gone) ||
+			(s == api.StateUnknown && c.Record.StartedAt != 0) {
 			return true
 		}
 	}
@@ -255,6 +259,17 @@ func (p *planner) countMain(i int, running, waiting, stopped, succeeded, unknown
 		// (ContainerStatusUnknown).
 		*stopped++
 		return
+	case api.StateCreated:
+		if r.LastExited {
+			// Waiting, with the previous attempt as its last termination
+			// (a restart whose start failed): getPhase counts it stopped
+			// but never succeeded — succeeded counts State.Terminated
+			// with exit 0 only — so a finished pod is Failed. (1M mixed
+			// faults: a restart cut by a runtime restart, then deletion,
+			// published Succeeded: INV-C2, T8.)
+			*stopped++
+			return
+		}
 	}
 	if code, ok := p.lastExit(i); ok {
 		*stopped++

@@ -34,7 +34,7 @@ func (p *planner) planTermination() {
 		if r == nil {
 			continue
 		}
-		if r.State != api.StateRunning {
+		if r.State != api.StateRunning && !p.killedAlive(i) {
 			if p.restartInTermination(i) {
 				anyLeft = true
 				p.start(i)
@@ -76,6 +76,19 @@ func (p *planner) planTermination() {
 	}
 }
 
+// killedAlive reports whether container i, which the runtime now reports
+// Unknown, still counts as running in the kill in progress: it was running
+// when the kill began, so killPodWithSyncResult has a goroutine killing it
+// whose StopContainer returns only once the process is gone, and the
+// ordering's containerTerminated follows that return
+// (kuberuntime_container.go killContainer). A container Unknown before the
+// kill began is not in the running pod (ConvertPodStatusToRunningPod keeps
+// Running containers only) and takes no part.
+func (p *planner) killedAlive(i int) bool {
+	r := p.rec(i)
+	return r != nil && r.State == api.StateUnknown && p.obs.Term.RunningAtStart.Has(i)
+}
+
 // turnCame reports whether container i may be signalled under ordering.
 func (p *planner) turnCame(i int) bool {
 	k := p.kinds[i]
@@ -87,7 +100,7 @@ func (p *planner) turnCame(i int) bool {
 	}
 	t := &p.obs.Term
 	for j := len(p.spec.Init); j < p.spec.Len(); j++ {
-		if t.RunningAtStart.Has(j) && p.running(j) {
+		if t.RunningAtStart.Has(j) && (p.running(j) || p.killedAlive(j)) {
 			return false
 		}
 	}
@@ -96,7 +109,7 @@ func (p *planner) turnCame(i int) bool {
 		return true
 	}
 	for j := i + 1; j < len(p.spec.Init); j++ {
-		if p.kinds[j] == kindSidecar && t.RunningAtStart.Has(j) && p.running(j) {
+		if p.kinds[j] == kindSidecar && t.RunningAtStart.Has(j) && (p.running(j) || p.killedAlive(j)) {
 			return false
 		}
 	}

@@ -92,7 +92,7 @@ func TestScheduleFaultsOnFakeClock(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
-	ScheduleFaults(ctx, clk, &wg, start, p, "test", log, func() bool { return false }, func(f Firing) {
+	ScheduleFaults(ctx, clk, &wg, start, p, "test", log, func() bool { return false }, false, func(f Firing) {
 		if f.Rand == nil {
 			t.Error("firing without its target stream")
 		}

@@ -66,20 +66,27 @@ type Firing struct {
 	// Rand is the fault's target stream (behavior.FaultTargetKey): its
 	// picks never move the firing times.
 	Rand faults.Rand
+	// Pod is the pod an on-container firing is for (Triggers): the fault
+	// hits that pod, or its node; "" for timed firings.
+	Pod string
 }
 
 // ScheduleFaults starts one goroutine per timed fault of the plan (wg
 // counts them): fire runs at each firing time on clk, from start, until
 // ctx ends or over reports that every pod is gone. The times are the
 // plan's (trial.Plan.FaultSchedule draws them the same way), so they are
-// the sim's for the same seed. Schedules that are not timed are recorded
-// not applied: a real cluster has no virtual clock to hook on-phase faults
-// into.
+// the sim's for the same seed. On-container schedules are the backend's
+// to drive from the events it observes (Triggers) when onContainer is
+// set; other schedules that are not timed are recorded not applied: a real
+// cluster has no virtual clock to hook on-phase faults into.
 func ScheduleFaults(ctx context.Context, clk clock.Clock, wg *sync.WaitGroup, start time.Time, p *trial.Plan, backend string,
-	log *FaultLog, over func() bool, fire func(f Firing)) {
+	log *FaultLog, over func() bool, onContainer bool, fire func(f Firing)) {
 	for i := range p.Faults {
 		sp := &p.Faults[i]
 		label := sp.Label(i)
+		if sp.When.Kind == faults.OnContainer && onContainer {
+			continue
+		}
 		if !sp.When.Timed() {
 			log.NotApplied(sp, label, "", "", "", fmt.Sprintf("schedule %s is not supported on the %s backend (only timed schedules)", sp.When.Kind, backend))
 			continue

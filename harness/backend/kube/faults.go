@@ -56,7 +56,7 @@ func (tr *trial) event(e history.Event) {
 
 // scheduleFaults starts one goroutine per timed fault of the scenario.
 func (tr *trial) scheduleFaults(ctx context.Context) {
-	drive.ScheduleFaults(ctx, tr.b.clock(), &tr.faultWG, tr.start, tr.p, "kube", &tr.flog, tr.allDone,
+	drive.ScheduleFaults(ctx, tr.b.clock(), &tr.faultWG, tr.start, tr.p, "kube", &tr.flog, tr.allDone, false,
 		func(f drive.Firing) { tr.fire(ctx, f.Spec, f.Index, f.Label, f.N, f.Rand) })
 }
 

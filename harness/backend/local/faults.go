@@ -2,13 +2,20 @@ package local
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"strconv"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/sidebench/sidebench/harness/backend/drive"
+	"github.com/sidebench/sidebench/harness/cri"
 	"github.com/sidebench/sidebench/harness/faults"
 	"github.com/sidebench/sidebench/harness/history"
 	trialplan "github.com/sidebench/sidebench/harness/trial"
@@ -24,10 +31,33 @@ import (
 // that cannot take effect writes fault.not-applied and is not counted as
 // applied.
 
-// scheduleFaults starts one goroutine per timed fault of the scenario.
+// scheduleFaults starts one goroutine per timed fault of the scenario;
+// on-container faults fire from the events the trial records (trigger).
 func (tr *trial) scheduleFaults(ctx context.Context) {
-	drive.ScheduleFaults(ctx, tr.b.clock(), &tr.faulWG, tr.start, tr.p, "local", &tr.flog, tr.allDone,
-		func(f drive.Firing) { tr.fire(ctx, f.Spec, f.Label, f.Rand) })
+	drive.ScheduleFaults(ctx, tr.b.clock(), &tr.faulWG, tr.start, tr.p, "local", &tr.flog, tr.allDone, true,
+		func(f drive.Firing) { tr.fire(ctx, f) })
+}
+
+// trigger hands a recorded event to the on-container faults and runs each
+// firing it triggers at its time (the event's time plus the delay) on the
+// backend's clock: exact timing relative to what the kubelet and the CRI
+// server actually did.
+func (tr *trial) trigger(ctx context.Context, e history.Event) {
+	tr.mu.Lock()
+	ps := tr.pods[e.Pod]
+	tr.mu.Unlock()
+	if ps == nil {
+		return
+	}
+	for _, d := range tr.trig.Observe(&e, time.Duration(e.T-tr.start.UnixNano()), &ps.wl.world) {
+		tr.faulWG.Add(1)
+		go func() {
+			defer tr.faulWG.Done()
+			if drive.SleepUntil(ctx, tr.b.clock(), tr.start.Add(d.At)) {
+				tr.fire(ctx, d.Firing)
+			}
+		}()
+	}
 }
 
 // allDone reports whether every pod of the trial has been removed.
@@ -44,11 +74,24 @@ func (tr *trial) allDone() bool {
 
 // fire applies one firing of a fault (in the background for faults with a
 // downtime).
-func (tr *trial) fire(ctx context.Context, sp *faults.Spec, label string, rng faults.Rand) {
+func (tr *trial) fire(ctx context.Context, f drive.Firing) {
+	sp, label, rng := f.Spec, f.Label, f.Rand
 	nodes := len(tr.b.cl.Nodes)
 	switch sp.Kind {
 	case faults.KubeletCrash, faults.RuntimeRestart, faults.NodePoweroff, faults.ContainerGC, faults.NodeShutdown:
-		for _, k := range sp.Where.PickNodes(nodes, rng) {
+		picked := sp.Where.PickNodes(nodes, rng)
+		if f.Pod != "" {
+			// On-container: the node of the pod whose event fired it.
+			tr.mu.Lock()
+			ps := tr.pods[f.Pod]
+			tr.mu.Unlock()
+			if ps == nil || tr.nodeIndex(ps.node) < 0 {
+				tr.flog.NotApplied(sp, label, "", f.Pod, "", "pod not bound to a node")
+				return
+			}
+			picked = []int{tr.nodeIndex(ps.node)}
+		}
+		for _, k := range picked {
 			if k >= nodes {
 				tr.flog.NotApplied(sp, label, "", "", "", fmt.Sprintf("node index %d: the cluster has %d nodes", k, nodes))
 				continue
@@ -70,8 +113,8 @@ func (tr *trial) fire(ctx context.Context, sp *faults.Spec, label string, rng fa
 				}
 			}()
 		}
-	case faults.OOMKill:
-		tr.oomKill(sp, label, rng)
+	case faults.OOMKill, faults.ContainerKill, faults.ContainerUnknown, faults.ImagePullFailure, faults.Resize:
+		tr.containerFault(ctx, sp, label, rng, f.Pod)
 	default:
 		tr.flog.NotApplied(sp, label, "", "", "", sp.Kind.String()+" is not supported on the local backend yet")
 	}
@@ -263,12 +306,15 @@ func (tr *trial) containerGC(sp *faults.Spec, label string, k int) {
 	tr.flog.Event(history.FaultEnd, sp, fid, n.Name, "", "", target, "")
 }
 
-func (tr *trial) oomKill(sp *faults.Spec, label string, rng faults.Rand) {
+// containerFault applies a container-level fault to the picked pods (pod,
+// if set: the pod whose event fired an on-container fault), each in one
+// container the target selects.
+func (tr *trial) containerFault(ctx context.Context, sp *faults.Spec, label string, rng faults.Rand, pod string) {
 	// Live pods matching the target: created, not being deleted.
 	tr.mu.Lock()
 	var cand []*podState
 	for _, p := range tr.order {
-		if p.created && !p.deleting && !p.removed && sp.Where.MatchPod(&p.wl.world) {
+		if p.created && !p.deleting && !p.removed && sp.Where.MatchPod(&p.wl.world) && (pod == "" || p.name == pod) {
 			cand = append(cand, p)
 		}
 	}
@@ -293,14 +339,120 @@ func (tr *trial) oomKill(sp *faults.Spec, label string, rng faults.Rand) {
 		fid := tr.flog.NewID()
 		target := p.name + "/" + c
 		tr.flog.Event(history.FaultBegin, sp, fid, p.node, p.name, c, target, label)
-		if _, err := tr.b.cl.Nodes[k].Runtime.OOMKill(p.name, c); err != nil {
+		rt := tr.b.cl.Nodes[k].Runtime
+		var effect string
+		var err error
+		switch sp.Kind {
+		case faults.OOMKill:
+			_, err = rt.OOMKill(p.name, c)
+			effect = "exited 137 OOMKilled"
+		case faults.ContainerKill:
+			code, now := sp.KillExit()
+			effect, err = rt.Kill(p.name, c, code, !now)
+		case faults.ContainerUnknown:
+			var attempt uint32
+			attempt, err = rt.ReportUnknown(p.name, c)
+			effect = fmt.Sprintf("the runtime reports the container Unknown (attempt %d)", attempt)
+		case faults.Resize:
+			effect, err = tr.resize(ctx, p, ci, c, sp)
+		case faults.ImagePullFailure:
+			tr.faulWG.Add(1)
+			go func() {
+				defer tr.faulWG.Done()
+				tr.pullFailure(ctx, sp, fid, p, ci, c, target, rt)
+			}()
+			continue // ends on its own
+		}
+		if err != nil {
 			tr.flog.Event(history.FaultNotApplied, sp, fid, p.node, p.name, c, target, err.Error())
 		} else {
 			tr.flog.Applied()
-			tr.flog.Event(history.FaultEffect, sp, fid, p.node, p.name, c, target, "exited 137 OOMKilled")
+			tr.flog.Event(history.FaultEffect, sp, fid, p.node, p.name, c, target, effect)
 		}
 		tr.flog.Event(history.FaultEnd, sp, fid, p.node, p.name, c, target, "")
 	}
+}
+
+// pullFailure makes the CRI server fail the pulls of container c's image
+// for the pod until the window ends (for good: until the trial ends), then
+// records whether a pull failed (effect) or none was tried (not applied).
+func (tr *trial) pullFailure(ctx context.Context, sp *faults.Spec, fid uint32, p *podState, ci int, c, target string, rt *cri.Server) {
+	image := p.wl.tmplImage(ci)
+	var until time.Time
+	if sp.Window > 0 {
+		until = tr.b.clock().Now().Add(sp.Window)
+	}
+	pulled := rt.FailPulls(p.name, c, image, until)
+	if sp.Window > 0 {
+		drive.SleepUntil(ctx, tr.b.clock(), until)
+	} else {
+		<-ctx.Done()
+	}
+	if pulled() {
+		tr.flog.Applied()
+		tr.flog.Event(history.FaultEffect, sp, fid, p.node, p.name, c, target, "pull of "+image+" failed: ErrImagePull, then image pull back-off")
+	} else {
+		tr.flog.Event(history.FaultNotApplied, sp, fid, p.node, p.name, c, target, "no pull of the image while its pulls failed")
+	}
+	tr.flog.Event(history.FaultEnd, sp, fid, p.node, p.name, c, target, "")
+}
+
+// resize patches the pod's resize subresource with container c's new
+// resources (an in-place resize through the API, INV-U2) and records
+// container.resize; the kubelet applies it through CRI
+// UpdateContainerResources (container.resized) or restarts the container
+// per its resizePolicy.
+func (tr *trial) resize(ctx context.Context, p *podState, ci int, c string, sp *faults.Spec) (string, error) {
+	tr.mu.Lock()
+	cur, ok := tr.resources[p.name+"/"+c]
+	tr.mu.Unlock()
+	if !ok {
+		cur = p.wl.spec.At(ci).Resources
+	}
+	next := sp.Resources.Apply(cur)
+	if next == cur {
+		return "", fmt.Errorf("resources unchanged")
+	}
+	req := corev1.ResourceList{}
+	lim := corev1.ResourceList{}
+	if next.CPURequest > 0 {
+		req[corev1.ResourceCPU] = *resource.NewMilliQuantity(next.CPURequest, resource.DecimalSI)
+	}
+	if next.MemRequest > 0 {
+		req[corev1.ResourceMemory] = *resource.NewQuantity(next.MemRequest, resource.BinarySI)
+	}
+	if next.CPULimit > 0 {
+		lim[corev1.ResourceCPU] = *resource.NewMilliQuantity(next.CPULimit, resource.DecimalSI)
+	}
+	if next.MemLimit > 0 {
+		lim[corev1.ResourceMemory] = *resource.NewQuantity(next.MemLimit, resource.BinarySI)
+	}
+	list := "containers"
+	if ci < len(p.wl.spec.Init) {
+		list = "initContainers"
+	}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{list: []map[string]any{{
+		"name": c, "resources": map[string]any{"requests": req, "limits": lim}}}}})
+	if err != nil {
+		return "", err
+	}
+	ns, name, _ := strings.Cut(p.name, "/")
+	key := p.name + "/" + c
+	tr.mu.Lock()
+	tr.resizing[key] = true // before the patch: the kubelet may act at once
+	tr.mu.Unlock()
+	if _, err := tr.b.cs.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "resize"); err != nil {
+		tr.mu.Lock()
+		delete(tr.resizing, key)
+		tr.mu.Unlock()
+		return "", fmt.Errorf("resize refused: %w", err)
+	}
+	tr.mu.Lock()
+	tr.resources[key] = next
+	tr.mu.Unlock()
+	tr.emit(history.Event{Kind: history.ContainerResize, Pod: p.name, Node: p.node, Container: c,
+		CPU: next.CPURequest, Mem: next.MemRequest, CPULimit: next.CPULimit, MemLimit: next.MemLimit})
+	return "pod resize subresource patched; the kubelet resizes or restarts the container per its resizePolicy", nil
 }
 
 func (tr *trial) nodeIndex(name string) int {

@@ -219,6 +219,21 @@ func (s *switchSink) set(n history.Sink) {
 	s.mu.Unlock()
 }
 
+// WriteSandbox forwards an event with its sandbox's UID and labels to the
+// current trial when it takes them (trial.onSandboxEvent).
+func (s *switchSink) WriteSandbox(e *history.Event, uid string, labels map[string]string) error {
+	s.mu.Lock()
+	n := s.next
+	s.mu.Unlock()
+	if ss, ok := n.(cri.SandboxSink); ok {
+		return ss.WriteSandbox(e, uid, labels)
+	}
+	if n == nil {
+		return nil
+	}
+	return n.Write(e)
+}
+
 func (s *switchSink) Write(e *history.Event) error {
 	s.mu.Lock()
 	n := s.next
@@ -243,6 +258,15 @@ type trialSink struct {
 	closed  bool
 	err     error
 	dropped int
+	// after sees each event written (set once, before the trial's pods
+	// exist; called with the sink's lock held: it must not block).
+	after func(e *history.Event)
+}
+
+func (s *trialSink) setAfter(f func(e *history.Event)) {
+	s.mu.Lock()
+	s.after = f
+	s.mu.Unlock()
 }
 
 func (s *trialSink) register(pod string) {
@@ -272,6 +296,9 @@ func (s *trialSink) Write(e *history.Event) error {
 	s.last = e.T
 	if err := s.next.Write(e); err != nil {
 		s.err = err
+	}
+	if s.after != nil {
+		s.after(e)
 	}
 	return nil
 }
@@ -335,6 +362,15 @@ type trial struct {
 	stats  Stats
 	podsWG sync.WaitGroup
 	faulWG sync.WaitGroup
+	// uids are the pod UIDs the apiserver gave this trial's pods, by
+	// name; otherTrial counts CRI events of other trials' pods dropped.
+	uids       map[string]string
+	otherTrial int
+	// resources are the resources of containers resized in place, by
+	// "pod/container"; trig fires the on-container faults.
+	resources map[string]api.Resources
+	resizing  map[string]bool // "pod/container" whose resize the kubelet has not acted on
+	trig      *drive.Triggers
 }
 
 func (tr *trial) emit(e history.Event) {
@@ -354,7 +390,8 @@ func (b *Backend) RunTrial(ctx context.Context, p *trialplan.Plan, sink history.
 	}
 	b.prepareNodeShutdown(ctx, p)
 	b.seq++
-	tr := &trial{b: b, p: p, id: fmt.Sprintf("t%d-%d", b.seq, p.Number), pods: map[string]*podState{},
+	tr := &trial{b: b, p: p, id: fmt.Sprintf("t%d-%d", b.seq, p.Number), pods: map[string]*podState{}, uids: map[string]string{},
+		resources: map[string]api.Resources{}, resizing: map[string]bool{}, trig: drive.NewTriggers(p),
 		sink: &trialSink{next: sink, known: map[string]bool{}, removed: map[string]bool{}}}
 	tr.flog.Emit = tr.emit
 	if err := tr.compile(); err != nil {
@@ -381,7 +418,7 @@ func (b *Backend) RunTrial(ctx context.Context, p *trialplan.Plan, sink history.
 	}
 
 	tr.start = time.Now()
-	b.sw.set(sinkFunc(tr.onCRI))
+	b.sw.set(criSink{tr})
 	defer b.sw.set(nil)
 	tr.emit(history.Event{T: tr.start.UnixNano(), Kind: history.RunMeta, Meta: &history.Meta{
 		Scenario: p.Scenario, ScenarioHash: p.ScenarioHash, Seed: p.Seed, Trial: p.Number,
@@ -400,8 +437,16 @@ func (b *Backend) RunTrial(ctx context.Context, p *trialplan.Plan, sink history.
 	tctx, cancel := context.WithDeadline(ctx, tr.start.Add(horizon))
 	defer cancel()
 
-	tr.arrive(tctx)
 	fctx, stopFaults := context.WithCancel(tctx)
+	if tr.trig.Any() {
+		// On-container faults fire from what the trial records.
+		tr.sink.setAfter(func(e *history.Event) {
+			if e.Container != "" && !e.Kind.IsFault() {
+				go tr.trigger(fctx, *e)
+			}
+		})
+	}
+	tr.arrive(tctx)
 	tr.scheduleFaults(fctx)
 
 	// Wait for every pod to be created and removed, or the horizon.
@@ -570,11 +615,15 @@ func (tr *trial) drive(ctx context.Context, ps *podState, name, node string, at 
 	tr.mu.Lock()
 	tr.stats.Pods++
 	tr.mu.Unlock()
-	if _, err := tr.b.cs.CoreV1().Pods(w.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	created, err := tr.b.cs.CoreV1().Pods(w.ns).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
 		tr.emit(history.Event{Kind: history.PodRemoved, Pod: ps.name, Msg: "create failed: " + err.Error()})
 		tr.markDone(ps)
 		return
 	}
+	tr.mu.Lock()
+	tr.uids[ps.name] = string(created.UID)
+	tr.mu.Unlock()
 	drive.AwaitEnd(ctx, tr.b.clock(), tr.p, w.idx, ps.name, ps.terminal, ps.done)
 	if ctx.Err() == nil {
 		tr.delete(ctx, ps, drive.DeleteGrace(w.w))
@@ -755,6 +804,46 @@ func staleSnapshot(ps *podState, statuses []corev1.ContainerStatus) bool {
 	return false
 }
 
+// criSink is the CRI servers' way into a trial: events that carry their
+// sandbox go through the trial's attribution (onSandboxEvent).
+type criSink struct{ tr *trial }
+
+func (s criSink) Write(e *history.Event) error { return s.tr.onCRI(e) }
+func (s criSink) WriteSandbox(e *history.Event, uid string, labels map[string]string) error {
+	return s.tr.onSandboxEvent(e, uid, labels)
+}
+
+// onSandboxEvent attributes a CRI event to the trial by its sandbox, not
+// by the pod name alone: pod names repeat across trials (default/web-0),
+// and the previous trial's pod may still be being killed when this one
+// starts, so its events would land in this history (issue 16 A9: six
+// spurious INV-P3 in one run). A sandbox labelled with another trial's
+// LabelTrial is dropped; so is one whose pod UID differs from the UID the
+// apiserver gave this trial's pod of that name, once known.
+func (tr *trial) onSandboxEvent(e *history.Event, uid string, labels map[string]string) error {
+	if id, ok := labels[LabelTrial]; ok && id != tr.id {
+		tr.dropOther()
+		return nil
+	}
+	if uid != "" && e.Pod != "" {
+		tr.mu.Lock()
+		want := tr.uids[e.Pod]
+		tr.mu.Unlock()
+		if want != "" && want != uid {
+			tr.dropOther()
+			return nil
+		}
+	}
+	return tr.onCRI(e)
+}
+
+// dropOther counts an event of another trial's pod.
+func (tr *trial) dropOther() {
+	tr.mu.Lock()
+	tr.otherTrial++
+	tr.mu.Unlock()
+}
+
 // onCRI receives the CRI servers' events (with the server's lock held).
 // It writes them, then the Started flag the kubelet derives from them:
 // the kubelet marks a container Started when its startup probe succeeds
@@ -797,6 +886,18 @@ func (tr *trial) onCRI(e *history.Event) error {
 		c := *e
 		c.Reason = "RestartAllContainers"
 		e = &c
+	}
+	// Likewise a stop of a container whose in-place resize is pending,
+	// outside a deletion, is the kubelet's restart for its resizePolicy
+	// (computePodResizeAction; the reference writes ResizeRestart).
+	key := e.Pod + "/" + e.Container
+	if e.Kind == history.ContainerStopRequested && e.Reason == "" && tr.resizing[key] && !ps.deleting {
+		c := *e
+		c.Reason = "ResizeRestart"
+		e = &c
+	}
+	if e.Kind == history.ContainerRunning || e.Kind == history.ContainerResized || e.Kind == history.ContainerExited {
+		delete(tr.resizing, key)
 	}
 	var term *history.Event
 	if (e.Kind == history.ContainerPreStopBegin || e.Kind == history.ContainerStopRequested) && !ps.terminating {
@@ -968,4 +1069,13 @@ func (b *Backend) clock() clock.Clock {
 		return clock.RealClock{}
 	}
 	return b.clk
+}
+
+// tmplImage is the image of container i (spec order) of the workload's
+// pod template.
+func (w *workload) tmplImage(i int) string {
+	if i < len(w.tmpl.InitContainers) {
+		return w.tmpl.InitContainers[i].Image
+	}
+	return w.tmpl.Containers[i-len(w.tmpl.InitContainers)].Image
 }

@@ -1,8 +1,11 @@
 package local
 
 import (
+	"context"
 	"slices"
 	"testing"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -246,5 +249,38 @@ func TestStartedWaitsForPostStart(t *testing.T) {
 	want := []string{"container.running proxy", "container.poststart-done proxy", "container.started proxy", "container.running app", "container.started app"}
 	if !slices.Equal(seq, want) {
 		t.Errorf("events %v, want %v", seq, want)
+	}
+}
+
+// TestPreviousTrialEventsDropped is the issue 16 A9 regression: pod names
+// repeat across trials (default/web-0), and when one invocation runs
+// several scenarios the previous trial's pod is still being killed when
+// the next trial starts. Its CRI events must not land in the new trial's
+// history: they are attributed by the sandbox's trial label and pod UID,
+// not by the name.
+func TestPreviousTrialEventsDropped(t *testing.T) {
+	var got collect
+	tr := &trial{id: "t2-0", p: &trialplan.Plan{}, pods: map[string]*podState{}, uids: map[string]string{},
+		sink: &trialSink{known: map[string]bool{}, removed: map[string]bool{}, next: &got}}
+	tr.sink.register("default/web-0")
+	tr.uids["default/web-0"] = "uid-new"
+	srv := cri.New(cri.Config{Node: "127.0.0.2", Sink: cri.SerialSink(criSink{tr})})
+	run := func(uid string, labels map[string]string) {
+		_, err := srv.RunPodSandbox(context.Background(), &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
+			Metadata: &runtimeapi.PodSandboxMetadata{Name: "web-0", Namespace: "default", Uid: uid},
+			Labels:   labels,
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	run("uid-old", map[string]string{LabelTrial: "t1-0"}) // the previous trial's pod, same name
+	run("uid-stale", nil)                                 // same name, no trial label, another UID
+	run("uid-new", map[string]string{LabelTrial: "t2-0"}) // this trial's pod
+	if len(got) != 1 || got[0].Kind != history.SandboxCreated || got[0].Pod != "default/web-0" {
+		t.Fatalf("want only this trial's sandbox.created, got %v", got)
+	}
+	if tr.otherTrial != 2 {
+		t.Errorf("dropped %d events of other pods, want 2", tr.otherTrial)
 	}
 }

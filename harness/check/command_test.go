@@ -1,0 +1,82 @@
+package check
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCheckCommandMalformed: `sidebench check` on the histories of
+// testdata/malformed (issue 15, items 14 and 16). A history that holds no
+// pod (empty, or the run.meta a SIGKILLed run leaves) fails with "no pods
+// checked" (exit 1: nothing was verified); a history whose t goes
+// backwards within a run is malformed (exit 2, naming the line), like one
+// with an unknown kind or a broken line.
+func TestCheckCommandMalformed(t *testing.T) {
+	for _, tt := range []struct {
+		file   string
+		code   int
+		stderr string
+	}{
+		{"empty.jsonl", 1, "check: no pods checked (testdata/malformed/empty.jsonl)"},
+		{"meta-only.jsonl", 1, "check: no pods checked (scenario=golden policy=kep753 in testdata/malformed/meta-only.jsonl)"},
+		{"t-backwards.jsonl", 2, "history line 30: t goes backwards: t=599000000 is before t=600000000 of line 29"},
+		{"unknown-kind.jsonl", 2, `history line 21: unknown kind "pod.bogus"`},
+		{"broken-line.jsonl", 2, `history line 41: field "node": expected a string`},
+	} {
+		t.Run(tt.file, func(t *testing.T) {
+			var out, errb strings.Builder
+			code := RunCheckCommand(&out, &errb, []string{filepath.Join("testdata", "malformed", tt.file)})
+			if code != tt.code || !strings.Contains(errb.String(), tt.stderr) {
+				t.Fatalf("exit %d, stderr %q; want exit %d and %q", code, errb.String(), tt.code, tt.stderr)
+			}
+		})
+	}
+}
+
+// A run with pods next to a run without any: the empty one is reported
+// (0 pods) and fails the check; the other keeps its table.
+func TestCheckCommandRunWithoutPods(t *testing.T) {
+	ok, err := os.ReadFile("testdata/kep753-ok.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := strings.Replace(strings.SplitN(string(ok), "\n", 2)[0], `"policy":"kep753"`, `"policy":"none"`, 1)
+	path := filepath.Join(t.TempDir(), "h.jsonl")
+	if err := os.WriteFile(path, append(ok, meta+"\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb strings.Builder
+	if code := RunCheckCommand(&out, &errb, []string{path}); code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, errb.String())
+	}
+	if !strings.Contains(errb.String(), "no pods checked (scenario=golden policy=none") || strings.Contains(errb.String(), "policy=kep753 in") {
+		t.Fatalf("stderr: %s", errb.String())
+	}
+	if !strings.Contains(out.String(), "policy=kep753 ") || !strings.Contains(out.String(), "policy=none ") {
+		t.Fatalf("stdout lacks a table:\n%s", out.String())
+	}
+}
+
+// Every scenario × policy gets a report with its own Runner: a history
+// whose every run names a new scenario is refused past MaxReports, naming
+// the line, instead of starting a Runner per line.
+func TestCheckCommandTooManyReports(t *testing.T) {
+	var b strings.Builder
+	for i := range MaxReports + 1 {
+		fmt.Fprintf(&b, `{"t":0,"k":"run.meta","meta":{"scenario":"s%d","seed":1,"trial":0,"policy":"kep753","backend":"sim","version":"v"}}`+"\n", i)
+		b.WriteString(`{"t":0,"k":"pod.scheduled","pod":"default/p0","node":"n"}` + "\n")
+	}
+	path := filepath.Join(t.TempDir(), "h.jsonl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb strings.Builder
+	code := RunCheckCommand(&out, &errb, []string{path})
+	want := fmt.Sprintf("history line %d: more than %d scenario × policy combinations", 2*MaxReports+1, MaxReports)
+	if code != 2 || !strings.Contains(errb.String(), want) {
+		t.Fatalf("exit %d, stderr %q; want 2 and %q", code, errb.String(), want)
+	}
+}

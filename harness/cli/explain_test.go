@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sidebench/sidebench/harness/rundir"
+)
+
+// explain exits 2, like check, on a history it cannot read (issue 15,
+// item 15: a malformed history was an internal error, exit 3), and names
+// the file and line.
+func TestExplainMalformedHistory(t *testing.T) {
+	dir := filepath.Join("..", "check", "testdata", "malformed")
+	for _, tt := range []struct {
+		file, want string
+	}{
+		{"unknown-kind.jsonl", `history line 21: unknown kind "pod.bogus"`},
+		{"broken-line.jsonl", `history line 41: field "node": expected a string`},
+		{"t-backwards.jsonl", "history line 30: t goes backwards"},
+		{"empty.jsonl", `no pod "web-0"`},
+		{"meta-only.jsonl", `no pod "web-0"`},
+	} {
+		t.Run(tt.file, func(t *testing.T) {
+			path := filepath.Join(dir, tt.file)
+			_, stderr, code := run(t, "explain", path, "--pod", "web-0")
+			if code != ExitUsage || !strings.Contains(stderr, tt.want) || !strings.Contains(stderr, path) {
+				t.Fatalf("exit %d, stderr %q; want exit %d naming %s and %q", code, stderr, ExitUsage, path, tt.want)
+			}
+			_, stderr, code = run(t, "check", path)
+			if code == ExitOK || code == ExitInternal {
+				t.Fatalf("check: exit %d (%s)", code, stderr)
+			}
+		})
+	}
+}
+
+// FuzzExplain runs `sidebench explain` on an arbitrary run directory (a
+// history and a findings file): whatever the bytes, it exits 0 (printed a
+// timeline) or 2 (no such pod, or an unreadable history), never 3 or a
+// panic. `make test` runs it for a few seconds; testdata/fuzz/FuzzExplain
+// is its committed corpus.
+func FuzzExplain(f *testing.F) {
+	hist, _ := filepath.Glob(filepath.Join("..", "check", "testdata", "*.jsonl"))
+	bad, _ := filepath.Glob(filepath.Join("..", "check", "testdata", "malformed", "*.jsonl"))
+	finding := []byte(`{"scenario":"golden","policy":"kep753","trial":0,"pod":"default/web-0","id":"INV-S1","class":"violation","msg":"m"}` + "\n")
+	for _, p := range append(hist, bad...) {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b, finding)
+		}
+	}
+	f.Fuzz(func(t *testing.T, history, findings []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, rundir.FileHistory), history, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, rundir.FileFindings), findings, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"--pod", "web-0", "--all"}, {"--pod", "default/job-0", "--trial", "0", "--policy", "kep753"}} {
+			_, stderr, code := run(t, append([]string{"explain", dir}, args...)...)
+			if code != ExitOK && code != ExitUsage {
+				t.Fatalf("explain %v: exit %d: %s", args, code, stderr)
+			}
+		}
+	})
+}

@@ -1,0 +1,139 @@
+package scenario
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// testBudget is an 8 GiB budget with today's run pipeline (records kept
+// per pod, trials expanded up front), fixed so that goldens do not depend
+// on the machine.
+var testBudget = Budget{Bytes: 8 << 30, Source: "the test budget", Parallel: 1, RetainedPerPod: DefaultRetainedPerPod, ExpandsTrials: true}
+
+// TestCostGolden: each testdata/cost/*.yaml is valid but cannot run in
+// memory; validation refuses it naming the field that drives the estimate
+// and the figures (issue 15, item 4: each made `run` die with "fatal
+// error: out of memory"). Run with -update to rewrite the goldens.
+func TestCostGolden(t *testing.T) {
+	files, _ := filepath.Glob("testdata/cost/*.yaml")
+	if len(files) < 6 {
+		t.Fatalf("want the 6 inputs of issue 15 item 4, have %d", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			s, err := Load(f)
+			if err != nil {
+				t.Fatalf("the scenario itself is valid: %v", err)
+			}
+			err = s.CheckBudget(testBudget)
+			if err == nil {
+				t.Fatal("accepted within 8 GiB")
+			}
+			got := err.Error() + "\n"
+			golden := strings.TrimSuffix(f, ".yaml") + ".golden"
+			if *update {
+				os.WriteFile(golden, []byte(got), 0o644)
+				return
+			}
+			want, _ := os.ReadFile(golden)
+			if got != string(want) {
+				t.Errorf("error mismatch\n got: %s\nwant: %s", got, want)
+			}
+			if !strings.HasPrefix(got, f+":") || !strings.Contains(got, "needs about") {
+				t.Errorf("error does not name the file, line and estimate: %s", got)
+			}
+		})
+	}
+}
+
+// Every shipped scenario fits in the budget `prlimit --as=8GiB` leaves
+// (8 GiB minus the address-space margin), with a run's parallelism of 1.
+func TestShippedScenariosFitTheBudget(t *testing.T) {
+	b := testBudget
+	b.Bytes -= addressSpaceMargin
+	for _, n := range ShippedNames() {
+		s, err := LoadShipped(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.CheckBudget(b); err != nil {
+			t.Errorf("%s: %v", n, err)
+		}
+	}
+}
+
+// The estimate follows the fields it names: twice the nodes, twice the
+// node term; a stream of faults at a sane rate costs little; a lifetime
+// bounds live pods by Little's law.
+func TestEstimateCostTerms(t *testing.T) {
+	load := func(edit func(string) string) *Scenario {
+		t.Helper()
+		data, err := os.ReadFile("testdata/valid.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := LoadBytes("v.yaml", []byte(edit(string(data))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	term := func(c Cost, path string) float64 {
+		for _, tm := range c.Terms {
+			if tm.Path == path {
+				return tm.Bytes
+			}
+		}
+		return 0
+	}
+	a := load(func(s string) string { return strings.Replace(s, "nodes: 2", "nodes: 1000", 1) }).EstimateCost(testBudget)
+	b := load(func(s string) string { return strings.Replace(s, "nodes: 2", "nodes: 2000", 1) }).EstimateCost(testBudget)
+	if term(b, "cluster.nodes") != 2*term(a, "cluster.nodes") || term(a, "cluster.nodes") != 1000*bytesPerNode {
+		t.Errorf("node term: %v for 1000 nodes, %v for 2000", term(a, "cluster.nodes"), term(b, "cluster.nodes"))
+	}
+	// 10000 pods at 100/s living 10s (+30s grace): about 4000 live.
+	c := load(func(s string) string {
+		return strings.Replace(s, "count: 3", "count: 10000\n  arrival: {rate: 100}", 1)
+	}).EstimateCost(testBudget)
+	if c.LivePods < 4000 || c.LivePods > 4300 {
+		t.Errorf("live pods %v, want about 4000 (100/s × 40s)", c.LivePods)
+	}
+	// A kubelet crash every second for the 40s a pod lives: tens of
+	// events per second on the node, far within any budget.
+	d := load(func(s string) string {
+		return strings.Replace(s, "schedule: {at: 2s}", "schedule: {type: every, interval: 1s}", 1)
+	})
+	if err := d.CheckBudget(testBudget); err != nil {
+		t.Errorf("a fault every second: %v", err)
+	}
+	if ev := d.EstimateCost(testBudget).PodEvents; ev < 40*eventsPerFiring/2 || ev > 40*eventsPerFiring*2+200 {
+		t.Errorf("longest pod history %v events, want about %d", ev, 40*eventsPerFiring)
+	}
+	// Parallel trials multiply the per-trial terms only.
+	e := load(func(s string) string { return s }).EstimateCost(testBudget)
+	if e.Bytes(4) <= e.Bytes(1) || e.Bytes(4) >= 4*e.Bytes(1) {
+		t.Errorf("bytes: %v with 1 trial at once, %v with 4", e.Bytes(1), e.Bytes(4))
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]int64{"8GiB": 8 << 30, "512Mi": 512 << 20, "2GB": 2e9, "1048576": 1 << 20, "1.5 GiB": 3 << 29} {
+		if got, err := ParseBytes(in); err != nil || got != want {
+			t.Errorf("%q: %v %v, want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "GiB", "-1GiB", "8 parsecs", "NaN", "1e300TiB"} {
+		if _, err := ParseBytes(in); err == nil {
+			t.Errorf("%q parsed", in)
+		}
+	}
+}
+
+func TestMachineMemory(t *testing.T) {
+	b, src := MachineMemory()
+	if _, err := os.Stat("/proc/meminfo"); err == nil && (b <= 0 || src == "") {
+		t.Fatalf("MachineMemory() = %d, %q on a machine with /proc/meminfo", b, src)
+	}
+}
