@@ -199,14 +199,31 @@ func (r *Report) WriteText(w io.Writer, n int) {
 	fmt.Fprintf(w, "pods: %d  verdict: %s\n\n", r.Pods, r.Valid)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "INVARIANT\tLEVEL\tPODS\tVIOLATIONS\tDEGRADATIONS\tBOUNDS\tUNKNOWN\t")
+	users := false
 	for _, row := range r.Rows {
+		if row.Level == User {
+			users = true
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t\n", row.ID, row.Level, row.Checked, row.Violations, row.Degradations, row.Bounds, row.Unknown)
 	}
 	tw.Flush()
+	if users {
+		// User-level guarantees change no verdict: their own table.
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "USER-LEVEL GUARANTEE\tPODS\tUNMET\tUNKNOWN\t")
+		for _, row := range r.Rows {
+			if row.Level == User {
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t\n", row.ID, row.Checked, row.Unmet, row.Unknown)
+			}
+		}
+		tw.Flush()
+	}
 	if len(r.Findings) > 0 && n > 0 {
 		fmt.Fprintf(w, "\nfirst findings:\n")
 		shown := 0
-		for _, class := range []Class{Violation, Degradation, Bound} {
+		for _, class := range []Class{Violation, Degradation, Bound, Unmet} {
 			for i := range r.Findings {
 				if f := &r.Findings[i]; f.Class == class && shown < n {
 					shown++

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -87,10 +88,19 @@ func Workers(n int) Option { return func(r *Runner) { r.workers = max(n, 1) } }
 func FindingsCap(n int) Option { return func(r *Runner) { r.cap = max(n, 0) } }
 
 // PodHook receives each checked pod, in the order the pods were added,
-// with its history (valid only during the call) and whether the checker
-// found anything on it (a finding of any class, or a checker that
-// failed): what a run needs to decide which histories to keep.
-type PodHook func(meta *history.Meta, pod string, events []history.Event, notable bool)
+// with its history (valid only during the call) and the checker's verdict
+// on it: what a run needs to decide which histories to keep and to count
+// the user-level guarantees per pod.
+type PodHook func(meta *history.Meta, pod string, events []history.Event, v PodVerdict)
+
+// PodVerdict is what the checker found on one pod.
+type PodVerdict struct {
+	// Notable: a finding of any class, or a checker that failed.
+	Notable bool
+	// Unmet lists the user-level guarantees the pod did not get (class
+	// Unmet), in checker order, each once.
+	Unmet []string
+}
 
 // OnPod sets a hook called for every pod once it is checked and folded.
 func OnPod(fn PodHook) Option { return func(r *Runner) { r.onPod = fn } }
@@ -239,7 +249,7 @@ func (r *Runner) Add(meta *history.Meta, pod string, events []history.Event) {
 			r.publishStored()
 		}
 		if r.onPod != nil {
-			r.onPod(meta, pod, events, r.res.notable())
+			r.onPod(meta, pod, events, r.res.verdict())
 		}
 		return
 	}
@@ -297,8 +307,16 @@ func (r *Runner) recycle(events *[]history.Event) {
 	}
 }
 
-// notable: the checker found something on the pod.
-func (res *podResult) notable() bool { return len(res.findings) > 0 || len(res.errs) > 0 }
+// verdict is the hook's summary of the pod's result.
+func (res *podResult) verdict() PodVerdict {
+	v := PodVerdict{Notable: len(res.findings) > 0 || len(res.errs) > 0}
+	for i := range res.findings {
+		if f := &res.findings[i]; f.Class == Unmet && !slices.Contains(v.Unmet, f.ID) {
+			v.Unmet = append(v.Unmet, f.ID)
+		}
+	}
+	return v
+}
 
 // collect folds results strictly in seq order; early arrivals wait in
 // pending, which the slots semaphore keeps small.
@@ -326,7 +344,7 @@ func (r *Runner) collect() {
 				r.publishStored()
 			}
 			if res.hookEvents != nil {
-				r.onPod(res.meta, res.name, *res.hookEvents, res.notable())
+				r.onPod(res.meta, res.name, *res.hookEvents, res.verdict())
 				r.recycle(res.hookEvents)
 				r.inflight.release(res.hookWeight)
 			}

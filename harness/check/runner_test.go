@@ -265,13 +265,13 @@ func TestOnPodHook(t *testing.T) {
 		longest := 0
 		var order []string
 		notable := map[string]bool{}
-		r := NewRunner(Workers(workers), OnPod(func(meta *history.Meta, pod string, evs []history.Event, n bool) {
+		r := NewRunner(Workers(workers), OnPod(func(meta *history.Meta, pod string, evs []history.Event, v PodVerdict) {
 			if len(evs) == 0 || meta == nil {
 				t.Errorf("%s: no events or meta", pod)
 			}
 			longest = max(longest, len(evs))
 			order = append(order, pod)
-			notable[pod] = n
+			notable[pod] = v.Notable
 		}))
 		var added []string
 		part := history.NewPartitioner(func(meta *history.Meta, pod string, evs []history.Event) error {

@@ -53,6 +53,13 @@ likely leaves out, such as a probe-gated sidecar without a behaviour.`,
 				}
 				fmt.Fprintf(streams.Out, "%s: ok: scenario %s, %d workload(s), %d pods/trial, %d fault(s), policies %s, %d trial(s)\n",
 					f, s.Metadata.Name, len(s.Workloads), s.TotalPods(), len(s.Faults), strings.Join(pols, ","), s.TrialCount())
+				// A workaround policy runs another pod than the template:
+				// say what it makes of it (docs/workarounds.md).
+				for _, g := range s.PolicyGates() {
+					for _, w := range g.Workarounds {
+						fmt.Fprintf(streams.Out, "  %s: %s: %s\n", g, w.Kind, w.Explain())
+					}
+				}
 				for _, w := range s.Warnings() {
 					fmt.Fprintln(streams.ErrOut, w)
 				}

@@ -41,6 +41,7 @@ import (
 	"github.com/sidebench/sidebench/harness/history"
 	"github.com/sidebench/sidebench/harness/metrics"
 	"github.com/sidebench/sidebench/internal/version"
+	"github.com/sidebench/sidebench/reports/stats"
 )
 
 // Files of a run directory.
@@ -160,6 +161,27 @@ type TrialStats struct {
 	// invariant of each group (check.Report.GroupViolatingPods).
 	GroupViolatingPods map[string]int   `json:"groupViolatingPods,omitempty"`
 	Metrics            metrics.Snapshot `json:"metrics"`
+	// User is the trial's user-level counts (nil: the trial's pods had
+	// no user-level finding and its scenario compares no workarounds).
+	User *UserStats `json:"user,omitempty"`
+}
+
+// UserStats is one trial's user-level guarantee counts (harness/check,
+// Level USER) per stratum: "all", "no fault", one fault kind, or "several
+// faults" (harness/runner/userlevel.go). Mergeable across trials.
+type UserStats struct {
+	Pods  map[string]int            `json:"pods"`            // stratum → pods
+	Unmet map[string]map[string]int `json:"unmet,omitempty"` // stratum → guarantee → pods
+	// Startup holds the startup latencies of the pods no fault touched per
+	// workload and metric, for scenarios that compare workarounds.
+	Startup []UserStartup `json:"startup,omitempty"`
+}
+
+// UserStartup is one workload's startup latency distribution.
+type UserStartup struct {
+	Workload string      `json:"workload"`
+	Metric   string      `json:"metric"`
+	Ms       *stats.Hist `json:"ms"`
 }
 
 // statsLine encodes a TrialStats as one JSON line: the invariants' rule

@@ -119,6 +119,8 @@ type Aggregate struct {
 	AllowMixed bool
 	Mixed      bool
 	hashes     map[string]string
+	// user holds each row's user-level counts (userlevel.go).
+	user map[*Row]*userTally
 	// figs is each scenario's figure data (figures.go).
 	figs map[string]*scenarioFigures
 }
@@ -264,6 +266,7 @@ func (a *Aggregate) AddTrial(e *rundir.Entry, st *rundir.TrialStats, finds []run
 		acc.Bounds += c.Bounds
 	}
 	a.lat.AddSnapshot(&st.Metrics)
+	a.addUserLevel(r, st.User)
 	a.addFindings(r, finds)
 	return true
 }
@@ -272,6 +275,9 @@ func (a *Aggregate) addFindings(r *Row, finds []rundir.FindingRecord) {
 	for i := range finds {
 		if len(r.Findings) >= MaxReportFindings {
 			break
+		}
+		if isUserLevel(finds[i].ID) {
+			continue // the user-level section counts them (userlevel.go)
 		}
 		r.Findings = append(r.Findings, finds[i])
 	}
@@ -418,12 +424,15 @@ func (a *Aggregate) loadCommitted(dir string, info rundir.Info) (int, error) {
 // and the distributions are rebuilt from every pod's record.
 func (a *Aggregate) loadLegacy(v *rundir.View, entries iter.Seq[*rundir.Entry], add func(*rundir.Entry, *rundir.TrialStats)) error {
 	lat := map[trialID]*metrics.Aggregator{}
+	user := map[trialID]*userCollector{}
 	if err := v.EachPod(func(r *metrics.Record) error {
 		id := trialID{r.Scenario, r.Policy, r.Trial, r.Seed}
 		if lat[id] == nil {
 			lat[id] = metrics.NewAggregator(metrics.Options{})
+			user[id] = newUserCollector(comparesWorkarounds(a.byName[r.Scenario]))
 		}
 		lat[id].Add(r)
+		user[id].add(r)
 		return nil
 	}); err != nil {
 		return err
@@ -432,6 +441,7 @@ func (a *Aggregate) loadLegacy(v *rundir.View, entries iter.Seq[*rundir.Entry], 
 		st := &rundir.TrialStats{Rows: e.Rows, Matrix: e.Matrix, Faults: e.Faults, GroupViolatingPods: e.GroupViolatingPods}
 		if l := lat[trialID{e.Scenario, e.Policy, e.Trial, e.Seed}]; l != nil {
 			st.Metrics = l.Snapshot()
+			st.User = user[trialID{e.Scenario, e.Policy, e.Trial, e.Seed}].stats()
 		}
 		add(e, st)
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sidebench/sidebench/harness/check"
 	"github.com/sidebench/sidebench/harness/history"
 	"github.com/sidebench/sidebench/harness/metrics"
 	"github.com/sidebench/sidebench/harness/rundir"
@@ -231,10 +232,16 @@ func (a *Aggregate) runData(s *scenario.Scenario, m Meta, partial bool, lat metr
 		d.Meta.Trials = max(d.Meta.Trials, r.Trials)
 		d.Meta.Pods += r.Pods
 		for _, row := range r.Invariants() {
+			if row.Level == check.User {
+				continue // the user-level section (userlevel.go)
+			}
 			d.Invariants = append(d.Invariants, render.InvariantRow{Policy: r.Policy, ID: row.ID, Rule: row.Rule, Level: row.Level.String(),
 				Checked: row.Checked, Violations: row.Violations, ViolatingPods: row.ViolatingPods, Degradations: row.Degradations, BoundsExceeded: row.Bounds, Unknown: row.Unknown})
 		}
 		for _, c := range r.Matrix() {
+			if isUserLevel(c.ID) {
+				continue
+			}
 			d.Matrix = append(d.Matrix, render.MatrixCell{Policy: r.Policy, ID: c.ID, Fault: c.Fault,
 				Violations: c.Violations, Degradations: c.Degradations, BoundsExceeded: c.Bounds})
 		}
@@ -246,6 +253,7 @@ func (a *Aggregate) runData(s *scenario.Scenario, m Meta, partial bool, lat metr
 				Bound: v.Bound, Threshold: v.Threshold, Message: v.Message, MoreTrialsNeeded: v.MoreTrialsNeeded, Warnings: v.Warnings})
 		}
 	}
+	d.UserLevel = a.userLevel(name)
 	for _, l := range lat.Latencies {
 		if l.Scenario != name {
 			continue

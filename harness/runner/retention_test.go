@@ -111,14 +111,20 @@ func TestKeptHistoryRechecks(t *testing.T) {
 			h, _ = rundir.OpenHistory(dir)
 			defer h.Close()
 			n := 0
-			err = history.ForEachPod(history.NewReader(h), func(meta *history.Meta, pod string, evs []history.Event) error {
+			// (A record's unmet user-level guarantees are the checker's.)
+			rc := check.NewRunner(check.Workers(1), check.OnPod(func(meta *history.Meta, pod string, evs []history.Event, v check.PodVerdict) {
 				r := metrics.FromEvents(meta, pod, evs)
+				r.Unmet = v.Unmet
 				if !recordEqual(r, kept[fmt.Sprintf("%s#%d %s", r.Policy, r.Trial, r.Pod)]) {
 					t.Errorf("%s: record from the kept history differs", pod)
 				}
 				n++
+			}))
+			err = history.ForEachPod(history.NewReader(h), func(meta *history.Meta, pod string, evs []history.Event) error {
+				rc.Add(meta, pod, evs)
 				return nil
 			})
+			rc.Close()
 			if err != nil && err != io.EOF {
 				t.Fatal(err)
 			}

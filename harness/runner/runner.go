@@ -478,11 +478,14 @@ func (o *Options) runTrial(ctx context.Context, d *rundir.Dir, t scenario.Trial,
 	rw := metrics.NewRecordWriter(&podsBuf)
 	pods, retained := 0, 0
 	var hookErr error
-	onPod := func(meta *history.Meta, pod string, evs []history.Event, notable bool) {
+	user := newUserCollector(comparesWorkarounds(t.Scenario))
+	onPod := func(meta *history.Meta, pod string, evs []history.Event, v check.PodVerdict) {
 		rec := metrics.FromEvents(meta, pod, evs)
+		rec.Unmet = v.Unmet
 		lat.Add(&rec)
+		user.add(&rec)
 		prog.PodsDone(1)
-		if !keep.Keep(plan.Seed, pod, notable) || hookErr != nil {
+		if !keep.Keep(plan.Seed, pod, v.Notable) || hookErr != nil {
 			return
 		}
 		retained++
@@ -536,7 +539,7 @@ func (o *Options) runTrial(ctx context.Context, d *rundir.Dir, t scenario.Trial,
 	e := rundir.Entry{Scenario: plan.Scenario, ScenarioHash: plan.ScenarioHash, Policy: plan.Policy, Trial: plan.Number, Seed: plan.Seed,
 		Pods: pods, Violations: rep.Violations(), ViolatingPods: rep.ViolatingPods, Partial: stats.Partial, Retained: retained,
 		ElapsedNanos: int64(stats.Elapsed)}
-	st := &rundir.TrialStats{Rows: rep.Rows, Matrix: rep.Matrix, GroupViolatingPods: rep.GroupViolatingPods, Metrics: lat.Snapshot()}
+	st := &rundir.TrialStats{Rows: rep.Rows, Matrix: rep.Matrix, GroupViolatingPods: rep.GroupViolatingPods, Metrics: lat.Snapshot(), User: user.stats()}
 	for _, row := range rep.Rows {
 		e.Degradations += row.Degradations
 	}

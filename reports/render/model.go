@@ -61,6 +61,9 @@ type RunData struct {
 	// State, if set, is written as summary.json's "sidebench" section:
 	// the run's progress and the result table's rows.
 	State *RunState
+	// UserLevel, if set, is the user-level guarantees section
+	// (userlevel.go).
+	UserLevel *UserLevel
 
 	// Figure inputs (report.html only; not in summary.json): see
 	// figdata.go.
