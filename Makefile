@@ -47,12 +47,17 @@ imports:
 ## on `--backend kube --provider local` (the local cluster with containerd +
 ## runc from Debian, installed if missing; real containers of the agent image),
 ## the checker on their histories, the interrupt/SIGINT cleanup tests, and
+## the leftover check. Then sidebench in a cluster (hack/e2e-shards.sh):
+## deploy/ rendered and dry-run on the API server, the Indexed Job of
+## deploy/manifests/sharded-run.yaml running the sidebench image as 4
+## shards, `sidebench merge` of them equal to an unsharded local run, and
 ## the leftover check. Then renders two sim runs' report.html in headless
 ## Chromium (installed from Debian if missing) and checks the verdict banner,
 ## at least 4 figures (inline SVG plots) and a non-blank rendering.
 e2e: build
 	GO=$(GO) ./hack/e2e.sh
 	GO=$(GO) ./hack/e2e-kube.sh
+	GO=$(GO) ./hack/e2e-shards.sh
 	rm -rf $${TMPDIR:-/tmp}/sidebench-report-e2e
 	for s in policy-comparison bug-replicas; do \
 		./bin/sidebench run --quiet --out $${TMPDIR:-/tmp}/sidebench-report-e2e/$$s scenarios/$$s.yaml && \
@@ -70,9 +75,15 @@ density: build
 ## image: the sidebench agent as an OCI layout tarball (no registry, no
 ## docker) for kind or `ctr images import` (docs/kube-backend.md), with the
 ## pod sandbox image of the local containerd tier (`sidebench-agent pause`,
-## same layer; docs/local-backend.md).
+## same layer; docs/local-backend.md); and sidebench itself
+## (bin/sidebench.tar: static, non-root, scenarios at /scenarios) for
+## running it in a cluster (deploy/, docs/cluster.md). ARCH=amd64,arm64
+## builds a multi-arch image; PUSH=REGISTRY/REPO:TAG pushes it.
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
 image:
+	mkdir -p bin
 	$(GO) run ./hack/image -o bin/sidebench-agent.tar -name example.local/sidebench-agent:v1 -name example.local/sidebench-agent:v2 -pause-name example.local/sidebench-pause:v1
+	$(GO) run ./hack/image -cmd sidebench -o bin/sidebench.tar -name example.local/sidebench:v1 -arch $(or $(ARCH),$(IMAGE_ARCH)) $(if $(PUSH),-push $(PUSH))
 
 cover:
 	$(GO) test -cover ./reference-impl/...

@@ -85,14 +85,14 @@ for N in "${NS[@]}"; do
 	rc=$?
 	read -r wall usr sys <"$OUT/time-$N"
 	cpu=$(echo "scale=0; ($usr+$sys)/1" | bc)
-	h="$OUT/run-$N/history.jsonl"
+	h="$OUT/run-$N/history.jsonl.zst"
 	if [ ! -s "$h" ]; then
 		say "FAIL: no history (exit $rc):"; tail -15 "$OUT/run-$N.log"; fail=1
 		echo "| $N | $upsec | $rss_node | $cpu_node | ${api_cpu}% / ${api_rss} MiB | ${sb_cpu}% / ${sb_rss} MiB | run failed (exit $rc) | | | | $load_before |" >>"$OUT/density.md"; continue
 	fi
-	pods=$(grep -c '"k":"pod.removed"' "$h")
-	first=$(grep -m1 '"k":"pod.created"' "$h" | jq -r .t)
-	last=$(grep '"k":"pod.removed"' "$h" | tail -1 | jq -r .t)
+	pods=$(zstdcat "$h" | grep -c '"k":"pod.removed"')
+	first=$(zstdcat "$h" | grep -m1 '"k":"pod.created"' | jq -r .t)
+	last=$(zstdcat "$h" | grep '"k":"pod.removed"' | tail -1 | jq -r .t)
 	rate=$(echo "scale=1; $pods*1000000000/($last-$first)" | bc)
 	p50=$(jq -r '.latencies[] | select(.metric=="pod_startup") | .p50.value/1000' "$OUT/run-$N/summary.json" | xargs printf '%.2f')
 	p99=$(jq -r '.latencies[] | select(.metric=="pod_startup") | .p99.value/1000' "$OUT/run-$N/summary.json" | xargs printf '%.2f')

@@ -43,23 +43,23 @@ say "kube run: exit $rc in $(( $(date +%s) - t1 ))s"
 [ "$rc" = 0 ] || fail=1
 rundirs=$(grep -o 'run dir [^)]*' "$OUT/kube.log" | awk '{print $3}')
 
-for h in "$OUT"/kube/*/history.jsonl; do
+for h in "$OUT"/kube/*/history.jsonl.zst; do
 	scen=$(basename "$(dirname "$h")")
 	if ./bin/sidebench check "$h" >"$h.check" 2>&1; then
-		say "check $scen: no violation ($(grep -c '"container.running"' "$h") container starts from the agent logs)"
+		say "check $scen: no violation ($(zstdcat "$h" | grep -c '"container.running"') container starts from the agent logs)"
 	else
 		say "FAIL: check $scen:"; sed -n '1,40p' "$h.check"; fail=1
 	fi
 done
 
-oom="$OUT/kube/kube-sidecar-oom/history.jsonl"
-n_oom=$(grep '"container.exited"' "$oom" 2>/dev/null | grep -c '"OOMKilled"')
-n_fx=$(grep '"fault.effect"' "$oom" 2>/dev/null | grep -c '"oom-kill"')
+oom="$OUT/kube/kube-sidecar-oom/history.jsonl.zst"
+n_oom=$(zstdcat "$oom" 2>/dev/null | grep '"container.exited"' | grep -c '"OOMKilled"')
+n_fx=$(zstdcat "$oom" 2>/dev/null | grep '"fault.effect"' | grep -c '"oom-kill"')
 say "kube-sidecar-oom: $n_oom OOMKilled exits (kernel, real memory limits), $n_fx oom-kill fault(s) applied"
 [ "$n_oom" -ge 4 ] || { say "FAIL: expected the logs sidecars to be OOM-killed by the kernel"; fail=1; }
 [ "$n_fx" -ge 1 ] || { say "FAIL: the oom-kill fault was never applied"; fail=1; }
-so="$OUT/kube/kube-start-ordering/history.jsonl"
-n_pf=$(grep '"fault.effect"' "$so" 2>/dev/null | grep -c '"probe-failure"')
+so="$OUT/kube/kube-start-ordering/history.jsonl.zst"
+n_pf=$(zstdcat "$so" 2>/dev/null | grep '"fault.effect"' | grep -c '"probe-failure"')
 say "kube-start-ordering: $n_pf probe-failure fault(s) applied (the kubelet marked the container unready)"
 [ "$n_pf" -ge 1 ] || { say "FAIL: the probe-failure fault was never applied"; fail=1; }
 

@@ -96,14 +96,14 @@ rundirs="$(grep -o 'run dir [^)]*' "$OUT/local.log" | awk '{print $3}') $second_
 # (real kubelet behaviours, judged in docs/local-backend.md) are reported,
 # any other fails the target.
 known=$(grep -v '^#' hack/e2e-known.txt | awk 'NF==2{print $1" "$2}')
-for h in "$OUT"/local/*/history.jsonl; do
+for h in "$OUT"/local/*/history.jsonl.zst; do
 	scen=$(basename "$(dirname "$h")")
 	if ./bin/sidebench check "$h" >"$h.check" 2>&1; then
 		say "check $scen: no violation"
 		continue
 	fi
-	# One "INV-X" per violation finding of the run's findings.jsonl.
-	vio=$(grep '"class":"violation"' "$(dirname "$h")/findings.jsonl" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p' | sort | uniq -c)
+	# One "INV-X" per violation finding of the run's findings.jsonl.zst.
+	vio=$(zstdcat "$(dirname "$h")/findings.jsonl.zst" 2>/dev/null | grep '"class":"violation"' | sed -n 's/.*"id":"\([^"]*\)".*/\1/p' | sort | uniq -c)
 	[ -n "$vio" ] || { say "FAIL: check $scen:"; sed -n '1,40p' "$h.check"; fail=1; continue; }
 	while read -r n id; do
 		if printf '%s\n' "$known" | grep -qx "$scen $id"; then
@@ -130,11 +130,11 @@ grep -E '^\s*--- (PASS|FAIL|SKIP)' "$OUT/gotest.log" | sed 's/^/e2e:   /'
 [ "$trc" = 0 ] || { tail -40 "$OUT/gotest.log"; fail=1; }
 
 # The node shutdown was real: the kubelet released its inhibitor lock.
-ns="$OUT/local/local-node-shutdown/history.jsonl"
-if grep '"fault.effect"' "$ns" 2>/dev/null | grep -q 'released its inhibitor lock'; then
-	say "local-node-shutdown: $(grep '"fault.effect"' "$ns" | sed -n 's/.*"msg":"\([^"]*\)".*/\1/p')"
+ns="$OUT/local/local-node-shutdown/history.jsonl.zst"
+if zstdcat "$ns" 2>/dev/null | grep '"fault.effect"' | grep -q 'released its inhibitor lock'; then
+	say "local-node-shutdown: $(zstdcat "$ns" | grep '"fault.effect"' | sed -n 's/.*"msg":"\([^"]*\)".*/\1/p')"
 else
-	say "FAIL: local-node-shutdown: no graceful node shutdown applied:"; grep '"fault\.' "$ns" | head -5; fail=1
+	say "FAIL: local-node-shutdown: no graceful node shutdown applied:"; zstdcat "$ns" 2>/dev/null | grep '"fault\.' | head -5; fail=1
 fi
 
 ./bin/sidebench run --backend sim -q --out "$OUT/sim" scenarios/local-*.yaml >"$OUT/sim.txt" 2>&1

@@ -5,10 +5,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // readTar returns the regular files of a tar by name, and the order of
@@ -223,5 +228,117 @@ func TestPauseImage(t *testing.T) {
 	}
 	if err := run([]string{"-o", out, "-bin", bin, "-name", "example.local/x:v1", "-pause-name", "example.local/pause"}, &stderr); err == nil {
 		t.Error("untagged pause name accepted")
+	}
+}
+
+// TestSidebenchImage: the CLI's image runs /sidebench as the non-root user
+// in a /work it owns, with the scenarios at /scenarios.
+func TestSidebenchImage(t *testing.T) {
+	bin := []byte("\x7fELF not really sidebench")
+	files := []File{{Path: "scenarios/a.yaml", Mode: 0o644, Data: []byte("a: 1\n")}, {Path: "scenarios/b.yaml", Mode: 0o644, Data: []byte("b: 2\n")}}
+	var buf bytes.Buffer
+	if err := Build(&buf, bin, Options{Names: []string{"example.local/sidebench:v1"}, Arch: "amd64", Cmd: SidebenchPath, Files: files, User: NonRootUser, WorkDir: WorkDir}); err != nil {
+		t.Fatal(err)
+	}
+	tfiles, _, _ := readTar(t, buf.Bytes())
+	var idx Index
+	json.Unmarshal(tfiles["index.json"], &idx)
+	var man Manifest
+	json.Unmarshal(blobOf(t, tfiles, idx.Manifests[0]), &man)
+	var cfg Config
+	json.Unmarshal(blobOf(t, tfiles, man.Config), &cfg)
+	if cfg.Config.User != NonRootUser || cfg.Config.Entrypoint[0] != SidebenchPath || cfg.Config.WorkingDir != WorkDir {
+		t.Errorf("config %+v", cfg.Config)
+	}
+	lf, lh, _ := readTar(t, blobOf(t, tfiles, man.Layers[0]))
+	if string(lf["sidebench"]) != string(bin) || string(lf["scenarios/b.yaml"]) != "b: 2\n" || lh["sidebench"].Mode != 0o755 {
+		t.Errorf("layer files %v", keysOf(lf))
+	}
+	if w := lh["work/"]; w == nil || w.Uid != 65532 || w.Gid != 65532 {
+		t.Errorf("work dir %+v", w)
+	}
+	if _, agent := lf["sidebench-agent"]; agent {
+		t.Error("the agent is in the CLI's image")
+	}
+}
+
+func keysOf(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// TestBuildMulti: several architectures give index.json → an image index
+// of one manifest per platform, each with its own binary.
+func TestBuildMulti(t *testing.T) {
+	var buf bytes.Buffer
+	bins := map[string][]byte{"amd64": []byte("x86 binary"), "arm64": []byte("arm binary")}
+	if err := BuildMulti(&buf, bins, Options{Names: []string{"example.local/sidebench:v1"}, Cmd: SidebenchPath, User: NonRootUser, WorkDir: WorkDir}); err != nil {
+		t.Fatal(err)
+	}
+	files, _, _ := readTar(t, buf.Bytes())
+	var idx, sub Index
+	json.Unmarshal(files["index.json"], &idx)
+	if len(idx.Manifests) != 1 || idx.Manifests[0].MediaType != MediaTypeOCIIndex || idx.Manifests[0].Annotations[AnnotationContainerdName] != "example.local/sidebench:v1" {
+		t.Fatalf("index.json %+v", idx)
+	}
+	json.Unmarshal(blobOf(t, files, idx.Manifests[0]), &sub)
+	if len(sub.Manifests) != 2 {
+		t.Fatalf("image index %+v", sub)
+	}
+	for i, arch := range []string{"amd64", "arm64"} {
+		d := sub.Manifests[i]
+		if d.Platform == nil || d.Platform.Architecture != arch || d.Platform.OS != "linux" {
+			t.Errorf("manifest %d platform %+v", i, d.Platform)
+		}
+		var man Manifest
+		json.Unmarshal(blobOf(t, files, d), &man)
+		lf, _, _ := readTar(t, blobOf(t, files, man.Layers[0]))
+		if !bytes.Equal(lf["sidebench"], bins[arch]) {
+			t.Errorf("%s image has binary %q", arch, lf["sidebench"])
+		}
+	}
+}
+
+// TestPush: -push copies the image, or the multi-arch index, to a
+// registry (an in-process one on 127.0.0.1) with the digests of the
+// tarball.
+func TestPush(t *testing.T) {
+	srv := httptest.NewServer(registry.New())
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	var single, multi bytes.Buffer
+	o := Options{Names: []string{"example.local/sidebench:v1"}, Arch: "amd64", Cmd: SidebenchPath, User: NonRootUser, WorkDir: WorkDir}
+	if err := Build(&single, []byte("bin"), o); err != nil {
+		t.Fatal(err)
+	}
+	if err := BuildMulti(&multi, map[string][]byte{"amd64": []byte("a"), "arm64": []byte("b")}, o); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		tar  []byte
+	}{{"single", single.Bytes()}, {"multi", multi.Bytes()}} {
+		ref := host + "/sidebench:" + tc.name
+		d, err := Push(tc.tar, "example.local/sidebench:v1", ref, true)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		files, _, _ := readTar(t, tc.tar)
+		var idx Index
+		json.Unmarshal(files["index.json"], &idx)
+		if d != idx.Manifests[0].Digest {
+			t.Errorf("%s: pushed %s, tarball names %s", tc.name, d, idx.Manifests[0].Digest)
+		}
+		r, _ := name.ParseReference(ref, name.Insecure)
+		desc, err := remote.Get(r)
+		if err != nil || desc.Digest.String() != d {
+			t.Errorf("%s: the registry has %v (%v), want %s", tc.name, desc, err, d)
+		}
+	}
+	if _, err := Push(single.Bytes(), "example.local/other:v1", host+"/x:y", true); err == nil {
+		t.Error("pushing a name the tarball lacks succeeded")
 	}
 }

@@ -61,7 +61,7 @@ func Checkers() []Checker { return append([]Checker(nil), registry...) }
 
 var registry = func() []Checker {
 	var out []Checker
-	for _, group := range [][]*inv{startInvs, restartInvs, phaseInvs, probeInvs, termInvs, hookInvs, resourceInvs, faultInvs, ruleInvs} {
+	for _, group := range [][]*inv{startInvs, restartInvs, phaseInvs, probeInvs, termInvs, hookInvs, resourceInvs, faultInvs, ruleInvs, userInvs} {
 		for _, c := range group {
 			out = append(out, c)
 		}

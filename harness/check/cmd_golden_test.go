@@ -61,7 +61,7 @@ func TestCheckCommandGolden(t *testing.T) {
 				os.WriteFile(in, buf.Bytes(), 0o644)
 			}
 			var out, errb bytes.Buffer
-			code := RunCheckCommand(&out, &errb, []string{in})
+			code := RunCheckCommand(&out, &errb, []string{in}, nil)
 			got := append(out.Bytes(), []byte("exit "+string(rune('0'+code))+"\n")...)
 			if *update {
 				os.WriteFile(golden, got, 0o644)
@@ -82,7 +82,7 @@ func TestCheckCommandGolden(t *testing.T) {
 // reported one table per scenario × policy, and any violation fails.
 func TestCheckCommandSplitsPolicies(t *testing.T) {
 	var out, errb strings.Builder
-	code := RunCheckCommand(&out, &errb, []string{"testdata/kep753-ok.jsonl", "testdata/none.jsonl"})
+	code := RunCheckCommand(&out, &errb, []string{"testdata/kep753-ok.jsonl", "testdata/none.jsonl"}, nil)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1 (none has violations); stderr %s", code, errb.String())
 	}

@@ -15,7 +15,7 @@ import (
 // report. A truncated last line (a crashed run) is accepted with a
 // warning; any other decoding error is returned with its file and line.
 func CheckFiles(paths []string, opts ...Option) (*Report, error) {
-	reps, err := checkFiles(paths, false, opts...)
+	reps, err := checkFiles(openFile, paths, false, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -27,10 +27,17 @@ func CheckFiles(paths []string, opts ...Option) (*Report, error) {
 // policy of a scenario, and mixing them in one table would hide which
 // design broke what.
 func CheckFilesByPolicy(paths []string, opts ...Option) ([]*Report, error) {
-	return checkFiles(paths, true, opts...)
+	return checkFiles(openFile, paths, true, opts...)
 }
 
-func checkFiles(paths []string, byPolicy bool, opts ...Option) ([]*Report, error) {
+// Opener opens a history by the name given on the command line (a plain
+// JSONL file, or whatever else the caller accepts: a run directory, a
+// compressed file).
+type Opener func(path string) (io.ReadCloser, error)
+
+func openFile(path string) (io.ReadCloser, error) { return os.Open(path) }
+
+func checkFiles(open Opener, paths []string, byPolicy bool, opts ...Option) ([]*Report, error) {
 	var (
 		keys     []string
 		runners  = map[string]*Runner{}
@@ -77,7 +84,7 @@ func checkFiles(paths []string, byPolicy bool, opts ...Option) ([]*Report, error
 		return err
 	}
 	for _, path := range paths {
-		f, err := os.Open(path)
+		f, err := open(path)
 		if err != nil {
 			closeAll()
 			return nil, err
@@ -145,13 +152,17 @@ func forEachPod(r *history.Reader, onRun func(*history.Meta) error, fn history.P
 // empty or metadata-only history, which is what a SIGKILLed run leaves:
 // nothing was verified, so it must not pass); 2 if the input is unreadable
 // or malformed; 0 otherwise (degradations, bounds exceeded and unknowns do
-// not fail the check; the table shows them).
-func RunCheckCommand(stdout, stderr io.Writer, paths []string) (exitCode int) {
+// not fail the check; the table shows them). open opens each path (nil:
+// plain files).
+func RunCheckCommand(stdout, stderr io.Writer, paths []string, open Opener) (exitCode int) {
 	if len(paths) == 0 {
 		fmt.Fprintln(stderr, "check: no history files given")
 		return 2
 	}
-	reps, err := CheckFilesByPolicy(paths)
+	if open == nil {
+		open = openFile
+	}
+	reps, err := checkFiles(open, paths, true)
 	if err != nil {
 		fmt.Fprintf(stderr, "check: %v\n", err)
 		return 2
@@ -188,14 +199,31 @@ func (r *Report) WriteText(w io.Writer, n int) {
 	fmt.Fprintf(w, "pods: %d  verdict: %s\n\n", r.Pods, r.Valid)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "INVARIANT\tLEVEL\tPODS\tVIOLATIONS\tDEGRADATIONS\tBOUNDS\tUNKNOWN\t")
+	users := false
 	for _, row := range r.Rows {
+		if row.Level == User {
+			users = true
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t\n", row.ID, row.Level, row.Checked, row.Violations, row.Degradations, row.Bounds, row.Unknown)
 	}
 	tw.Flush()
+	if users {
+		// User-level guarantees change no verdict: their own table.
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "USER-LEVEL GUARANTEE\tPODS\tUNMET\tUNKNOWN\t")
+		for _, row := range r.Rows {
+			if row.Level == User {
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t\n", row.ID, row.Checked, row.Unmet, row.Unknown)
+			}
+		}
+		tw.Flush()
+	}
 	if len(r.Findings) > 0 && n > 0 {
 		fmt.Fprintf(w, "\nfirst findings:\n")
 		shown := 0
-		for _, class := range []Class{Violation, Degradation, Bound} {
+		for _, class := range []Class{Violation, Degradation, Bound, Unmet} {
 			for i := range r.Findings {
 				if f := &r.Findings[i]; f.Class == class && shown < n {
 					shown++

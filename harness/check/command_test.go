@@ -28,7 +28,7 @@ func TestCheckCommandMalformed(t *testing.T) {
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			var out, errb strings.Builder
-			code := RunCheckCommand(&out, &errb, []string{filepath.Join("testdata", "malformed", tt.file)})
+			code := RunCheckCommand(&out, &errb, []string{filepath.Join("testdata", "malformed", tt.file)}, nil)
 			if code != tt.code || !strings.Contains(errb.String(), tt.stderr) {
 				t.Fatalf("exit %d, stderr %q; want exit %d and %q", code, errb.String(), tt.code, tt.stderr)
 			}
@@ -49,7 +49,7 @@ func TestCheckCommandRunWithoutPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errb strings.Builder
-	if code := RunCheckCommand(&out, &errb, []string{path}); code != 1 {
+	if code := RunCheckCommand(&out, &errb, []string{path}, nil); code != 1 {
 		t.Fatalf("exit %d, want 1\n%s", code, errb.String())
 	}
 	if !strings.Contains(errb.String(), "no pods checked (scenario=golden policy=none") || strings.Contains(errb.String(), "policy=kep753 in") {
@@ -74,7 +74,7 @@ func TestCheckCommandTooManyReports(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errb strings.Builder
-	code := RunCheckCommand(&out, &errb, []string{path})
+	code := RunCheckCommand(&out, &errb, []string{path}, nil)
 	want := fmt.Sprintf("history line %d: more than %d scenario × policy combinations", 2*MaxReports+1, MaxReports)
 	if code != 2 || !strings.Contains(errb.String(), want) {
 		t.Fatalf("exit %d, stderr %q; want 2 and %q", code, errb.String(), want)

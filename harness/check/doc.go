@@ -1,13 +1,16 @@
 // Package check decides the sidecar invariants of SEMANTICS.md §2 (all 47:
 // INV-S*, R*, C*, P*, T*, H*, Q*, F*, U*) and the restart-rule ones (RR,
 // RA) over recorded histories, in the style of
-// porcupine and Jepsen's checker: history in, verdict out, nothing else.
+// porcupine and Jepsen's checker: history in, verdict out, nothing else;
+// and three user-level guarantees (user.go: what the user of a sidecar
+// wanted, judged the same way for the native design and the workarounds
+// it replaced), whose findings are unmet, never a violation.
 //
 // The unit of work is one pod (porcupine's P-compositionality): its own
 // events interleaved with the node-level and fault events of its node, as
 // history.Partitioner delivers them. BuildPod digests that slice once into
 // a Pod view (per-container attempts, sandboxes, termination windows, fault
-// windows) so that the 51 checkers do not each rescan raw events.
+// windows) so that the 54 checkers do not each rescan raw events.
 //
 // Every Checker is a pure function of a Pod. It reports Hits; the framework
 // classifies each hit using the fault context (SEMANTICS.md §5):
@@ -18,7 +21,9 @@
 //	             just over (kubelet/runtime/node down, GC, OOM per
 //	             invariant), or past the grace budget (T3/T4);
 //	bound        a timing bound missed (BEST-EFFORT timing, or a HARD
-//	             guarantee that a history can only check as a bound).
+//	             guarantee that a history can only check as a bound);
+//	unmet        a user-level guarantee (Level USER) not met: counted,
+//	             attributed, never excused and never part of a verdict.
 //
 // docs/checker.md lists every checker: what it decides, what it cannot,
 // and which faults excuse it.

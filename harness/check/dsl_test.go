@@ -24,7 +24,8 @@ type hb struct {
 
 // specOf builds a spec from "role:name+flag+flag" words, e.g.
 // specOf("Always", 30, "init:setup", "sidecar:proxy+startup+prestop", "main:app").
-// Flags: startup, ready, live, poststart, prestop.
+// Flags: startup, ready, live, poststart, prestop, intent (a user sidecar
+// run as a main by a workaround), waits (WaitsForSidecars).
 func specOf(rp string, graceSec int64, ctrs ...string) *history.PodSpec {
 	s := &history.PodSpec{RestartPolicy: rp, Grace: graceSec * 1e9}
 	for _, w := range ctrs {
@@ -43,6 +44,10 @@ func specOf(rp string, graceSec int64, ctrs ...string) *history.PodSpec {
 				c.PostStart = true
 			case "prestop":
 				c.PreStop = true
+			case "intent": // a user sidecar a workaround runs as a main
+				c.Intent = "sidecar"
+			case "waits": // its entrypoint waits for the sidecars
+				c.WaitsForSidecars = true
 			default:
 				panic("unknown flag " + f)
 			}

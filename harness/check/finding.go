@@ -41,6 +41,13 @@ const excerptCap = 12
 // classify turns a checker's hit into a Finding.
 func (p *Pod) classify(ch Checker, h *Hit) Finding {
 	f := Finding{ID: ch.ID(), Pod: p.Name, Node: p.Node, T: h.T, Msg: h.Msg, Excuse: h.Excuse}
+	if ch.Level() == User {
+		// Nothing Kubernetes promised was broken: no excuse applies, but
+		// the fault that can have caused it is named.
+		f.Class, f.Excuse = Unmet, ""
+		f.Fault = p.attribute(h)
+		return f
+	}
 	switch {
 	case f.Excuse != "":
 		f.Class = Degradation

@@ -70,6 +70,9 @@ func (k *keeper) view() *keepView {
 // mayKeep reports whether a pod with these findings can still be kept.
 func (v *keepView) mayKeep(fs []Finding) bool {
 	for i := range fs {
+		if fs[i].Class == Unmet {
+			continue // user-level findings have their own section, no timelines
+		}
 		full := v.oFull
 		if fs[i].Class == Violation {
 			full = v.vFull
@@ -99,13 +102,13 @@ func (k *keeper) consider(rep *Report, res *podResult, name string, events []his
 	switch {
 	case k.gotV < k.wantV && newIn(func(c Class) bool { return c == Violation }):
 		k.gotV++
-	case k.gotO < k.wantO && newIn(func(c Class) bool { return c != Violation }):
+	case k.gotO < k.wantO && newIn(func(c Class) bool { return c != Violation && c != Unmet }):
 		k.gotO++
 	default:
 		return
 	}
 	for i := range res.findings {
-		if id := res.findings[i].ID; !slices.Contains(k.ids, id) {
+		if id := res.findings[i].ID; res.findings[i].Class != Unmet && !slices.Contains(k.ids, id) {
 			k.ids = append(k.ids, id)
 		}
 	}

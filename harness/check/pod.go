@@ -41,11 +41,16 @@ type Attempt struct {
 	// value=false): the kubelet kills the attempt, which never counts as
 	// Started (kuberuntime_container.go startContainer step 4).
 	PostStartFailed bool
-	Exited          int32
-	Code            int32
-	ExitReason      string
-	KillReason      string // from prestop-begin or stop-requested
-	StopGrace       int64
+	// App is container.app-started (a wrapper exec'd the application),
+	// AppOK its value; Serving the first container.serving=true.
+	App        int32
+	AppOK      bool
+	Serving    int32
+	Exited     int32
+	Code       int32
+	ExitReason string
+	KillReason string // from prestop-begin or stop-requested
+	StopGrace  int64
 }
 
 // Start is the index of the attempt's start: the request if recorded, the
@@ -127,6 +132,12 @@ type Pod struct {
 	Sidecars []int
 	Mains    []int
 	NInit    int // len(Spec.Init): Ctrs[:NInit] are init containers
+	// USidecars are the user's sidecars (native, or run as regular
+	// containers by a workaround: history.ContainerSpec.UserSidecar) and
+	// UMains the other main containers: the roles user-level guarantees
+	// judge (user.go).
+	USidecars []int
+	UMains    []int
 
 	Sandboxes []Sandbox
 	Terms     []Term
@@ -143,6 +154,8 @@ type Pod struct {
 	Removed   int32
 
 	windows []window
+	// scratch space of the user-level checkers (user.go), reused
+	spans, gaps []span
 }
 
 // ErrNoSpec is returned by BuildPod for a history without pod.created.
@@ -172,10 +185,11 @@ func (p *Pod) reset() {
 	}
 	*p = Pod{
 		Ctrs: p.Ctrs[:0], Inits: p.Inits[:0], Sidecars: p.Sidecars[:0], Mains: p.Mains[:0],
+		USidecars: p.USidecars[:0], UMains: p.UMains[:0],
 		Sandboxes: p.Sandboxes[:0], Terms: p.Terms[:0], Outages: p.Outages[:0],
 		Faults: p.Faults[:0], Phases: p.Phases[:0], Conds: p.Conds[:0],
 		Images: p.Images[:0], Resizes: p.Resizes[:0], Scheduled: p.Scheduled[:0], Shutdowns: p.Shutdowns[:0],
-		windows: p.windows[:0], Created: none, Deleted: none, Removed: none,
+		windows: p.windows[:0], spans: p.spans[:0], gaps: p.gaps[:0], Created: none, Deleted: none, Removed: none,
 	}
 }
 
@@ -356,6 +370,12 @@ func (p *Pod) setSpec(s *history.PodSpec) error {
 		}
 		c := &p.Ctrs[k]
 		c.Name, c.Role, c.Spec = cs.Name, role, cs
+		switch {
+		case cs.UserSidecar():
+			p.USidecars = append(p.USidecars, k)
+		case role == RoleMain:
+			p.UMains = append(p.UMains, k)
+		}
 	}
 	return nil
 }
@@ -378,6 +398,7 @@ func (p *Pod) newAttempt(c int, sb int32) *Attempt {
 	p.Ctrs[c].Att = append(p.Ctrs[c].Att, Attempt{
 		Sandbox: max(sb, 0), Req: none, Running: none, PostStart: none, Started: none,
 		StartupOK: none, PreStop: none, PreStopEnd: none, Stop: none, Kill: none, Unknown: none, Exited: none,
+		App: none, Serving: none,
 	})
 	return p.last(c)
 }
@@ -423,6 +444,14 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 			if a.KillReason == "" {
 				a.KillReason = e.Reason
 			}
+		}
+	case history.ContainerAppStarted:
+		if a != nil && a.App == none {
+			a.App, a.AppOK = i, e.Value
+		}
+	case history.ContainerServing:
+		if a != nil && e.Value && a.Serving == none {
+			a.Serving = i
 		}
 	case history.ContainerKilled:
 		if a != nil && a.Kill == none {

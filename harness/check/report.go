@@ -16,11 +16,14 @@ type Row struct {
 	Violations int    `json:"violations"`
 	// ViolatingPods counts pods with at least one violation of this
 	// invariant: the numerator of its per-lifecycle violation rate.
-	ViolatingPods int      `json:"violatingPods"`
-	Degradations  int      `json:"degradations"`
-	Bounds        int      `json:"boundsExceeded"`
-	Unknown       int      `json:"unknown"` // pods on which the checker failed
-	Valid         Validity `json:"valid"`
+	ViolatingPods int `json:"violatingPods"`
+	Degradations  int `json:"degradations"`
+	Bounds        int `json:"boundsExceeded"`
+	// Unmet counts the pods a user-level guarantee (Level User) failed:
+	// its checkers report at most one finding per pod.
+	Unmet   int      `json:"unmet,omitempty"`
+	Unknown int      `json:"unknown"` // pods on which the checker failed
+	Valid   Validity `json:"valid"`
 }
 
 // Cell counts one invariant's findings attributed to one fault
@@ -32,6 +35,7 @@ type Cell struct {
 	Violations   int    `json:"violations"`
 	Degradations int    `json:"degradations"`
 	Bounds       int    `json:"boundsExceeded"`
+	Unmet        int    `json:"unmet,omitempty"`
 }
 
 // PodError is why a checker's verdict on a pod is Unknown.
@@ -57,6 +61,11 @@ type Report struct {
 	Errors        []PodError `json:"errors,omitempty"`
 	Warnings      []string   `json:"warnings,omitempty"`
 	FindingsCap   int        `json:"findingsCap"`
+	// UserUnmet lists, for each pod that failed a user-level guarantee,
+	// the IDs of the guarantees it failed (in registry order): the
+	// per-pod facts behind the user-level rates by fault kind (pods.jsonl
+	// carries them).
+	UserUnmet map[string][]string `json:"-"`
 	// GroupViolatingPods counts, per invariant group (InvariantGroup), the
 	// pods with at least one violation of an invariant of the group.
 	GroupViolatingPods map[string]int `json:"groupViolatingPods,omitempty"`
@@ -148,6 +157,15 @@ func (a *aggregator) fold(res *podResult) {
 		case Degradation:
 			row.Degradations++
 			cell.Degradations++
+		case Unmet:
+			row.Unmet++
+			cell.Unmet++
+			if r.UserUnmet == nil {
+				r.UserUnmet = map[string][]string{}
+			}
+			if ids := r.UserUnmet[f.Pod]; !slices.Contains(ids, row.ID) {
+				r.UserUnmet[f.Pod] = append(ids, row.ID)
+			}
 		default:
 			row.Bounds++
 			cell.Bounds++

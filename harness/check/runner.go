@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -12,12 +13,14 @@ import (
 
 // podResult is one pod's outcome, folded by the aggregator.
 type podResult struct {
-	seq      uint64
-	meta     *history.Meta
-	name     string
-	findings []Finding
-	unknown  uint64 // bit i: checker i failed on this pod
-	errs     []PodError
+	seq        uint64
+	hookEvents *[]history.Event // the pod's events, kept for the OnPod hook
+	hookWeight int              // their in-flight budget, released after it
+	meta       *history.Meta
+	name       string
+	findings   []Finding
+	unknown    uint64 // bit i: checker i failed on this pod
+	errs       []PodError
 	// events is a copy of the pod's events, made by the worker when the
 	// pod has findings and KeepPods may keep it.
 	events []history.Event
@@ -84,6 +87,24 @@ func Workers(n int) Option { return func(r *Runner) { r.workers = max(n, 1) } }
 // (all are counted). The default is 100.
 func FindingsCap(n int) Option { return func(r *Runner) { r.cap = max(n, 0) } }
 
+// PodHook receives each checked pod, in the order the pods were added,
+// with its history (valid only during the call) and the checker's verdict
+// on it: what a run needs to decide which histories to keep and to count
+// the user-level guarantees per pod.
+type PodHook func(meta *history.Meta, pod string, events []history.Event, v PodVerdict)
+
+// PodVerdict is what the checker found on one pod.
+type PodVerdict struct {
+	// Notable: a finding of any class, or a checker that failed.
+	Notable bool
+	// Unmet lists the user-level guarantees the pod did not get (class
+	// Unmet), in checker order, each once.
+	Unmet []string
+}
+
+// OnPod sets a hook called for every pod once it is checked and folded.
+func OnPod(fn PodHook) Option { return func(r *Runner) { r.onPod = fn } }
+
 // WithCheckers replaces the registered checkers (tests, or a subset).
 func WithCheckers(cs ...Checker) Option { return func(r *Runner) { r.checkers = cs } }
 
@@ -100,6 +121,7 @@ type Runner struct {
 	checkers []Checker
 	seq      uint64
 	agg      *aggregator
+	onPod    PodHook
 
 	// Synchronous mode (workers == 1): results are folded at once, so one
 	// result buffer is reused.
@@ -226,6 +248,9 @@ func (r *Runner) Add(meta *history.Meta, pod string, events []history.Event) {
 		if len(r.res.findings) > 0 {
 			r.publishStored()
 		}
+		if r.onPod != nil {
+			r.onPod(meta, pod, events, r.res.verdict())
+		}
 		return
 	}
 	r.slots <- struct{}{}
@@ -235,8 +260,14 @@ func (r *Runner) Add(meta *history.Meta, pod string, events []history.Event) {
 		if r.big == nil {
 			r.big = &worker{checkers: r.checkers, stored: r.stored, cap: r.cap}
 		}
-		res := &podResult{seq: r.seq}
+		res := &podResult{seq: r.seq, name: pod}
 		r.big.check(meta, pod, events, res)
+		if r.onPod != nil {
+			// The hook runs at the fold, after Add returned: it needs a copy.
+			buf := new([]history.Event)
+			*buf = append(*buf, events...)
+			res.hookEvents = buf
+		}
 		r.results <- res
 		return
 	}
@@ -258,13 +289,33 @@ func (r *Runner) work() {
 		if len(res.findings) > 0 && (r.keepV+r.keepO) > 0 && r.keepView.Load().mayKeep(res.findings) {
 			res.events = append([]history.Event(nil), *j.events...)
 		}
-		clear(*j.events) // drop Spec/Meta pointers before pooling
-		if cap(*j.events) <= maxPooledEvents {
-			r.pool.Put(j.events)
+		if r.onPod != nil {
+			// Recycled, and the budget released, after the hook.
+			res.hookEvents, res.hookWeight = j.events, j.weight
+		} else {
+			r.recycle(j.events)
+			r.inflight.release(j.weight)
 		}
-		r.inflight.release(j.weight)
 		r.results <- res
 	}
+}
+
+func (r *Runner) recycle(events *[]history.Event) {
+	clear(*events) // drop Spec/Meta pointers before pooling
+	if cap(*events) <= maxPooledEvents {
+		r.pool.Put(events)
+	}
+}
+
+// verdict is the hook's summary of the pod's result.
+func (res *podResult) verdict() PodVerdict {
+	v := PodVerdict{Notable: len(res.findings) > 0 || len(res.errs) > 0}
+	for i := range res.findings {
+		if f := &res.findings[i]; f.Class == Unmet && !slices.Contains(v.Unmet, f.ID) {
+			v.Unmet = append(v.Unmet, f.ID)
+		}
+	}
+	return v
 }
 
 // collect folds results strictly in seq order; early arrivals wait in
@@ -291,6 +342,11 @@ func (r *Runner) collect() {
 			}
 			if len(res.findings) > 0 {
 				r.publishStored()
+			}
+			if res.hookEvents != nil {
+				r.onPod(res.meta, res.name, *res.hookEvents, res.verdict())
+				r.recycle(res.hookEvents)
+				r.inflight.release(res.hookWeight)
 			}
 			next++
 			<-r.slots

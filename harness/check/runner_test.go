@@ -218,7 +218,7 @@ func TestRunCheckCommand(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
-			if code := RunCheckCommand(&out, &errb, tc.paths); code != tc.code {
+			if code := RunCheckCommand(&out, &errb, tc.paths, nil); code != tc.code {
 				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, out.String(), errb.String())
 			}
 			if !strings.Contains(out.String(), tc.out) || !strings.Contains(errb.String(), tc.err) {
@@ -245,6 +245,67 @@ func TestReportJSONRoundTrip(t *testing.T) {
 	}
 	if back.Valid != Invalid || back.Row("INV-T3").Violations != 1 || back.Findings[0].Class != Violation {
 		t.Fatalf("round trip: %+v", back.Rows[0])
+	}
+}
+
+// TestOnPodHook: the hook sees every pod once, in the order the pods were
+// added, with its events and whether the checker found anything on it
+// (the same verdict the report has), in both modes, also a pod whose long
+// history Add checks itself.
+func TestOnPodHook(t *testing.T) {
+	ev := fleet(120, 3)
+	var long []history.Event
+	for k := range 10000 {
+		t := int64(k+1) * ms1
+		long = append(long, history.Event{T: t, Kind: history.KubeletDown, Node: "node-0"}, history.Event{T: t, Kind: history.KubeletUp, Node: "node-0"})
+	}
+	ev = append(append(append([]history.Event(nil), ev[:3]...), long...), ev[3:]...)
+	slices.SortStableFunc(ev, func(a, b history.Event) int { return int(a.T - b.T) })
+	for _, workers := range []int{1, 4} {
+		longest := 0
+		var order []string
+		notable := map[string]bool{}
+		r := NewRunner(Workers(workers), OnPod(func(meta *history.Meta, pod string, evs []history.Event, v PodVerdict) {
+			if len(evs) == 0 || meta == nil {
+				t.Errorf("%s: no events or meta", pod)
+			}
+			longest = max(longest, len(evs))
+			order = append(order, pod)
+			notable[pod] = v.Notable
+		}))
+		var added []string
+		part := history.NewPartitioner(func(meta *history.Meta, pod string, evs []history.Event) error {
+			added = append(added, pod)
+			r.Add(meta, pod, evs)
+			return nil
+		})
+		for i := range ev {
+			part.Write(&ev[i])
+		}
+		part.Close()
+		rep := r.Close()
+		if !slices.Equal(order, added) {
+			t.Fatalf("workers=%d: hook order differs from the add order", workers)
+		}
+		if longest < bigPod {
+			t.Errorf("workers=%d: the hook saw no long history (longest %d)", workers, longest)
+		}
+		withFindings := map[string]bool{}
+		for _, f := range rep.Findings {
+			withFindings[f.Pod] = true
+		}
+		n := 0
+		for pod, v := range notable {
+			if v {
+				n++
+			}
+			if withFindings[pod] && !v {
+				t.Errorf("workers=%d: %s has findings but was not notable", workers, pod)
+			}
+		}
+		if n == 0 || n == len(notable) {
+			t.Errorf("workers=%d: %d of %d pods notable", workers, n, len(notable))
+		}
 	}
 }
 

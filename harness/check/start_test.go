@@ -191,7 +191,7 @@ func TestStartInvariants(t *testing.T) { runCases(t, startCases()) }
 // it is broken: no checker ships untested.
 func TestEveryCheckerHasPassingAndFailingCases(t *testing.T) {
 	pass, fail := map[string]bool{}, map[string]bool{}
-	for _, group := range [][]invCase{startCases(), restartCases(), phaseCases(), terminationCases(), faultCases(), ruleCases(), semanticsCases(), vocabCases()} {
+	for _, group := range [][]invCase{startCases(), restartCases(), phaseCases(), terminationCases(), faultCases(), ruleCases(), semanticsCases(), vocabCases(), userCases()} {
 		for _, c := range group {
 			if c.clean {
 				pass[c.id] = true

@@ -11,11 +11,19 @@ type Level uint8
 const (
 	Hard       Level = iota // enforced by kubelet sequencing logic
 	BestEffort              // documented best effort or bounded by a budget
+	// User is a user-level guarantee (user.go): what the user of a sidecar
+	// wanted, judged the same way whatever the policy, native or a
+	// workaround. Kubernetes promises none of them, so their findings are
+	// never violations: they are Unmet, and never change a verdict.
+	User
 )
 
 func (l Level) String() string {
-	if l == Hard {
+	switch l {
+	case Hard:
 		return "HARD"
+	case User:
+		return "USER"
 	}
 	return "BEST-EFFORT"
 }
@@ -27,9 +35,10 @@ const (
 	Violation   Class = iota // guarantee broken, no excusing fault
 	Degradation              // broken under a fault that voids it
 	Bound                    // a timing bound was missed
+	Unmet                    // a user-level guarantee was not met (Level User)
 )
 
-var classNames = [...]string{"violation", "degradation", "bound-exceeded"}
+var classNames = [...]string{"violation", "degradation", "bound-exceeded", "unmet"}
 
 func (c Class) String() string {
 	if int(c) < len(classNames) {
@@ -73,6 +82,8 @@ func (l *Level) UnmarshalText(b []byte) error {
 		*l = Hard
 	case "BEST-EFFORT":
 		*l = BestEffort
+	case "USER":
+		*l = User
 	default:
 		return fmt.Errorf("check: unknown level %q", b)
 	}

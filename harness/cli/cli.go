@@ -175,6 +175,8 @@ func newRootCommand(streams IOStreams, d deps) *cobra.Command {
 		newExplainCommand(streams),
 		newCompareCommand(streams),
 		newGraduateCommand(streams),
+		newMergeCommand(streams),
+		newTrendCommand(streams),
 		newVersionCommand(streams),
 		newClusterCommand(streams),
 		newInitCommand(streams),

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sidebench/sidebench/harness/runner"
 	"github.com/sidebench/sidebench/reports/compare"
 )
 
@@ -21,8 +22,11 @@ type compareFlags struct {
 
 const compareLong = `Compare run directories (written by 'sidebench run'), benchstat style: the
 first is the baseline (A), every other one a candidate (B, C, ...) compared
-with it. Latency samples come from each run's pods.jsonl (faulted pods left
-out, as in the reports), violation counts from its summary.json.
+with it. Latency samples come from each run's per-pod records
+(pods.jsonl.zst; faulted pods left out, as in the reports), violation
+counts from its committed trials. A run that kept only some pods' records
+(soak's --keep-history sample:P, or findings) cannot be paired pod by pod:
+follow such runs with 'sidebench trend', which compares distributions.
 
 Each policy × latency metric gets three rows, p50, p90 and p99:
 
@@ -115,7 +119,11 @@ func runCompare(streams IOStreams, f *compareFlags, dirs []string) error {
 	if thr == 0 {
 		thr = -1 // compare.Options: 0 is the default 5%, negative any increase
 	}
-	t, err := compare.RunDirs(dirs, compare.Options{Alpha: f.alpha, Threshold: thr, PolicyA: f.policyA, PolicyB: f.policyB, Force: f.force})
+	runs, err := runner.CompareRuns(dirs)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	t, err := compare.Compare(runs, compare.Options{Alpha: f.alpha, Threshold: thr, PolicyA: f.policyA, PolicyB: f.policyB, Force: f.force})
 	if err != nil {
 		return usageErr("%v", err)
 	}

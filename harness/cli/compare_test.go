@@ -241,8 +241,8 @@ func TestCompareUsage(t *testing.T) {
 	otherScenario := filepath.Join(dir, "other")
 	os.Mkdir(otherScenario, 0o755)
 	os.WriteFile(filepath.Join(otherScenario, render.SummaryFile), []byte(strings.Replace(string(sum), `"scenario": "tiny"`, `"scenario": "other"`, 1)), 0o644)
-	pods, _ := os.ReadFile(filepath.Join(good, rundir.FilePods))
-	os.WriteFile(filepath.Join(otherScenario, rundir.FilePods), []byte(strings.ReplaceAll(string(pods), `"scenario":"tiny"`, `"scenario":"other"`)), 0o644)
+	pods, _ := os.ReadFile(filepath.Join(good, "pods.jsonl")) // a format 1 directory
+	os.WriteFile(filepath.Join(otherScenario, "pods.jsonl"), []byte(strings.ReplaceAll(string(pods), `"scenario":"tiny"`, `"scenario":"other"`)), 0o644)
 	if _, errOut, code := run(t, "compare", "--force", good, otherScenario); code != ExitOK || errOut != "" {
 		t.Errorf("--force: exit %d %q", code, errOut)
 	}
@@ -255,7 +255,7 @@ func TestCompareUsage(t *testing.T) {
 		{[]string{"compare", good, otherScenario}, "--force"},
 		{[]string{"compare", good, filepath.Join(dir, "missing")}, filepath.Join(dir, "missing")},
 		{[]string{"compare", good, empty}, empty},
-		{[]string{"compare", good, nopods}, filepath.Join(nopods, rundir.FilePods)},
+		{[]string{"compare", good, nopods}, filepath.Join(nopods, "pods.jsonl")},
 		{[]string{"compare", good, badsum}, filepath.Join(badsum, render.SummaryFile)},
 		{[]string{"compare", "--format", "xml", good, good}, "--format"},
 		{[]string{"compare", "--alpha", "2", good, good}, "--alpha"},

@@ -82,8 +82,7 @@ func TestDifferentialRun(t *testing.T) {
 		t.Errorf("trials: sim %d local %d, want 4 and 2", sim.TrialsCommitted, loc.TrialsCommitted)
 	}
 	// Same seeds on both backends: the local history's run.meta seeds are sim's.
-	sh, _ := os.ReadFile(filepath.Join(dir, "sim", rundir.FileHistory))
-	lh, _ := os.ReadFile(filepath.Join(dir, "local", rundir.FileHistory))
+	sh, lh := readHistory(t, filepath.Join(dir, "sim")), readHistory(t, filepath.Join(dir, "local"))
 	for _, seed := range seedsOf(string(lh)) {
 		if !strings.Contains(string(sh), seed) {
 			t.Errorf("local seed %s not run on sim", seed)

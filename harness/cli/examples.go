@@ -18,15 +18,24 @@ var examples = map[string]string{
   # Real kubelets on loopback (root), and the same seeds on sim and local side by side
   sudo sidebench run --backend local scenarios/local-start-ordering.yaml
   sudo sidebench run --backend sim,local --out /tmp/diff scenarios/local-kubelet-crash.yaml`,
-	"sidebench soak": `  # Eight hours of fresh seeds, checkpointed every 5 minutes
-  sidebench soak --duration 8h --out /tmp/soak scenarios/soak-profile.yaml
+	"sidebench soak": `  # Eight hours of fresh seeds, checkpointed every 5 minutes, within 5 GB
+  sidebench soak --duration 8h --max-disk 5GB --out /tmp/soak scenarios/soak-profile.yaml
 
   # After a crash or SIGKILL: continue, counting nothing twice
   sidebench soak --resume /tmp/soak`,
 	"sidebench validate": `  sidebench validate scenarios/*.yaml
   sidebench validate my-scenario.yaml   # errors name FILE:LINE:COL and the field`,
 	"sidebench check": `  # Re-check a run's recorded histories offline (exit 1 on a violation)
-  sidebench check /tmp/pc/history.jsonl`,
+  sidebench check /tmp/pc
+  sidebench check /tmp/pc/history.jsonl.zst`,
+	"sidebench merge": `  # A run in four shards (on four machines, or an Indexed Job), pooled
+  for i in 0 1 2 3; do sidebench run --shard $i/4 --out /tmp/shard-$i scenarios/policy-comparison.yaml; done
+  sidebench merge --out /tmp/pc /tmp/shard-0 /tmp/shard-1 /tmp/shard-2 /tmp/shard-3`,
+	"sidebench trend": `  # Every night's soak in one directory: the trend beside them, exit 1 on a regression
+  sidebench trend /results/nightly
+
+  # Named nights, the trend written elsewhere
+  sidebench trend --out /tmp/trend /tmp/night-1 /tmp/night-2 /tmp/night-3`,
 	"sidebench explain": `  # The pods with findings, then one of them as a timeline
   sidebench explain /tmp/pc
   sidebench explain /tmp/pc --pod default/web-3 --trial 2 --policy kep753-2019`,

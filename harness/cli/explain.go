@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -69,12 +68,14 @@ Timeline markers:
 }
 
 func runExplain(streams IOStreams, f *explainFlags, target string) error {
-	histPath, findPath := target, ""
+	histPath, findDir, keep := target, "", ""
 	if st, err := os.Stat(target); err == nil && st.IsDir() {
-		histPath = filepath.Join(target, rundir.FileHistory)
-		findPath = filepath.Join(target, rundir.FileFindings)
+		histPath, findDir = filepath.Join(target, rundir.FileHistory), target
+		if info, err := rundir.ReadInfo(target); err == nil {
+			keep = info.KeepHistory
+		}
 	}
-	hf, err := os.Open(histPath)
+	hf, err := rundir.OpenHistory(target)
 	if err != nil {
 		return usageErr("explain: %v", err)
 	}
@@ -130,9 +131,13 @@ func runExplain(streams IOStreams, f *explainFlags, target string) error {
 		if len(names) > 10 {
 			names = append(names[:10], "...")
 		}
-		return usageErr("explain: no pod %q in %s (with the given --trial/--policy); pods: %s", f.pod, histPath, strings.Join(names, ", "))
+		kept := ""
+		if keep != "" && keep != rundir.RetainAll {
+			kept = fmt.Sprintf(" (the run kept the histories of some pods only: --keep-history %s)", keep)
+		}
+		return usageErr("explain: no pod %q in %s (with the given --trial/--policy)%s; pods: %s", f.pod, histPath, kept, strings.Join(names, ", "))
 	}
-	findings := readFindings(findPath)
+	findings := readFindings(findDir)
 	w := bufio.NewWriter(streams.Out)
 	defer w.Flush()
 	for i, h := range hits {
@@ -144,24 +149,15 @@ func runExplain(streams IOStreams, f *explainFlags, target string) error {
 	return nil
 }
 
-func readFindings(path string) []rundir.FindingRecord {
-	if path == "" {
+func readFindings(dir string) []rundir.FindingRecord {
+	if dir == "" {
 		return nil
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
 	var out []rundir.FindingRecord
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		var l rundir.FindingRecord
-		if json.Unmarshal(sc.Bytes(), &l) == nil {
-			out = append(out, l)
-		}
-	}
+	rundir.EachFinding(dir, func(fr *rundir.FindingRecord) error {
+		out = append(out, *fr)
+		return nil
+	})
 	return out
 }
 

@@ -62,7 +62,7 @@ func TestResumeRefusesBadDirectory(t *testing.T) {
 			return func() {}
 		}, "journal.jsonl:2: corrupt journal line"},
 		{"held by another process", func(t *testing.T, dir string) func() {
-			d, _, _, err := rundir.Open(dir)
+			d, _, err := rundir.Open(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +100,7 @@ func TestDiskFullExits3(t *testing.T) {
 		t.Skip("needs root to mount a tmpfs")
 	}
 	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1720k", "tmpfs", mnt).CombinedOutput(); err != nil {
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", mnt).CombinedOutput(); err != nil {
 		t.Skipf("cannot mount a tmpfs: %v %s", err, out)
 	}
 	defer exec.Command("umount", mnt).Run()

@@ -120,6 +120,10 @@ type runFlags struct {
 	progress         string
 	progressInterval time.Duration
 	maxMemory        string
+	keepHistory      string
+	maxDisk          string
+	shard            string
+	shards           int
 }
 
 func (f *runFlags) register(cmd *cobra.Command) {
@@ -134,6 +138,10 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.progress, "progress", "auto", "progress display: auto (bars on a terminal, plain lines otherwise or when CI is set), bars, plain")
 	fl.DurationVar(&f.progressInterval, "progress-interval", 10*time.Second, "period of plain progress lines")
 	_ = fl.MarkHidden("progress-interval")
+	fl.StringVar(&f.keepHistory, "keep-history", "all", "which pods' histories and per-pod records to keep: all, findings (pods with a finding), or sample:P (findings plus P% of the other pods); every pod is checked and measured either way")
+	fl.StringVar(&f.maxDisk, "max-disk", "", "stop cleanly before the run directory would exceed this size (e.g. 5GB): committed trials are kept and the run is marked partial (exit 1)")
+	fl.StringVar(&f.shard, "shard", "", "run only shard I/N of the trials (e.g. 0/4); 'sidebench merge' pools the shards into the whole run")
+	fl.IntVar(&f.shards, "shards", 0, "run the shard of N given by $JOB_COMPLETION_INDEX (a Kubernetes Indexed Job)")
 }
 
 func (f *runFlags) check() error {
@@ -148,7 +156,7 @@ func (f *runFlags) check() error {
 			return usageErr("--out %s: not a directory", f.out)
 		}
 	}
-	return nil
+	return f.storage(&runner.Options{})
 }
 
 // checkBudget refuses, before anything runs, a scenario whose estimated
@@ -192,10 +200,29 @@ func (f *runFlags) reporter(w io.Writer) (*progress.Reporter, error) {
 	return progress.New(w, progress.Options{Mode: mode, Interval: f.progressInterval}), nil
 }
 
+// storage parses the retention, the disk budget and the shard.
+func (f *runFlags) storage(o *runner.Options) error {
+	keep, err := rundir.ParseRetention(f.keepHistory)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	o.Keep = keep
+	if f.maxDisk != "" {
+		if o.MaxDisk, err = scenario.ParseBytes(f.maxDisk); err != nil {
+			return usageErr("--max-disk %q: want a positive size with a unit, such as 5GB or 500MiB", f.maxDisk)
+		}
+	}
+	if o.Shard, err = runner.ShardOf(f.shard, f.shards, os.Getenv); err != nil {
+		return usageErr("%v", err)
+	}
+	return nil
+}
+
 // runnerOptions are the runner's options for one backend.
 func (f *runFlags) runnerOptions(name string, be backend.Backend, rep *progress.Reporter, log io.Writer) runner.Options {
 	o := runner.Options{Backend: be, BackendName: name, Parallel: f.parallel, Log: log, Build: version.Get(), Strict: f.strict,
 		Seed: f.seed, Trials: f.trials, BackendOptions: f.options(name)}
+	f.storage(&o) // checked in check()
 	if rep != nil {
 		o.Progress = progressFeed{rep}
 	}
@@ -214,9 +241,11 @@ type scenarioFeed struct{ *progress.Scenario }
 const runLong = `Run every scenario × policy × trial on a backend and write, per scenario, a
 run directory with:
 
-  history.jsonl   the history of every trial (run.meta ... run.end)
-  pods.jsonl      per-pod latencies (harness/metrics)
-  findings.jsonl  the checker's findings (violations, degradations, bounds)
+  history.jsonl.zst   the history of every trial (run.meta ... run.end)
+  pods.jsonl.zst      per-pod latencies (harness/metrics)
+  findings.jsonl.zst  the checker's findings (violations, degradations, bounds)
+  trials.jsonl.zst    per trial: checker counts and latency distributions
+                      of every pod
   summary.json    every number of the run (docs/reports.md), with a
                   "sidebench" section: per scenario × policy trials, pods,
                   violations, degradations, pod_startup percentiles, role
@@ -255,12 +284,30 @@ containerd; root) or --provider kind, loading --image-archive. Each trial
 gets a namespace labelled sidebench.dev/run, deleted at the end, also after
 Ctrl-C. Faults it cannot inject are listed after the table, never counted.
 
+Storage: the data files are zstd-compressed, one frame per trial
+(zstdcat reads them; check, explain, graduate, compare, merge and trend
+read them directly). --keep-history findings or sample:P keeps the
+histories and per-pod records of the pods with findings (and a
+deterministic P% sample of the others) only; every pod is still checked
+and measured, and its counts and latency distribution kept
+(trials.jsonl.zst), so every number of every output is the same as with
+all. --max-disk SIZE stops before a commit would take the directory past
+SIZE: what was committed stays, the run is partial and says why.
+
+Sharding: --shard I/N runs the trials whose index in the run (policy by
+policy, trial by trial) is I modulo N; --shards N takes I from
+$JOB_COMPLETION_INDEX (an Indexed Job's completion index). The N shards
+together are exactly the unsharded run; 'sidebench merge' pools them and
+judges the run. A shard exits 0 once its slice is committed, whatever
+its slice's verdicts (1 if interrupted or stopped, 2 and 3 as below).
+
 Exit codes:
   0  every criterion met (INSUFFICIENT DATA too, unless --strict)
-  1  a violation or a criterion failed, a bug replica was not caught, or
-     the run was interrupted
+  1  a violation or a criterion failed, a bug replica was not caught, the
+     run was interrupted, or it stopped at --max-disk (partial)
   2  usage or validation error
-  3  internal error (including: the reports could not be written)`
+  3  internal error (including: the run directory or the reports could
+     not be written: disk full, unwritable --out, a failing fsync)`
 
 func newRunCommand(streams IOStreams, d deps) *cobra.Command {
 	f := &runFlags{}
@@ -424,6 +471,18 @@ func runRun(cmd *cobra.Command, streams IOStreams, d deps, f *runFlags, files []
 			}
 		}
 	}
+	if f.shard != "" || f.shards != 0 {
+		// A shard's verdicts cover a slice of the trials: the merge judges
+		// the run. The shard fails only when it did not finish its slice.
+		if !f.quiet {
+			fmt.Fprintln(streams.ErrOut, "sidebench: one shard of a run: its verdicts cover this slice only; 'sidebench merge' the shards to judge the run")
+		}
+		var done []*runner.Result // only whether the slice finished counts
+		for _, r := range results {
+			done = append(done, &runner.Result{Partial: r.Partial, Stopped: r.Stopped})
+		}
+		return exitFor(ctx, streams, false, done)
+	}
 	return exitFor(ctx, streams, f.strict, results)
 }
 
@@ -450,8 +509,12 @@ func runError(err error) error {
 // exitFor applies the exit-code rules to the results of a run.
 func exitFor(ctx context.Context, streams IOStreams, strict bool, results []*runner.Result) error {
 	partial, fail, insufficient := ctx.Err() != nil, false, false
+	stopped := ""
 	for _, r := range results {
 		partial = partial || r.Partial
+		if r.Stopped != "" {
+			stopped = r.Stopped
+		}
 		switch r.State.State.Verdict {
 		case "FAIL":
 			fail = true
@@ -460,6 +523,9 @@ func exitFor(ctx context.Context, streams IOStreams, strict bool, results []*run
 		}
 	}
 	switch {
+	case stopped != "":
+		fmt.Fprintf(streams.ErrOut, "sidebench: %s; results are partial (summary.json status: partial, stopped)\n", stopped)
+		return silent(ExitFailed)
 	case partial:
 		fmt.Fprintln(streams.ErrOut, "sidebench: interrupted: results are partial (summary.json status: partial)")
 		return silent(ExitFailed)

@@ -28,8 +28,18 @@ const soakLong = `Repeat trials of the given scenarios with fresh seeds (trial n
 derived from the master seed and n) until --duration has passed, and keep
 the run directory consistent at all times:
 
-  - a trial is committed only once its history, pods and findings are
-    appended and fsynced; then its line is appended to journal.jsonl;
+  - a trial is committed only once its compressed frames (history, pods,
+    findings, trials) are appended and fsynced; then its line is appended
+    to journal.jsonl (trials that finish during a commit are committed
+    together: one fsync per file);
+  - by default (--keep-history sample:0.1) the histories and per-pod
+    records of the pods with findings are kept, plus 0.1% of the others
+    chosen by a hash of the trial seed and pod name; every pod is checked
+    and measured, and the counts and latency distributions of all of them
+    are kept: an 8-hour soak of scenarios/soak-profile.yaml fits in 5 GB
+    (docs/performance.md);
+  - --max-disk SIZE stops the soak cleanly before the directory exceeds
+    SIZE (exit 1, summary.json status partial with the reason);
   - every --checkpoint (at the next commit), the reports and summary.json
     are rewritten atomically with the resident set size over time (rss)
     and status "running";
@@ -47,12 +57,15 @@ are refused (a real-kubelet soak needs a cluster kept healthy across
 trials, which is not built yet).
 
 Ctrl-C stops cleanly; trials in flight are committed, marked partial.
+The report (report.html) plots the resident set size sampled at every
+checkpoint, with its fitted slope.
 
 Exit codes:
   0  every criterion met (INSUFFICIENT DATA too, unless --strict)
-  1  a violation or a criterion failed, or the soak was interrupted
+  1  a violation or a criterion failed, or the soak was interrupted or
+     stopped at --max-disk
   2  usage or validation error
-  3  internal error`
+  3  internal error (disk full, unwritable directory, failing fsync)`
 
 func newSoakCommand(streams IOStreams, d deps) *cobra.Command {
 	f := &soakFlags{}
@@ -154,6 +167,9 @@ func runSoak(cmd *cobra.Command, streams IOStreams, d deps, f *soakFlags, files 
 	}
 	defer closeBackend(streams, name, be)
 	o := f.runnerOptions(name, be, rep, log)
+	if !cmd.Flags().Changed("keep-history") {
+		o.Keep = rundir.DefaultSoakRetention
+	}
 	res, err := runner.Soak(ctx, o, so)
 	rep.Close()
 	if err != nil {
@@ -165,6 +181,10 @@ func runSoak(cmd *cobra.Command, streams IOStreams, d deps, f *soakFlags, files 
 	writeTable(streams.Out, res.State.State.Rows)
 	if !f.quiet {
 		fmt.Fprintf(streams.ErrOut, "sidebench: wrote %s (%d trials committed)\n", so.Dir, res.State.State.TrialsCommitted)
+	}
+	if res.Stopped != "" {
+		fmt.Fprintf(streams.ErrOut, "sidebench: %s; results are partial (summary.json status: partial, stopped)\n", res.Stopped)
+		return silent(ExitFailed)
 	}
 	if ctx.Err() != nil || res.Partial {
 		fmt.Fprintln(streams.ErrOut, "sidebench: interrupted: results are partial (summary.json status: partial); continue with soak --resume")

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/harness/metrics"
 	"github.com/sidebench/sidebench/harness/rundir"
 	"github.com/sidebench/sidebench/reports/render"
 )
@@ -50,7 +51,7 @@ func TestSoakKillResume(t *testing.T) {
 		t.Skip("subprocess soak")
 	}
 	dir := filepath.Join(t.TempDir(), "soak")
-	args, _ := json.Marshal([]string{"soak", "--duration", "1m", "--checkpoint", "100ms", "--quiet", "--out", dir, "testdata/tiny.yaml"})
+	args, _ := json.Marshal([]string{"soak", "--duration", "1m", "--checkpoint", "100ms", "--quiet", "--keep-history", "all", "--out", dir, "testdata/tiny.yaml"})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "SIDEBENCH_TEST_MAIN=1", "SIDEBENCH_TEST_ARGS="+string(args))
 	var stderr bytes.Buffer
@@ -89,7 +90,7 @@ func TestSoakKillResume(t *testing.T) {
 
 	// The merged history: one run per committed trial, no duplicates, no
 	// gaps per policy, every run complete.
-	f, err := os.Open(filepath.Join(dir, rundir.FileHistory))
+	f, err := rundir.OpenHistory(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,137 @@ func TestSoakKillResume(t *testing.T) {
 	for _, row := range sum.Rows {
 		pods += row.Pods
 	}
-	if pb, _ := os.ReadFile(filepath.Join(dir, rundir.FilePods)); bytes.Count(pb, []byte("\n")) != pods {
-		t.Errorf("pods.jsonl has %d records, summary %d pods", bytes.Count(pb, []byte("\n")), pods)
+	records := 0
+	rundir.EachPod(dir, func(*metrics.Record) error { records++; return nil })
+	if records != pods {
+		t.Errorf("pods.jsonl.zst has %d records, summary %d pods", records, pods)
 	}
+}
+
+// startSoak starts `sidebench soak ARGS...` in a subprocess.
+func startSoak(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	b, _ := json.Marshal(append([]string{"soak", "--quiet", "--checkpoint", "50ms"}, args...))
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "SIDEBENCH_TEST_MAIN=1", "SIDEBENCH_TEST_ARGS="+string(b))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, &stderr
+}
+
+// killAt SIGKILLs cmd once dir's journal has at least n lines.
+func killAt(t *testing.T, cmd *exec.Cmd, stderr *bytes.Buffer, dir string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for journalLines(dir) < n {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("soak did not reach %d trials; stderr:\n%s", n, stderr.String())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+}
+
+// prefix copies the first n committed trials of a run directory into a
+// new one (the journal cut after n lines; the data files are read up to
+// its sizes).
+func prefix(t *testing.T, from string, n int) string {
+	t.Helper()
+	to := filepath.Join(t.TempDir(), filepath.Base(from))
+	copyDir(t, from, to)
+	b, _ := os.ReadFile(filepath.Join(from, rundir.FileJournal))
+	lines := bytes.SplitAfter(b, []byte("\n"))
+	os.WriteFile(filepath.Join(to, rundir.FileJournal), bytes.Join(lines[:n], nil), 0o644)
+	os.Remove(filepath.Join(to, render.SummaryFile))
+	return to
+}
+
+// TestSoakKilledThriceEqualsUninterrupted: a soak with the soak defaults
+// (compressed frames, kept histories of the pods with findings and a
+// sample) SIGKILLed three times and resumed each time commits the same
+// trials, byte for byte, as an uninterrupted soak with the same seeds,
+// and judged they give the same table, findings and verdict.
+func TestSoakKilledThriceEqualsUninterrupted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("subprocess soaks")
+	}
+	base := t.TempDir()
+	whole := filepath.Join(base, "whole")
+	if _, errOut, code := run(t, "soak", "--quiet", "--duration", "1500ms", "--out", whole, "testdata/tiny.yaml"); code != ExitOK {
+		t.Fatalf("uninterrupted soak: %d %s", code, errOut)
+	}
+	m := journalLines(whole)
+	if m < 12 {
+		t.Fatalf("uninterrupted soak committed %d trials; need >= 12", m)
+	}
+	killed := filepath.Join(base, "killed")
+	cmd, stderr := startSoak(t, "--duration", "1m", "--out", killed, "testdata/tiny.yaml")
+	killAt(t, cmd, stderr, killed, m/4)
+	for i, at := range []int{m / 2, 3 * m / 4} {
+		cmd, stderr = startSoak(t, "--resume", killed, "--duration", "1m")
+		killAt(t, cmd, stderr, killed, at)
+		if journalLines(killed) < at {
+			t.Fatalf("resume %d committed nothing", i+1)
+		}
+	}
+	if _, errOut, code := run(t, "soak", "--quiet", "--resume", killed, "--duration", "1500ms"); code != ExitOK {
+		t.Fatalf("last resume: %d %s", code, errOut)
+	}
+	if st := readState(t, filepath.Join(killed, render.SummaryFile)); st.Resumes == 0 {
+		t.Errorf("summary: resumed from %d trials", st.Resumes)
+	}
+	n := min(journalLines(killed), m)
+	a, b := prefix(t, whole, n), prefix(t, killed, n)
+
+	// The same trials, byte for byte: every frame, and the journal but
+	// for the trials' wall times.
+	ja, _, _ := rundir.ReadJournal(filepath.Join(a, rundir.FileJournal))
+	jb, _, _ := rundir.ReadJournal(filepath.Join(b, rundir.FileJournal))
+	for i := range ja {
+		x, y := ja[i], jb[i]
+		x.ElapsedNanos, y.ElapsedNanos = 0, 0
+		if fmt.Sprintf("%+v", x) != fmt.Sprintf("%+v", y) {
+			t.Fatalf("trial %d: %+v\nvs uninterrupted %+v", i, y, x)
+		}
+	}
+	last := ja[n-1]
+	for name, size := range map[string]int64{rundir.FileHistory: last.History, rundir.FilePods: last.PodsBytes, rundir.FileFindings: last.FindingBytes, rundir.FileTrials: last.TrialsBytes} {
+		fa, _ := os.ReadFile(filepath.Join(a, name))
+		fb, _ := os.ReadFile(filepath.Join(b, name))
+		if int64(len(fa)) < size || int64(len(fb)) < size || !bytes.Equal(fa[:size], fb[:size]) {
+			t.Errorf("%s: the first %d trials differ", name, n)
+		}
+	}
+	// The kept histories are retained ones (not every pod), compressed.
+	if last.Retained >= last.Pods*n/2 {
+		t.Errorf("retained %d pods in the last trial: the soak defaults keep findings and a sample", last.Retained)
+	}
+	// Judged: the same table, findings and verdict.
+	ma, mb := filepath.Join(base, "ma"), filepath.Join(base, "mb")
+	outA, _, codeA := run(t, "merge", "--quiet", "--out", ma, a)
+	outB, _, codeB := run(t, "merge", "--quiet", "--out", mb, b)
+	if outA != outB || codeA != codeB {
+		t.Errorf("judged differently (exit %d vs %d):\n%s\nvs\n%s", codeA, codeB, outA, outB)
+	}
+	fa, _ := os.ReadFile(filepath.Join(ma, render.MarkdownFile))
+	fb, _ := os.ReadFile(filepath.Join(mb, render.MarkdownFile))
+	if sa, sb := findingsSection(fa), findingsSection(fb); sa != sb || sa == "" {
+		t.Errorf("findings differ:\n%s\nvs\n%s", sa, sb)
+	}
+	t.Logf("%d trials compared (uninterrupted soak: %d)", n, m)
+}
+
+// findingsSection is report.md's invariants, findings and criteria (the
+// header with times and directories left out).
+func findingsSection(md []byte) string {
+	s := string(md)
+	if i := strings.Index(s, "## Invariants"); i >= 0 {
+		return s[i:]
+	}
+	return ""
 }

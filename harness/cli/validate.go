@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sidebench/sidebench/harness/check"
+	"github.com/sidebench/sidebench/harness/rundir"
 	"github.com/sidebench/sidebench/harness/scenario"
 )
 
@@ -52,6 +53,13 @@ likely leaves out, such as a probe-gated sidecar without a behaviour.`,
 				}
 				fmt.Fprintf(streams.Out, "%s: ok: scenario %s, %d workload(s), %d pods/trial, %d fault(s), policies %s, %d trial(s)\n",
 					f, s.Metadata.Name, len(s.Workloads), s.TotalPods(), len(s.Faults), strings.Join(pols, ","), s.TrialCount())
+				// A workaround policy runs another pod than the template:
+				// say what it makes of it (docs/workarounds.md).
+				for _, g := range s.PolicyGates() {
+					for _, w := range g.Workarounds {
+						fmt.Fprintf(streams.Out, "  %s: %s: %s\n", g, w.Kind, w.Explain())
+					}
+				}
 				for _, w := range s.Warnings() {
 					fmt.Fprintln(streams.ErrOut, w)
 				}
@@ -68,16 +76,21 @@ likely leaves out, such as a probe-gated sidecar without a behaviour.`,
 
 func newCheckCommand(streams IOStreams) *cobra.Command {
 	return &cobra.Command{
-		Use:   "check HISTORY...",
+		Use:   "check HISTORY|RUNDIR...",
 		Short: "Re-check ordering invariants over recorded histories",
-		Long: `Check the ordering invariants (SEMANTICS.md) over history files
-(history.jsonl), offline. Exit code 1 if any violation, or if no pod was
-checked (an empty or metadata-only history, such as a killed run leaves:
-"no pods checked"); 2 if a file cannot be read or is malformed (a broken
-line, an unknown kind, a line over 4 MiB, t going backwards within a run).`,
+		Long: `Check the ordering invariants (SEMANTICS.md) over histories, offline: a run
+directory (its committed trials), a compressed history (history.jsonl.zst)
+or a plain JSONL history. A run that kept only some pods' histories
+(--keep-history findings or sample:P) re-checks to the same findings for
+every pod it kept. A file that ends inside a compressed frame or a line (a
+crashed run) is checked up to there, with a warning. Exit code 1 if any
+violation, or if no pod was checked (an empty or metadata-only history,
+such as a killed run leaves: "no pods checked"); 2 if a file cannot be
+read or is malformed (a broken line, an unknown kind, a line over 4 MiB,
+t going backwards within a run).`,
 		Args: atLeastOne("history file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if code := check.RunCheckCommand(streams.Out, streams.ErrOut, args); code != 0 {
+			if code := check.RunCheckCommand(streams.Out, streams.ErrOut, args, rundir.OpenHistory); code != 0 {
 				return silent(code)
 			}
 			return nil

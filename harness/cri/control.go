@@ -124,13 +124,8 @@ func (s *Server) Kill(pod, name string, code int32, term bool) (string, error) {
 		return "", fmt.Errorf("container %s in %s already handles a SIGTERM", name, pod)
 	}
 	c.stopAsked = true
-	exit := c.plan.TermExitCode
-	c.termTimer = s.afterFunc(th, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.exitLocked(c, exit, behavior.ReasonFor(exit), "")
-	})
-	return fmt.Sprintf("SIGTERM delivered (attempt %d); exits %d after %v", c.attempt, exit, th), nil
+	c.termTimer = s.termExitAfter(c, th)
+	return fmt.Sprintf("SIGTERM delivered (attempt %d); exits %d after %v", c.attempt, c.plan.TermExitCode, th), nil
 }
 
 // ReportUnknown makes the runtime report the running attempt of container

@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -51,9 +52,24 @@ func (s *Server) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) 
 		case HookPostStart:
 			d := c.plan.PostStart
 			s.mu.Unlock()
-			ok, why := s.waitHook(ctx, c, d, req.GetTimeout())
+			var ok bool
+			var why string
+			if c.wiring != nil && c.wiring.Hold != nil {
+				ok, why = s.holdHook(ctx, c, req.GetTimeout())
+			} else {
+				ok, why = s.waitHook(ctx, c, d, req.GetTimeout())
+			}
 			s.mu.Lock()
 			defer s.mu.Unlock()
+			if !ok && errors.Is(ctx.Err(), context.Canceled) {
+				// The caller went away (the kubelet died): no kubelet
+				// received a result, none kills the container for it, and
+				// the restarted one does not run the hook again. Not a
+				// failure: no container.poststart-done, as in the sim,
+				// whose kubelet crash drops the hook (INV-H1 read a
+				// cancelled hold as a failed hook on a Started container).
+				return nil, status.FromContextError(ctx.Err()).Err()
+			}
 			if ok && c.plan.PostStartFails {
 				ok, why = false, "FailedPostStartHook"
 			}
@@ -65,7 +81,13 @@ func (s *Server) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) 
 			s.emit(c.sb, c.event(history.ContainerPreStopBegin))
 			d := c.plan.PreStop
 			s.mu.Unlock()
-			ok, why := s.waitHook(ctx, c, d, req.GetTimeout())
+			var ok bool
+			var why string
+			if c.wiring != nil && c.wiring.Drain != nil {
+				ok, why = s.drainHook(ctx, c, req.GetTimeout())
+			} else {
+				ok, why = s.waitHook(ctx, c, d, req.GetTimeout())
+			}
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			if ok && c.plan.PreStopFails {
@@ -115,15 +137,27 @@ func (s *Server) waitHook(ctx context.Context, c *container, d time.Duration, ti
 }
 
 func (s *Server) probeLocked(c *container, kind string) *runtimeapi.ExecSyncResponse {
-	elapsed := time.Duration(s.now() - c.startedAt)
+	// The behaviour's clock starts with the application: a wrapper that
+	// has not exec'd it yet answers no probe (startup and readiness fail,
+	// liveness passes).
+	elapsed := time.Duration(s.now() - c.appAt)
+	if c.appAt == 0 {
+		elapsed = -1
+	}
 	var ok bool
 	switch kind {
 	case ProbeStartup:
 		ok = c.plan.StartupAfter != behavior.Never && elapsed >= c.plan.StartupAfter
+		if ok && c.plan.ReadyAfter != behavior.Never && elapsed >= c.plan.ReadyAfter {
+			s.servingLocked(c) // the startup probe saw it serving: record it first
+		}
 	case ProbeReadiness:
 		ok = c.plan.ReadyAfter != behavior.Never && elapsed >= c.plan.ReadyAfter
+		if ok {
+			s.servingLocked(c)
+		}
 	case ProbeLiveness:
-		ok = c.plan.LivenessFailAfter == behavior.Never || elapsed < c.plan.LivenessFailAfter
+		ok = c.plan.LivenessFailAfter == behavior.Never || elapsed < 0 || elapsed < c.plan.LivenessFailAfter
 	default:
 		return &runtimeapi.ExecSyncResponse{Stderr: []byte("sidebench: unknown probe " + kind + "\n"), ExitCode: 127}
 	}

@@ -52,6 +52,15 @@ type container struct {
 	// the CreateContainer config's).
 	applied   *runtimeapi.LinuxContainerResources
 	lastProbe map[string]string
+
+	// Workaround wiring (wiring.go): what it adds to the behaviour, when
+	// the application started (startedAt unless a wrapper waits; 0 while
+	// it waits), when the wait began, and whether container.serving was
+	// written.
+	wiring      *behavior.Wiring
+	appAt       int64
+	waitFrom    int64
+	servingSent bool
 }
 
 func (c *container) stopTimers() {
@@ -235,6 +244,10 @@ func (s *Server) CreateContainer(_ context.Context, req *runtimeapi.CreateContai
 		return nil, status.Errorf(codes.FailedPrecondition, "pod sandbox %q is not ready", sb.id)
 	}
 	beh, err := behaviorFor(sb.config.GetAnnotations(), md.GetName())
+	var wiring *behavior.Wiring
+	if err == nil {
+		wiring, err = wiringFor(sb.config.GetAnnotations(), md.GetName())
+	}
 	if err != nil {
 		s.cfg.Logf("cri: %s/%s: %v", sb.pod, md.GetName(), err)
 		s.emit(sb, history.Event{Kind: history.ContainerStartFailed, Pod: sb.pod, Container: md.GetName(), Attempt: md.GetAttempt(), Msg: err.Error()})
@@ -252,6 +265,7 @@ func (s *Server) CreateContainer(_ context.Context, req *runtimeapi.CreateContai
 		plan:      beh.ForAttempt(md.GetAttempt()).Draw(behavior.ContainerKey(sb.seed, sb.pod, md.GetName(), md.GetAttempt()).Rand()),
 		exited:    make(chan struct{}),
 		lastProbe: map[string]string{},
+		wiring:    wiring,
 	}
 	s.containers[c.id] = c
 	s.emit(c.sb, c.event(history.ContainerStartRequested))
@@ -309,14 +323,13 @@ func (s *Server) StartContainer(ctx context.Context, req *runtimeapi.StartContai
 	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
 	c.startedAt = s.now()
 	s.emit(c.sb, c.event(history.ContainerRunning))
-	if c.plan.ExitAfter != behavior.Never {
-		code, reason := c.plan.ExitCode, c.plan.ExitReason
-		c.exitTimer = s.afterFunc(c.plan.ExitAfter, func() {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			s.exitLocked(c, code, reason, "")
-		})
+	if !c.waits() {
+		// The application is the process; a wrapper execs it later
+		// (wiring.go) and its exit is armed then.
+		c.appAt = c.startedAt
+		s.armExitLocked(c)
 	}
+	s.wireStartedLocked(c)
 	return &runtimeapi.StartContainerResponse{}, nil
 }
 
@@ -361,12 +374,7 @@ func (s *Server) StopContainer(ctx context.Context, req *runtimeapi.StopContaine
 	if !c.stopAsked {
 		c.stopAsked = true
 		if th := c.plan.TermHandling; th != behavior.Never && th < grace {
-			code := c.plan.TermExitCode
-			c.termTimer = s.afterFunc(th, func() {
-				s.mu.Lock()
-				defer s.mu.Unlock()
-				s.exitLocked(c, code, behavior.ReasonFor(code), "")
-			})
+			c.termTimer = s.termExitAfter(c, th)
 		}
 	}
 	if killAt := now + int64(grace); c.killTimer == nil || killAt < c.killAt {

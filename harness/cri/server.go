@@ -75,6 +75,9 @@ type Server struct {
 	containers map[string]*container
 	images     map[string]*runtimeapi.Image // by name and by id
 	nextID     uint64
+	// quit holds the pods whose shared quit file a workaround's wrapper
+	// wrote (wiring.go): it outlives sandboxes, as the emptyDir does.
+	quit map[string]bool
 
 	grpc *grpc.Server
 	lis  net.Listener

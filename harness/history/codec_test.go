@@ -109,7 +109,7 @@ func TestValueWrittenWhenFalse(t *testing.T) {
 		line, _ := AppendEvent(nil, &e)
 		has := bytes.Contains(line, []byte(`"v":false`))
 		want := k == PodCondition || k == ContainerStarted || k == ContainerReady ||
-			k == ContainerPostStartDone || k == PodTerminating
+			k == ContainerPostStartDone || k == PodTerminating || k == ContainerAppStarted || k == ContainerServing
 		if has != want {
 			t.Errorf("%s: writes v=false: %v, want %v (%s)", k, has, want, line)
 		}

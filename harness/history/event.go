@@ -59,6 +59,19 @@ const (
 	// ContainerUnknown: the runtime reports the container's state as
 	// Unknown (CRI CONTAINER_UNKNOWN); the kubelet kills and recreates it.
 	ContainerUnknown
+	// ContainerAppStarted: the entrypoint wrapper of a container (a
+	// workaround's wait-wrapper, scuttle) exec'd the application after
+	// waiting for the pod's sidecars: the application's start, later than
+	// container.running. Value: the wait ended with every sidecar ready
+	// (false: its timeout expired and it started anyway).
+	ContainerAppStarted
+	// ContainerServing: the container's application began answering its
+	// readiness endpoint (Value true), as the runtime that executes its
+	// behaviour knows it, whatever the kubelet's prober has seen yet.
+	// Written for the user's sidecars (native, or run as regular
+	// containers by a workaround), for the user-level guarantees. Its end
+	// is the container's exit.
+	ContainerServing
 
 	// Probes.
 	ProbeResult // Container, Probe, Result
@@ -112,6 +125,8 @@ var kindNames = [kindCount]string{
 	ContainerResize:         "container.resize",
 	ContainerResized:        "container.resized",
 	ContainerUnknown:        "container.unknown",
+	ContainerAppStarted:     "container.app-started",
+	ContainerServing:        "container.serving",
 	ProbeResult:             "probe.result",
 	KubeletDown:             "kubelet.down",
 	KubeletUp:               "kubelet.up",
@@ -269,14 +284,24 @@ type PodSpec struct {
 
 // ContainerSpec is one container of a PodSpec.
 type ContainerSpec struct {
-	Name      string `json:"name"`
-	Role      string `json:"role"` // init, sidecar, main
-	Image     string `json:"image,omitempty"`
-	Startup   bool   `json:"startupProbe,omitempty"`
-	Readiness bool   `json:"readinessProbe,omitempty"`
-	Liveness  bool   `json:"livenessProbe,omitempty"`
-	PostStart bool   `json:"postStart,omitempty"`
-	PreStop   bool   `json:"preStop,omitempty"`
+	Name string `json:"name"`
+	Role string `json:"role"` // init, sidecar, main
+	// Intent is the role the scenario's template gave the container when
+	// a workaround policy runs it in another role ("sidecar" for a native
+	// sidecar run as a regular container); empty otherwise. User-level
+	// guarantees (docs/checker.md) judge the user's sidecars by it.
+	Intent string `json:"intent,omitempty"`
+	// WaitsForSidecars: the container's entrypoint waits for the pod's
+	// sidecars before it execs the application, which starts at
+	// container.app-started, not at container.running (a workaround's
+	// wrapper).
+	WaitsForSidecars bool   `json:"waitsForSidecars,omitempty"`
+	Image            string `json:"image,omitempty"`
+	Startup          bool   `json:"startupProbe,omitempty"`
+	Readiness        bool   `json:"readinessProbe,omitempty"`
+	Liveness         bool   `json:"livenessProbe,omitempty"`
+	PostStart        bool   `json:"postStart,omitempty"`
+	PreStop          bool   `json:"preStop,omitempty"`
 	// RestartPolicy is the container-level restartPolicy of a main
 	// container (ContainerRestartRules), empty when unset.
 	RestartPolicy string `json:"restartPolicy,omitempty"`
@@ -315,6 +340,10 @@ type RestartRule struct {
 	Operator string  `json:"operator"` // In, NotIn
 	Values   []int32 `json:"values"`
 }
+
+// UserSidecar reports whether the scenario's template made c a sidecar,
+// whatever role a workaround policy runs it in.
+func (c *ContainerSpec) UserSidecar() bool { return c.Role == "sidecar" || c.Intent == "sidecar" }
 
 // Match returns the first rule matching exit code code, or nil.
 func (c *ContainerSpec) Match(code int32) *RestartRule {

@@ -5,7 +5,7 @@ package history
 // for them false is information (a readiness flag went down), not absence.
 func (k Kind) HasValue() bool {
 	switch k {
-	case PodCondition, PodTerminating, ContainerStarted, ContainerReady, ContainerPostStartDone:
+	case PodCondition, PodTerminating, ContainerStarted, ContainerReady, ContainerPostStartDone, ContainerAppStarted, ContainerServing:
 		return true
 	}
 	return false
@@ -19,7 +19,7 @@ func (k Kind) IsFault() bool {
 // IsContainerLevel reports whether events of this kind name a container
 // (container.* and probe.result).
 func (k Kind) IsContainerLevel() bool {
-	return (k >= ContainerStartRequested && k <= ContainerUnknown) || k == ProbeResult
+	return (k >= ContainerStartRequested && k <= ContainerServing) || k == ProbeResult
 }
 
 // valid reports whether k is a real kind (not KindInvalid, not out of range).

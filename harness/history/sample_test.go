@@ -105,6 +105,8 @@ func sampleRun() []Event {
 		{T: 14 * sec, Kind: ContainerStartRequested, Pod: p1, Node: n1, Container: "app"},
 		{T: 14*sec + 100*ms, Kind: ContainerRunning, Pod: p1, Node: n1, Container: "app"},
 		{T: 14*sec + 100*ms, Kind: ContainerStarted, Pod: p1, Node: n1, Container: "app", Value: true},
+		{T: 14*sec + 200*ms, Kind: ContainerServing, Pod: p1, Node: n1, Container: "proxy", Attempt: 2, Value: true},
+		{T: 14*sec + 300*ms, Kind: ContainerAppStarted, Pod: p1, Node: n1, Container: "app", Value: true},
 		{T: 15 * sec, Kind: ContainerExited, Pod: p1, Node: n1, Container: "app", Code: 137, Reason: "OOMKilled"},
 		{T: 15 * sec, Kind: FaultEffect, Pod: p1, Node: n1, Container: "app", Fault: "oom", FaultID: 3},
 		{T: 15 * sec, Kind: ContainerReady, Pod: p1, Node: n1, Container: "app", Value: false},

@@ -71,12 +71,15 @@ type Result struct {
 	Pods      []PodCounts     `json:"pods"`
 }
 
-// Aggregator collects records incrementally (for streaming a large
-// history) and summarises them. The zero value is not usable; use
-// NewAggregator.
+// Aggregator collects records incrementally and summarises them. Each
+// latency population is a stats.Hist (1 ms resolution): memory is bounded
+// by the range of the values, not by the number of pods, so a soak of any
+// length aggregates in constant space, and aggregators merge (trials,
+// shards, nights) without the per-pod records. The zero value is not
+// usable; use NewAggregator.
 type Aggregator struct {
 	opts     Options
-	samples  map[Key][]float64
+	hists    map[Key]*stats.Hist
 	excluded map[Key]int
 	counts   map[RunKey]*PodCounts
 }
@@ -86,17 +89,30 @@ func NewAggregator(opts Options) *Aggregator {
 	if opts.Confidence == 0 {
 		opts.Confidence = 0.95
 	}
-	return &Aggregator{opts: opts, samples: map[Key][]float64{}, excluded: map[Key]int{}, counts: map[RunKey]*PodCounts{}}
+	return &Aggregator{opts: opts, hists: map[Key]*stats.Hist{}, excluded: map[Key]int{}, counts: map[RunKey]*PodCounts{}}
 }
 
-// Add adds one pod's record.
-func (a *Aggregator) Add(r *Record) {
-	rk := RunKey{r.Scenario, r.Policy}
+func (a *Aggregator) podCounts(rk RunKey) *PodCounts {
 	pc := a.counts[rk]
 	if pc == nil {
 		pc = &PodCounts{RunKey: rk}
 		a.counts[rk] = pc
 	}
+	return pc
+}
+
+func (a *Aggregator) hist(k Key) *stats.Hist {
+	h := a.hists[k]
+	if h == nil {
+		h = &stats.Hist{}
+		a.hists[k] = h
+	}
+	return h
+}
+
+// Add adds one pod's record.
+func (a *Aggregator) Add(r *Record) {
+	pc := a.podCounts(RunKey{r.Scenario, r.Policy})
 	pc.Pods++
 	if r.Faulted {
 		pc.Faulted++
@@ -121,39 +137,124 @@ func (a *Aggregator) Add(r *Record) {
 			a.excluded[k]++
 			continue
 		}
-		a.samples[k] = append(a.samples[k], v)
+		a.hist(k).Add(v)
 	}
 }
 
-// Samples returns the collected samples of one key (not a copy).
-func (a *Aggregator) Samples(k Key) []float64 { return a.samples[k] }
+// Hist returns the latency distribution of one key (nil if none; not a
+// copy).
+func (a *Aggregator) Hist(k Key) *stats.Hist { return a.hists[k] }
+
+// Snapshot is an Aggregator's content as plain data (JSON): what a run
+// directory stores per trial for every pod, retained or not, so that a
+// run, its shards and its nights aggregate from it alone.
+type Snapshot struct {
+	Pods      []PodCounts       `json:"pods,omitempty"`
+	Latencies []LatencySnapshot `json:"latencies,omitempty"`
+}
+
+// LatencySnapshot is one latency population.
+type LatencySnapshot struct {
+	Key
+	FaultedExcluded int         `json:"faultedExcluded,omitempty"`
+	Ms              *stats.Hist `json:"ms"`
+}
+
+// Snapshot returns the content in a deterministic order (the Hists are
+// shared, not copied).
+func (a *Aggregator) Snapshot() Snapshot {
+	var s Snapshot
+	for _, pc := range a.counts {
+		s.Pods = append(s.Pods, *pc)
+	}
+	slices.SortFunc(s.Pods, func(x, y PodCounts) int {
+		return cmp.Or(cmp.Compare(x.Scenario, y.Scenario), cmp.Compare(x.Policy, y.Policy))
+	})
+	for _, k := range a.keys() {
+		h := a.hists[k]
+		if h == nil {
+			h = &stats.Hist{}
+		}
+		s.Latencies = append(s.Latencies, LatencySnapshot{Key: k, FaultedExcluded: a.excluded[k], Ms: h})
+	}
+	return s
+}
+
+// AddSnapshot adds a snapshot's content (Merge of a stored aggregator).
+func (a *Aggregator) AddSnapshot(s *Snapshot) {
+	for i := range s.Pods {
+		o := &s.Pods[i]
+		pc := a.podCounts(o.RunKey)
+		pc.Pods += o.Pods
+		pc.Faulted += o.Faulted
+		pc.Jobs += o.Jobs
+		pc.JobsFinished += o.JobsFinished
+		pc.JobsSucceeded += o.JobsSucceeded
+		pc.SidecarJobs += o.SidecarJobs
+		pc.SidecarJobsFinished += o.SidecarJobsFinished
+		pc.SidecarJobsSucceeded += o.SidecarJobsSucceeded
+		pc.Restarts.Init += o.Restarts.Init
+		pc.Restarts.Sidecar += o.Restarts.Sidecar
+		pc.Restarts.Main += o.Restarts.Main
+	}
+	for i := range s.Latencies {
+		l := &s.Latencies[i]
+		if l.FaultedExcluded > 0 {
+			a.excluded[l.Key] += l.FaultedExcluded
+		}
+		h := a.hist(l.Key)
+		h.Merge(l.Ms)
+	}
+}
+
+// Merge adds everything o collected.
+func (a *Aggregator) Merge(o *Aggregator) {
+	s := o.Snapshot()
+	a.AddSnapshot(&s)
+}
+
+// keys returns every latency key, sorted by scenario, policy and metric
+// (metrics in the order of Metrics, unknown names last).
+func (a *Aggregator) keys() []Key {
+	seen := make(map[Key]bool)
+	var keys []Key
+	for k := range a.hists {
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	for k := range a.excluded {
+		if !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(x, y Key) int {
+		return cmp.Or(cmp.Compare(x.Scenario, y.Scenario), cmp.Compare(x.Policy, y.Policy),
+			cmp.Compare(metricIndex(x.Metric), metricIndex(y.Metric)), cmp.Compare(x.Metric, y.Metric))
+	})
+	return keys
+}
 
 // Result summarises everything added so far, sorted by scenario, policy and
 // metric (metrics in the order of Metrics, unknown names last).
 func (a *Aggregator) Result() Result {
 	var out Result
-	keys := make(map[Key]bool)
-	for k := range a.samples {
-		keys[k] = true
-	}
-	for k := range a.excluded {
-		keys[k] = true
-	}
-	for k := range keys {
-		x := a.samples[k]
+	for _, k := range a.keys() {
+		h := a.hists[k]
+		if h == nil {
+			h = &stats.Hist{}
+		}
 		out.Latencies = append(out.Latencies, MetricSummary{
 			Key:             k,
-			N:               len(x),
+			N:               h.N(),
 			FaultedExcluded: a.excluded[k],
-			P50:             stats.QuantileSummary(x, 0.50, a.opts.Confidence),
-			P90:             stats.QuantileSummary(x, 0.90, a.opts.Confidence),
-			P99:             stats.QuantileSummary(x, 0.99, a.opts.Confidence),
+			P50:             stats.QuantileSummaryOf(h, 0.50, a.opts.Confidence),
+			P90:             stats.QuantileSummaryOf(h, 0.90, a.opts.Confidence),
+			P99:             stats.QuantileSummaryOf(h, 0.99, a.opts.Confidence),
 		})
 	}
-	slices.SortFunc(out.Latencies, func(x, y MetricSummary) int {
-		return cmp.Or(cmp.Compare(x.Scenario, y.Scenario), cmp.Compare(x.Policy, y.Policy),
-			cmp.Compare(metricIndex(x.Metric), metricIndex(y.Metric)), cmp.Compare(x.Metric, y.Metric))
-	})
 	for _, pc := range a.counts {
 		out.Pods = append(out.Pods, *pc)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -40,6 +41,9 @@ func randomRecord(r *rand.Rand) Record {
 	for i := r.IntN(3); i > 0; i-- {
 		rec.Notes = append(rec.Notes, pick())
 	}
+	for i := r.IntN(3); i > 0; i-- {
+		rec.Unmet = append(rec.Unmet, pick())
+	}
 	if r.IntN(4) > 0 {
 		rec.LatenciesMs = map[Metric]float64{}
 		values := []float64{0, 1, 1.5, 2.523, 1e-7, 123456789.123456, 1e21, 1e20, 5e-324, -3.25, float64(r.Int64N(1e15)) / 1e6, math.MaxFloat64}
@@ -61,8 +65,12 @@ func randomRecord(r *rand.Rand) Record {
 // numbers (so pods.jsonl files and goldens did not change).
 func TestAppendRecordEqualsEncodingJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
+	set := make([]bool, reflect.TypeFor[Record]().NumField())
 	for i := 0; i < 5000; i++ {
 		rec := randomRecord(r)
+		for f := range set {
+			set[f] = set[f] || !reflect.ValueOf(rec).Field(f).IsZero()
+		}
 		want := jsonRecord(t, &rec)
 		got := AppendRecord(nil, &rec)
 		if !bytes.Equal(got, want) {
@@ -71,6 +79,13 @@ func TestAppendRecordEqualsEncodingJSON(t *testing.T) {
 		var back Record
 		if err := readBack(got, &back); err != nil {
 			t.Fatalf("record %d: %v\n%s", i, err, got)
+		}
+	}
+	// A field the random records never set would go untested: a field
+	// added to Record must be added to randomRecord (and AppendRecord).
+	for f, ok := range set {
+		if !ok {
+			t.Errorf("randomRecord never sets Record.%s", reflect.TypeFor[Record]().Field(f).Name)
 		}
 	}
 }

@@ -116,6 +116,10 @@ func AppendRecord(dst []byte, r *Record) []byte {
 		dst = append(dst, `,"notes":`...)
 		dst = appendStrings(dst, r.Notes)
 	}
+	if len(r.Unmet) > 0 {
+		dst = append(dst, `,"unmet":`...)
+		dst = appendStrings(dst, r.Unmet)
+	}
 	return append(dst, '}', '\n')
 }
 
@@ -208,17 +212,8 @@ func (r *RecordReader) Read(rec *Record) error {
 		if len(b) == 0 {
 			continue
 		}
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		*rec = Record{}
-		if err := dec.Decode(rec); err != nil {
+		if err := UnmarshalRecord(b, rec); err != nil {
 			return fmt.Errorf("pods.jsonl line %d: %w", r.line, err)
-		}
-		if dec.More() {
-			return fmt.Errorf("pods.jsonl line %d: trailing data after the record", r.line)
-		}
-		if rec.LatenciesMs == nil {
-			rec.LatenciesMs = map[Metric]float64{}
 		}
 		return nil
 	}
@@ -226,6 +221,24 @@ func (r *RecordReader) Read(rec *Record) error {
 		return fmt.Errorf("pods.jsonl line %d: %w", r.line+1, err)
 	}
 	return io.EOF
+}
+
+// UnmarshalRecord decodes one pods.jsonl line strictly (an unknown field
+// is an error) into rec.
+func UnmarshalRecord(b []byte, rec *Record) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	*rec = Record{}
+	if err := dec.Decode(rec); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the record")
+	}
+	if rec.LatenciesMs == nil {
+		rec.LatenciesMs = map[Metric]float64{}
+	}
+	return nil
 }
 
 // ForEachRecord calls fn with every record read from r. A torn last line

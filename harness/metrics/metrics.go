@@ -33,8 +33,11 @@ const (
 	// are excluded, as CL2 looks only at containerStatuses and the SLI
 	// excludes init containers; sidecars are included because they are
 	// long-running containers of the pod. A container that started and
-	// finished early counts as started. Absent if some container never
-	// started.
+	// finished early counts as started. A container whose entrypoint waits
+	// for the sidecars (a workaround's wrapper, waitsForSidecars) has
+	// started when its application did: its first container.app-started,
+	// not the Started flag the kubelet set at the process start. Absent if
+	// some container never started.
 	PodStartup Metric = "pod_startup"
 	// CreateToInitialized is pod creation → first pod.condition Initialized
 	// true.
@@ -46,7 +49,10 @@ const (
 	// the first main container ran; the latest over sidecars) → the first
 	// main container.running. Only for pods with sidecars and main
 	// containers; absent if a main container ran before some sidecar had
-	// started (no gate was observed, e.g. policy none).
+	// started (no gate was observed, e.g. policy none). Roles are the
+	// user's: a sidecar a workaround runs as a regular container is a
+	// sidecar (intent), and a main whose entrypoint waits for the sidecars
+	// runs its application from container.app-started.
 	SidecarGate Metric = "sidecar_gate"
 	// DeletionToExited is the first pod.deleted → the time the last
 	// container running at or after deletion exited (container.exited; a
@@ -87,7 +93,8 @@ type Record struct {
 	// Always (the pod is expected to finish).
 	RestartPolicy string `json:"restartPolicy,omitempty"`
 	Job           bool   `json:"job"`
-	// Containers per role, from the pod.created spec.
+	// Containers per role, from the pod.created spec; a sidecar a
+	// workaround runs as a regular container counts as a sidecar.
 	Inits    int `json:"inits"`
 	Sidecars int `json:"sidecars"`
 	Mains    int `json:"mains"`
@@ -104,7 +111,16 @@ type Record struct {
 	// pod.created, or a fault.end of an instance (name, FaultID) with no
 	// fault.not-applied (in effect since before the pod's history began).
 	// A fault.begin alone does not count: faults count once they took
-	// effect (ARCHITECTURE.md rule 5). Faults lists the catalogue names.
+	// effect (ARCHITECTURE.md rule 5), except that two events of the pod's
+	// own history prove a fault's effect before its fault.effect does: a
+	// node.shutdown on the pod's node is the effect of the node-shutdown
+	// fault that began there (its fault.effect summarises the shutdown at
+	// its end, often after the pods it terminated are gone), and a
+	// container.image-changed of the pod that of its image-change (whose
+	// fault.effect waits for the new image to run: a pod removed first,
+	// after the kubelet stopped the container for it, gets a
+	// fault.not-applied).
+	// Faults lists the catalogue names.
 	Faulted bool     `json:"faulted"`
 	Faults  []string `json:"faults,omitempty"`
 
@@ -115,6 +131,9 @@ type Record struct {
 	// Notes explain missing or suspicious values (no pod.created event,
 	// negative interval).
 	Notes []string `json:"notes,omitempty"`
+	// Unmet lists the user-level guarantees (harness/check, Level USER)
+	// the pod did not get, by ID: the runner fills it from the checker.
+	Unmet []string `json:"unmet,omitempty"`
 }
 
 // Latency returns a metric's value in milliseconds and whether it is set.
@@ -139,6 +158,8 @@ const (
 type container struct {
 	name         string
 	role         string
+	waits        bool  // entrypoint waits for the sidecars: the app starts at app-started
+	firstApp     int64 // first container.app-started; -1 until seen
 	firstRunning int64 // -1 until seen
 	firstStarted int64 // first started=true; -1 until seen
 	sawStarted   bool  // any container.started event (true or false)
@@ -158,7 +179,7 @@ type faultKey struct {
 	id   uint32
 }
 
-type faultSeen struct{ effect, end, notApplied bool }
+type faultSeen struct{ begun, effect, proven, end, notApplied bool }
 
 func msBetween(from, to int64) float64 { return float64(to-from) / 1e6 }
 
@@ -187,7 +208,7 @@ func (m *measurer) get(name string) *container {
 	if n := len(m.ctrs); n < cap(m.ctrs) {
 		times = m.ctrs[:n+1][n].startedTimes[:0] // reuse the storage
 	}
-	m.ctrs = append(m.ctrs, container{name: name, role: roleMain, firstRunning: never, firstStarted: never,
+	m.ctrs = append(m.ctrs, container{name: name, role: roleMain, firstRunning: never, firstStarted: never, firstApp: never,
 		lastExitAfterDeletion: never, startedTimes: times})
 	return &m.ctrs[len(m.ctrs)-1]
 }
@@ -257,7 +278,11 @@ func (m *measurer) measure(meta *history.Meta, pod string, events []history.Even
 						cs := &part[i]
 						c := get(cs.Name)
 						c.role = cs.Role
-						switch cs.Role {
+						if cs.UserSidecar() {
+							c.role = roleSidecar
+						}
+						c.waits = cs.WaitsForSidecars
+						switch c.role {
 						case roleInit:
 							r.Inits++
 						case roleSidecar:
@@ -314,7 +339,15 @@ func (m *measurer) measure(meta *history.Meta, pod string, events []history.Even
 					r.Restarts.Main++
 				}
 			}
-			if c.role == roleMain && firstMainRunning == never {
+			if c.role == roleMain && !c.waits && firstMainRunning == never {
+				firstMainRunning = e.T
+			}
+		case history.ContainerAppStarted:
+			c := get(e.Container)
+			if c.firstApp == never {
+				c.firstApp = e.T
+			}
+			if c.role == roleMain && c.waits && firstMainRunning == never {
 				firstMainRunning = e.T
 			}
 		case history.ContainerStarted:
@@ -338,6 +371,26 @@ func (m *measurer) measure(meta *history.Meta, pod string, events []history.Even
 			if e.Node == "" || e.Node == r.Node {
 				exitAll(e.T)
 			}
+		case history.NodeShutdown:
+			if created != never && e.T >= created && (e.Node == "" || e.Node == r.Node) {
+				for i := range m.faults {
+					if fs := &m.faults[i].seen; m.faults[i].key.name == "node-shutdown" && fs.begun && !fs.notApplied {
+						fs.effect, fs.proven = true, true
+					}
+				}
+			}
+		case history.ContainerImageChanged:
+			if created != never && e.T >= created && e.Pod == pod {
+				for i := range m.faults {
+					if fs := &m.faults[i].seen; m.faults[i].key.name == "image-change" && fs.begun && !fs.effect {
+						fs.effect, fs.proven = true, true
+					}
+				}
+			}
+		case history.FaultBegin:
+			if e.Fault == "node-shutdown" || e.Fault == "image-change" {
+				m.fault(faultKey{e.Fault, e.FaultID}).begun = true
+			}
 		case history.FaultEffect, history.FaultEnd, history.FaultNotApplied:
 			if created != never && e.T >= created { // "while it lived"
 				fs := m.fault(faultKey{e.Fault, e.FaultID})
@@ -347,7 +400,7 @@ func (m *measurer) measure(meta *history.Meta, pod string, events []history.Even
 				case history.FaultEnd:
 					fs.end = true
 				default:
-					fs.notApplied = true
+					fs.notApplied = !fs.proven // the pod's history proved it took effect
 				}
 			}
 		}
@@ -391,7 +444,10 @@ func (m *measurer) measure(meta *history.Meta, pod string, events []history.Even
 		}
 		counted++
 		t := c.firstStarted
-		if !c.sawStarted {
+		switch {
+		case c.waits:
+			t = c.firstApp
+		case !c.sawStarted:
 			t = c.firstRunning
 		}
 		if t == never {

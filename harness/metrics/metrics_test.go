@@ -175,6 +175,26 @@ func TestFromEvents(t *testing.T) {
 			faults:  []string{"kubelet-crash", "partition"},
 		},
 		{
+			name: "a graceful node shutdown of the pod's node is the node-shutdown fault's effect",
+			events: newH("ns/s").created(0, sidecarSpec("Always")).scheduled(1).
+				raw(history.Event{T: 5, Kind: history.FaultBegin, Node: "node-1", Fault: "node-shutdown", FaultID: 7}).
+				raw(history.Event{T: 5, Kind: history.NodeShutdown, Node: "node-1", Grace: 20e9}).events,
+			want:    map[Metric]float64{},
+			faulted: true,
+			faults:  []string{"node-shutdown"},
+		},
+		{
+			name: "an image change the pod was removed before it ran is still the image-change fault's effect",
+			events: newH("ns/i").created(0, sidecarSpec("Always")).scheduled(1).
+				raw(history.Event{T: 5, Kind: history.FaultBegin, Pod: "ns/i", Node: "node-1", Container: "proxy", Fault: "image-change", FaultID: 8}).
+				raw(history.Event{T: 5, Kind: history.ContainerImageChanged, Pod: "ns/i", Node: "node-1", Container: "proxy", Msg: "envoy:2"}).
+				raw(history.Event{T: 9, Kind: history.FaultNotApplied, Pod: "ns/i", Node: "node-1", Fault: "image-change", FaultID: 8}).
+				raw(history.Event{T: 9, Kind: history.FaultEnd, Pod: "ns/i", Node: "node-1", Fault: "image-change", FaultID: 8}).events,
+			want:    map[Metric]float64{},
+			faulted: true,
+			faults:  []string{"image-change"},
+		},
+		{
 			name: "fault begun but not applied: not faulted",
 			events: newH("ns/nf").created(0, sidecarSpec("Always")).
 				raw(history.Event{T: 5, Kind: history.FaultBegin, Fault: "apiserver-down", FaultID: 2}).

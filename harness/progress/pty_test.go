@@ -18,6 +18,9 @@ const cols, rows = 100, 24
 // of three trials, writing one stderr line while the bars are live, with
 // write, and returns the final screen.
 func runWithLine(t *testing.T, write func(r *Reporter, tty *os.File, line string)) *ptyscreen.Screen {
+	// CI set means Plain (no bars in CI logs); this test is about the
+	// terminal, so it must not inherit the CI job's environment.
+	t.Setenv("CI", "")
 	scr := ptyscreen.New(t, cols, rows)
 	clk := newClock()
 	r := New(scr.TTY, Options{Now: clk.now})

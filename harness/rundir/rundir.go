@@ -1,23 +1,28 @@
 // Package rundir is the run directory as a typed store: creating one,
 // reopening one to resume it (locked, scenario hashes verified, journal
-// checked line by line), committing a finished trial crash-safely, and
+// checked line by line), committing finished trials crash-safely, and
 // typed readers of its files for everything that reads runs back
-// (graduate, compare, explain, reports).
+// (graduate, compare, explain, merge, trend, reports).
 //
-// Layout (docs/reports.md):
+// Layout (format 2, docs/reports.md):
 //
-//	run.json        what was run (command, backend, seeds, scenarios with their hashes, build)
-//	scenarios/      a copy of every scenario file as run
-//	history.jsonl   every event of every committed trial
-//	pods.jsonl      one metrics.Record per pod
-//	findings.jsonl  one FindingRecord per checker finding
-//	journal.jsonl   one Entry per committed trial, with the file sizes after its commit
-//	.lock           flock held by the process writing the directory
-//	.segments/      trials in flight (removed on commit or resume)
+//	run.json            what was run (command, backend, seeds, scenarios with their hashes, build, retention)
+//	scenarios/          a copy of every scenario file as run
+//	journal.jsonl       one Entry per committed trial, with the data files' sizes after its commit
+//	trials.jsonl.zst    per trial: its checker counts and the distributions of every pod (TrialStats)
+//	history.jsonl.zst   the retained history (Retention): every event, or the pods with findings and a sample
+//	pods.jsonl.zst      one metrics.Record per retained pod
+//	findings.jsonl.zst  one FindingRecord per checker finding
+//	.lock               flock held by the process writing the directory
+//	.segments/          trials in flight too large for memory (removed on commit or resume)
 //
-// The commit order (data files appended and fsynced, then the journal line
-// naming their new sizes) makes a crash at any point recoverable: on
-// resume, whatever lies past the journal's last sizes is cut off.
+// The .zst files are sequences of independent zstd frames, one per trial
+// (frames.go): `zstdcat` reads them as JSONL, and every reader here reads
+// only the committed part. The commit order (data frames appended and
+// fsynced, then the journal lines naming their new sizes) makes a crash at
+// any point recoverable: on resume, whatever lies past the journal's last
+// sizes is cut off. Format 1 directories (plain .jsonl files, counts in
+// the journal) are read, not resumed.
 package rundir
 
 import (
@@ -36,19 +41,28 @@ import (
 	"github.com/sidebench/sidebench/harness/history"
 	"github.com/sidebench/sidebench/harness/metrics"
 	"github.com/sidebench/sidebench/internal/version"
+	"github.com/sidebench/sidebench/reports/stats"
 )
 
 // Files of a run directory.
 const (
-	FileHistory  = "history.jsonl"
-	FilePods     = "pods.jsonl"
-	FileFindings = "findings.jsonl"
+	FileHistory  = "history.jsonl.zst"
+	FilePods     = "pods.jsonl.zst"
+	FileFindings = "findings.jsonl.zst"
+	FileTrials   = "trials.jsonl.zst"
 	FileJournal  = "journal.jsonl"
 	FileRun      = "run.json"
 	FileLock     = ".lock"
 	DirScenarios = "scenarios"
 	DirSegments  = ".segments"
 )
+
+// Format is the run directory format this package writes: 2 (compressed
+// frames, per-trial distributions, retention).
+const Format = 2
+
+// legacyName is a data file's name in a format 1 directory.
+func legacyName(name string) string { return strings.TrimSuffix(name, ".zst") }
 
 // Info is run.json: what was run, so that a resume continues it and a
 // reader knows what it reads.
@@ -67,6 +81,17 @@ type Info struct {
 	// Options are the backend's settings that shape the results (nodes,
 	// feature gates...), recorded so that a resume uses the same.
 	Options map[string]string `json:"options,omitempty"`
+	// Format is the directory format (0 or 1: plain files, before
+	// compression; Format is the current one).
+	Format int `json:"format,omitempty"`
+	// KeepHistory is the retention (Retention.String()); "" is "all".
+	KeepHistory string `json:"keepHistory,omitempty"`
+	// Shard is "I/N" for one slice of a sharded run ("" for a whole run).
+	Shard string `json:"shard,omitempty"`
+	// MaxDisk is the --max-disk budget in bytes (0: none).
+	MaxDisk int64 `json:"maxDisk,omitempty"`
+	// Merged lists the directories 'sidebench merge' pooled into this one.
+	Merged []string `json:"merged,omitempty"`
 }
 
 // ScenarioRef is one scenario of the run.
@@ -90,8 +115,9 @@ func (i *Info) HashOf(name string) string {
 	return ""
 }
 
-// Entry is one line of journal.jsonl: a committed trial, its checker and
-// fault counts, and the data files' sizes right after its commit.
+// Entry is one line of journal.jsonl: a committed trial, its headline
+// counts, and the data files' sizes right after its commit (the trial's
+// frames are the bytes between the previous entry's sizes and its own).
 type Entry struct {
 	Scenario     string `json:"scenario"`
 	ScenarioHash string `json:"scenarioHash,omitempty"`
@@ -104,19 +130,93 @@ type Entry struct {
 	ViolatingPods int  `json:"violatingPods"`
 	Degradations  int  `json:"degradations"`
 	Partial       bool `json:"partial,omitempty"`
+	// Retained counts the pods whose history and record were kept.
+	Retained int `json:"retainedPods,omitempty"`
 	// ElapsedNanos is the trial's wall time.
 	ElapsedNanos int64 `json:"elapsedNanos,omitempty"`
 	History      int64 `json:"historyBytes"`
 	PodsBytes    int64 `json:"podsBytes"`
 	FindingBytes int64 `json:"findingsBytes"`
-	// Rows and Matrix are the trial's checker counts.
-	Rows   []check.Row  `json:"rows,omitempty"`
-	Matrix []check.Cell `json:"matrix,omitempty"`
-	// Faults tallies the trial's fault firings by catalogue name.
+	TrialsBytes  int64 `json:"trialsBytes,omitempty"`
+
+	// Format 1 journals carried the checker and fault counts inline;
+	// format 2 keeps them in trials.jsonl.zst (TrialStats).
+	Rows               []check.Row            `json:"rows,omitempty"`
+	Matrix             []check.Cell           `json:"matrix,omitempty"`
+	Faults             map[string]*FaultCount `json:"faults,omitempty"`
+	GroupViolatingPods map[string]int         `json:"groupViolatingPods,omitempty"`
+}
+
+// TrialStats is a trial's line in trials.jsonl.zst: what was measured
+// over all of its pods, retained or not: the checker's counts per
+// invariant and per invariant × fault, the fault firings, and the pod
+// counts and latency distributions (metrics.Snapshot, mergeable). It is
+// everything the aggregation needs besides the journal entry, so a run
+// aggregates, resumes, merges and trends without re-reading pods.
+type TrialStats struct {
+	Rows   []check.Row            `json:"rows,omitempty"`
+	Matrix []check.Cell           `json:"matrix,omitempty"`
 	Faults map[string]*FaultCount `json:"faults,omitempty"`
 	// GroupViolatingPods counts the trial's pods with a violation of an
 	// invariant of each group (check.Report.GroupViolatingPods).
-	GroupViolatingPods map[string]int `json:"groupViolatingPods,omitempty"`
+	GroupViolatingPods map[string]int   `json:"groupViolatingPods,omitempty"`
+	Metrics            metrics.Snapshot `json:"metrics"`
+	// User is the trial's user-level counts (nil: the trial's pods had
+	// no user-level finding and its scenario compares no workarounds).
+	User *UserStats `json:"user,omitempty"`
+}
+
+// UserStats is one trial's user-level guarantee counts (harness/check,
+// Level USER) per stratum: "all", "no fault", one fault kind, or "several
+// faults" (harness/runner/userlevel.go). Mergeable across trials.
+type UserStats struct {
+	Pods  map[string]int            `json:"pods"`            // stratum → pods
+	Unmet map[string]map[string]int `json:"unmet,omitempty"` // stratum → guarantee → pods
+	// Startup holds the startup latencies of the pods no fault touched per
+	// workload and metric, for scenarios that compare workarounds.
+	Startup []UserStartup `json:"startup,omitempty"`
+}
+
+// UserStartup is one workload's startup latency distribution.
+type UserStartup struct {
+	Workload string      `json:"workload"`
+	Metric   string      `json:"metric"`
+	Ms       *stats.Hist `json:"ms"`
+}
+
+// statsLine encodes a TrialStats as one JSON line: the invariants' rule
+// texts are left out (the checker registry has them, and they would be
+// most of the bytes).
+func statsLine(st *TrialStats) ([]byte, error) {
+	c := *st
+	c.Rows = make([]check.Row, len(st.Rows))
+	for i, r := range st.Rows {
+		r.Rule = ""
+		c.Rows[i] = r
+	}
+	b, err := json.Marshal(&c)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// rules maps invariant IDs to their rule text (for rows read back).
+var rules = func() map[string]string {
+	m := map[string]string{}
+	for _, c := range check.Checkers() {
+		m[c.ID()] = c.Rule()
+	}
+	return m
+}()
+
+// fillRules restores the rule texts statsLine left out.
+func fillRules(rows []check.Row) {
+	for i := range rows {
+		if rows[i].Rule == "" {
+			rows[i].Rule = rules[rows[i].ID]
+		}
+	}
 }
 
 // Key identifies a trial across run directories: two entries with the same
@@ -251,93 +351,224 @@ func ReadInfo(dir string) (Info, error) {
 	return info, nil
 }
 
-// ReadJournal reads journal.jsonl. A torn last line (no newline: the crash
-// happened while it was written) is not committed and is ignored; any
-// other line that does not decode is an error naming it, because dropping
-// it would silently drop every later trial. It also returns the size of
-// the committed part.
+// ReadJournal reads journal.jsonl into memory (EachEntry streams it).
+// It also returns the size of the committed part.
 func ReadJournal(path string) ([]Entry, int64, error) {
-	b, err := os.ReadFile(path)
+	var out []Entry
+	good, err := EachEntry(path, func(e *Entry) error {
+		out = append(out, *e)
+		return nil
+	})
+	return out, good, err
+}
+
+// EachEntry calls fn for every committed line of journal.jsonl, in
+// order, and returns the size of the committed part. A torn last line (no
+// newline: the crash happened while it was written) is not committed and
+// is ignored; any other line that does not decode is an error naming it,
+// because dropping it would silently drop every later trial. A missing
+// journal has no entries.
+func EachEntry(path string, fn func(*Entry) error) (int64, error) {
+	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, 0, nil
+		return 0, nil
 	}
 	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
-	var out []Entry
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 64<<10)
 	var good int64
-	for line := 1; len(b) > 0; line++ {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			break // torn last line: not committed
+	for line := 1; ; line++ {
+		b, err := r.ReadBytes('\n')
+		if err == io.EOF {
+			return good, nil // a torn last line (or none): not committed
+		}
+		if err != nil {
+			return good, err
 		}
 		var e Entry
-		if err := json.Unmarshal(b[:i], &e); err != nil {
-			return nil, 0, usage("%s:%d: corrupt journal line (%v); only a torn last line can be dropped, so nothing was changed (rebuild the journal with 'soak --resume --repair' or restore the file)", path, line, err)
+		if err := json.Unmarshal(b, &e); err != nil {
+			return good, usage("%s:%d: corrupt journal line (%v); only a torn last line can be dropped, so nothing was changed (rebuild the journal with 'soak --resume --repair' or restore the file)", path, line, err)
 		}
-		out = append(out, e)
-		good += int64(i + 1)
-		b = b[i+1:]
+		if err := fn(&e); err != nil {
+			return good, err
+		}
+		good += int64(len(b))
 	}
-	return out, good, nil
 }
 
-// EachPod calls fn for every record of pods.jsonl (none if absent).
-func EachPod(dir string, fn func(*metrics.Record) error) error {
-	path := filepath.Join(dir, FilePods)
-	f, err := os.Open(path)
+// sizes are the committed sizes of the data files: the last journal
+// entry's.
+type sizes struct{ history, pods, findings, trials int64 }
+
+func (e *Entry) sizes() sizes { return sizes{e.History, e.PodsBytes, e.FindingBytes, e.TrialsBytes} }
+
+func (s sizes) of(name string) int64 {
+	switch name {
+	case FileHistory:
+		return s.history
+	case FilePods:
+		return s.pods
+	case FileFindings:
+		return s.findings
+	}
+	return s.trials
+}
+
+// View is a consistent view of a run directory's committed trials: the
+// journal as read once. A directory being written (a soak running, a run
+// being merged) grows after the view is taken; its readers see the
+// trials committed when it was, and every file up to their sizes only.
+type View struct {
+	Dir string
+	// N is the number of committed trials.
+	N    int
+	last sizes
+}
+
+// OpenView reads dir's journal (EachEntry's rules: a torn last line is
+// not committed, any other bad line is an error). A directory without a
+// journal has no committed trial.
+func OpenView(dir string) (*View, error) {
+	v := &View{Dir: dir}
+	_, err := EachEntry(filepath.Join(dir, FileJournal), func(e *Entry) error {
+		v.N++
+		v.last = e.sizes()
+		return nil
+	})
+	return v, err
+}
+
+// EachEntry calls fn for the view's committed journal entries, in order.
+func (v *View) EachEntry(fn func(*Entry) error) error {
+	n := 0
+	_, err := EachEntry(filepath.Join(v.Dir, FileJournal), func(e *Entry) error {
+		if n == v.N {
+			return errViewEnd
+		}
+		n++
+		return fn(e)
+	})
+	if err == errViewEnd {
+		err = nil
+	}
+	return err
+}
+
+var errViewEnd = errors.New("end of the view")
+
+// file returns the name of a data file (the format 2 name, or the format
+// 1 one if only that exists) and the size of its committed part.
+func (v *View) file(name string) (string, int64) {
+	limit := v.last.of(name)
+	if _, err := os.Stat(filepath.Join(v.Dir, name)); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(filepath.Join(v.Dir, legacyName(name))); err == nil {
+			return legacyName(name), limit
+		}
+	}
+	return name, limit
+}
+
+// eachLine calls fn for every JSON line of a data file's committed part
+// (none if the file is absent).
+func (v *View) eachLine(name string, fn func(line int, b []byte) error) error {
+	file, limit := v.file(name)
+	path := filepath.Join(v.Dir, file)
+	lr, err := openLines(path, limit)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
 		return usage("%s: %v", path, unwrapPath(err))
 	}
-	defer f.Close()
-	rr := metrics.NewRecordReader(f)
-	var rec metrics.Record
-	for n := 1; ; n++ {
-		if err := rr.Read(&rec); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return usage("%s: record %d: %v", path, n, err)
-		}
-		if err := fn(&rec); err != nil {
-			return err
-		}
-	}
-}
-
-// MaxFindingLine bounds one line of findings.jsonl.
-const MaxFindingLine = 64 << 20
-
-// EachFinding calls fn for every record of findings.jsonl (none if absent).
-func EachFinding(dir string, fn func(*FindingRecord) error) error {
-	path := filepath.Join(dir, FileFindings)
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return usage("%s: %v", path, unwrapPath(err))
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+	defer lr.Close()
+	sc := bufio.NewScanner(lr)
 	sc.Buffer(make([]byte, 64<<10), MaxFindingLine)
 	for n := 1; sc.Scan(); n++ {
-		var fr FindingRecord
-		if err := json.Unmarshal(sc.Bytes(), &fr); err != nil {
-			return usage("%s:%d: %v", path, n, err)
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
 		}
-		if err := fn(&fr); err != nil {
+		if err := fn(n, sc.Bytes()); err != nil {
 			return err
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return usage("%s: %v", path, err)
+		return usage("%s: %v", path, tornFrame(err))
 	}
 	return nil
 }
+
+// EachPod calls fn for every committed record of pods.jsonl.zst (the
+// retained pods).
+func (v *View) EachPod(fn func(*metrics.Record) error) error {
+	return v.eachLine(FilePods, func(n int, b []byte) error {
+		var rec metrics.Record
+		if err := metrics.UnmarshalRecord(b, &rec); err != nil {
+			return usage("%s: record %d: %v", filepath.Join(v.Dir, FilePods), n, err)
+		}
+		return fn(&rec)
+	})
+}
+
+// EachTrialStats calls fn for every committed line of trials.jsonl.zst, in
+// journal order (none for a format 1 directory).
+func (v *View) EachTrialStats(fn func(*TrialStats) error) error {
+	if _, err := os.Stat(filepath.Join(v.Dir, FileTrials)); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return v.eachLine(FileTrials, func(n int, b []byte) error {
+		var st TrialStats
+		if err := json.Unmarshal(b, &st); err != nil {
+			return usage("%s: trial %d: %v", filepath.Join(v.Dir, FileTrials), n, err)
+		}
+		fillRules(st.Rows)
+		return fn(&st)
+	})
+}
+
+// EachFinding calls fn for every committed record of findings.jsonl.zst.
+func (v *View) EachFinding(fn func(*FindingRecord) error) error {
+	return v.eachLine(FileFindings, func(n int, b []byte) error {
+		var fr FindingRecord
+		if err := json.Unmarshal(b, &fr); err != nil {
+			return usage("%s:%d: %v", filepath.Join(v.Dir, FileFindings), n, err)
+		}
+		return fn(&fr)
+	})
+}
+
+// EachPod calls fn for every committed record of dir's pods.jsonl.zst.
+func EachPod(dir string, fn func(*metrics.Record) error) error {
+	v, err := OpenView(dir)
+	if err != nil {
+		return err
+	}
+	return v.EachPod(fn)
+}
+
+// EachTrialStats calls fn for every committed line of dir's
+// trials.jsonl.zst.
+func EachTrialStats(dir string, fn func(*TrialStats) error) error {
+	v, err := OpenView(dir)
+	if err != nil {
+		return err
+	}
+	return v.EachTrialStats(fn)
+}
+
+// EachFinding calls fn for every committed record of dir's
+// findings.jsonl.zst.
+func EachFinding(dir string, fn func(*FindingRecord) error) error {
+	v, err := OpenView(dir)
+	if err != nil {
+		return err
+	}
+	return v.EachFinding(fn)
+}
+
+// MaxFindingLine bounds one line of findings.jsonl.
+const MaxFindingLine = 64 << 20
 
 // WriteFileAtomic writes a file through a temporary file in the same
 // directory, fsync and rename: a reader sees the old or the new content,
@@ -377,7 +608,7 @@ func unwrapPath(err error) error {
 	return err
 }
 
-// segmentName is a trial's file in .segments/.
+// segmentName is a trial's spill file in .segments/.
 func segmentName(scen, policy string, trial int) string {
-	return fmt.Sprintf("%s.%s.%d.jsonl", scen, strings.NewReplacer(":", "_", "/", "_").Replace(policy), trial)
+	return fmt.Sprintf("%s.%s.%d.jsonl.zst", scen, strings.NewReplacer(":", "_", "/", "_", "+", "_").Replace(policy), trial)
 }

@@ -3,12 +3,16 @@ package rundir
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/sidebench/sidebench/harness/check"
+	"github.com/sidebench/sidebench/harness/metrics"
 	"github.com/sidebench/sidebench/harness/scenario"
+	"github.com/sidebench/sidebench/reports/stats"
 )
 
 const tiny = `apiVersion: sidebench.dev/v1alpha1
@@ -37,14 +41,7 @@ func newDir(t *testing.T, n int) string {
 		t.Fatal(err)
 	}
 	for i := range n {
-		seg, err := d.NewSegment("tiny", "kep753", i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seg.WriteString(`{"t":0,"k":"run.meta"}` + "\n")
-		seg.Close()
-		if _, err := d.Commit(&Finished{Entry: Entry{Scenario: "tiny", ScenarioHash: s.Hash, Policy: "kep753", Trial: i, Seed: uint64(i), Pods: 1},
-			Segment: seg.Name(), Pods: []byte(`{"pod":"p"}` + "\n")}); err != nil {
+		if _, err := d.Commit(finished(t, d, s.Hash, i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -54,10 +51,31 @@ func newDir(t *testing.T, n int) string {
 	return dir
 }
 
+// finished is synthetic trial i: a one-line history, one pod record, one
+// finding, and stats with one invariant row.
+func finished(t *testing.T, d *Dir, hash string, i int) *Finished {
+	t.Helper()
+	seg := d.NewSegment("tiny", "kep753", i)
+	fw := NewFrameWriter(seg)
+	fmt.Fprintf(fw, `{"t":0,"k":"run.meta","meta":{"scenario":"tiny","trial":%d}}`+"\n", i)
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pod := fmt.Sprintf(`{"scenario":"tiny","policy":"kep753","seed":%d,"trial":%d,"pod":"p","job":false,"inits":0,"sidecars":0,"mains":1,"phase":"","deleted":false,"removed":false,"faulted":false,"latenciesMs":{"pod_startup":%d.5},"restarts":{"init":0,"sidecar":0,"main":0}}`+"\n", i, i, 100+i)
+	find := fmt.Sprintf(`{"scenario":"tiny","policy":"kep753","trial":%d,"seed":%d,"id":"INV-S5","class":"violation","pod":"p","t":1,"msg":"m"}`+"\n", i, i)
+	st := &TrialStats{Rows: []check.Row{{ID: "INV-S5", Rule: rules["INV-S5"], Checked: 1, Violations: 1, ViolatingPods: 1}},
+		Metrics: metrics.Snapshot{Latencies: []metrics.LatencySnapshot{{Key: metrics.Key{Scenario: "tiny", Policy: "kep753", Metric: "pod_startup"}, Ms: stats.HistOf([]float64{float64(100 + i)})}}}}
+	f, err := NewFinished(Entry{Scenario: "tiny", ScenarioHash: hash, Policy: "kep753", Trial: i, Seed: uint64(i), Pods: 1, Retained: 1}, seg, []byte(pod), []byte(find), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 func snapshot(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
-	for _, f := range []string{FileHistory, FilePods, FileFindings, FileJournal, FileRun, "scenarios/tiny.yaml"} {
+	for _, f := range []string{FileHistory, FilePods, FileFindings, FileTrials, FileJournal, FileRun, "scenarios/tiny.yaml"} {
 		b, _ := os.ReadFile(filepath.Join(dir, f))
 		out[f] = b
 	}
@@ -75,13 +93,13 @@ func unchanged(t *testing.T, dir string, before map[string][]byte) {
 
 func TestOpenResumes(t *testing.T) {
 	dir := newDir(t, 5)
-	d, _, entries, err := Open(dir)
+	d, _, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if len(entries) != 5 || d.Resumed != 5 {
-		t.Fatalf("%d entries, resumed %d", len(entries), d.Resumed)
+	if d.Resumed != 5 {
+		t.Fatalf("resumed %d", d.Resumed)
 	}
 }
 
@@ -96,7 +114,7 @@ func TestOpenRefusesCorruptJournalLine(t *testing.T) {
 	lines[3] = append(lines[3][:len(lines[3])-6], '\n') // cut the last 5 bytes of line 4
 	os.WriteFile(jp, bytes.Join(lines, nil), 0o644)
 	before := snapshot(t, dir)
-	_, _, _, err := Open(dir)
+	_, _, err := Open(dir)
 	var ue *UsageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), FileJournal+":4: corrupt journal line") {
 		t.Fatalf("err = %v", err)
@@ -111,9 +129,9 @@ func TestOpenDropsTornLastLine(t *testing.T) {
 	f, _ := os.OpenFile(filepath.Join(dir, FileJournal), os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(`{"scenario":"tiny","pol`)
 	f.Close()
-	d, _, entries, err := Open(dir)
-	if err != nil || len(entries) != 3 {
-		t.Fatalf("%d entries, %v", len(entries), err)
+	d, _, err := Open(dir)
+	if err != nil || d.Resumed != 3 {
+		t.Fatalf("%v", err)
 	}
 	d.Close()
 	if b, _ := os.ReadFile(filepath.Join(dir, FileJournal)); bytes.Contains(b, []byte(`"pol`+"\n")) || bytes.HasSuffix(b, []byte(`"pol`)) {
@@ -125,19 +143,19 @@ func TestOpenDropsTornLastLine(t *testing.T) {
 // holds the directory (two resumes used to interleave trials).
 func TestLockRefusesSecondWriter(t *testing.T) {
 	dir := newDir(t, 2)
-	d, _, _, err := Open(dir)
+	d, _, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := snapshot(t, dir)
-	_, _, _, err = Open(dir)
+	_, _, err = Open(dir)
 	var ue *UsageError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "is in use by pid") || !strings.Contains(err.Error(), "soak --resume") {
 		t.Fatalf("second open: %v", err)
 	}
 	unchanged(t, dir, before)
 	d.Close()
-	d2, _, _, err := Open(dir)
+	d2, _, err := Open(dir)
 	if err != nil {
 		t.Fatalf("after release: %v", err)
 	}
@@ -152,7 +170,7 @@ func TestOpenRefusesEditedScenario(t *testing.T) {
 	b, _ := os.ReadFile(p)
 	os.WriteFile(p, bytes.Replace(b, []byte("count: 1"), []byte("count: 3"), 1), 0o644)
 	before := snapshot(t, dir)
-	_, _, _, err := Open(dir)
+	_, _, err := Open(dir)
 	if err == nil || !strings.Contains(err.Error(), "changed after the run started") {
 		t.Fatalf("err = %v", err)
 	}
@@ -165,7 +183,7 @@ func TestOpenRefusesShortDataFile(t *testing.T) {
 	dir := newDir(t, 3)
 	os.Truncate(filepath.Join(dir, FilePods), 5)
 	before := snapshot(t, dir)
-	if _, _, _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "truncated outside sidebench") {
+	if _, _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "truncated outside sidebench") {
 		t.Fatalf("err = %v", err)
 	}
 	unchanged(t, dir, before)

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,21 +30,47 @@ type Dir struct {
 	// opened the directory.
 	Resumed int
 
-	lock                       *os.File
-	hist, pods, finds, journal *os.File
-	last                       Entry // sizes after the last commit
+	lock    *os.File
+	data    [4]*os.File // dataFiles order
+	journal *os.File
+	last    sizes // after the last commit
+	failed  error // a commit failed: the files may hold a torn tail
+	sync    func(*os.File) error
+	spillAt int64
+}
+
+// dataFiles are the frame files a commit appends to, in commit order.
+var dataFiles = [4]string{FileHistory, FilePods, FileFindings, FileTrials}
+
+// Option configures Create and Open.
+type Option func(*Dir)
+
+// WithSync replaces fsync (tests inject a failing one).
+func WithSync(fn func(*os.File) error) Option { return func(d *Dir) { d.sync = fn } }
+
+// WithSpillAt sets the size from which a trial's history in flight moves
+// to a file (default SpillAt).
+func WithSpillAt(n int64) Option { return func(d *Dir) { d.spillAt = n } }
+
+func dirWith(path string, opts []Option) *Dir {
+	d := &Dir{Path: path, sync: (*os.File).Sync, spillAt: SpillAt}
+	for _, o := range opts {
+		o(d)
+	}
+	return d
 }
 
 // Create makes a fresh run directory (which must not exist or be empty),
 // copies the scenarios in and writes run.json.
-func Create(path string, info Info, scens []*scenario.Scenario) (*Dir, error) {
+func Create(path string, info Info, scens []*scenario.Scenario, opts ...Option) (*Dir, error) {
 	if ents, err := os.ReadDir(path); err == nil && len(ents) > 0 {
 		return nil, usage("output directory %s exists and is not empty (use another --out, or soak --resume)", path)
 	}
 	if err := os.MkdirAll(filepath.Join(path, DirScenarios), 0o755); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("creating the run directory: %w", err)
 	}
-	d := &Dir{Path: path}
+	info.Format = Format
+	d := dirWith(path, opts)
 	if err := d.acquire(info.Command); err != nil {
 		return nil, err
 	}
@@ -73,19 +101,24 @@ func Create(path string, info Info, scens []*scenario.Scenario) (*Dir, error) {
 // (a corrupt line other than a torn last one is an error and nothing is
 // touched), then cuts whatever was written after the last committed trial
 // and drops the trials in flight. It returns the scenarios with run.json's
-// overrides applied and the committed entries.
-func Open(path string) (*Dir, []*scenario.Scenario, []Entry, error) {
+// overrides applied; Resumed is the number of committed trials, which
+// EachEntry, EachTrialStats and EachFinding read back.
+func Open(path string, opts ...Option) (*Dir, []*scenario.Scenario, error) {
 	info, err := ReadInfo(path)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	d := &Dir{Path: path, Info: info}
+	if info.Format < Format {
+		return nil, nil, usage("%s: written by an older sidebench (run directory format %d, this one writes %d): it can be read (graduate, compare, merge, trend) but not resumed; start a new soak", path, info.Format, Format)
+	}
+	d := dirWith(path, opts)
+	d.Info = info
 	if err := d.acquire(info.Command + " --resume"); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	fail := func(err error) (*Dir, []*scenario.Scenario, []Entry, error) {
+	fail := func(err error) (*Dir, []*scenario.Scenario, error) {
 		d.Close()
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	var scens []*scenario.Scenario
 	for _, ref := range info.Scenarios {
@@ -104,17 +137,19 @@ func Open(path string) (*Dir, []*scenario.Scenario, []Entry, error) {
 		scens = append(scens, s.WithOverrides(info.Seed, info.Trials))
 	}
 	jpath := filepath.Join(path, FileJournal)
-	entries, jsize, err := ReadJournal(jpath)
+	n := 0
+	jsize, err := EachEntry(jpath, func(e *Entry) error {
+		n++
+		d.last = e.sizes()
+		return nil
+	})
 	if err != nil {
 		return fail(err)
 	}
-	if n := len(entries); n > 0 {
-		d.last = entries[n-1]
-	}
 	// Check every size before cutting anything: a data file shorter than
 	// the journal says was damaged outside sidebench.
-	sizes := map[string]int64{FileHistory: d.last.History, FilePods: d.last.PodsBytes, FileFindings: d.last.FindingBytes}
-	for name, want := range sizes {
+	for _, name := range dataFiles {
+		want := d.last.of(name)
 		fi, err := os.Stat(filepath.Join(path, name))
 		have := int64(0)
 		if err == nil {
@@ -129,8 +164,8 @@ func Open(path string) (*Dir, []*scenario.Scenario, []Entry, error) {
 	if err := truncate(jpath, jsize); err != nil {
 		return fail(err)
 	}
-	for name, size := range sizes {
-		if err := truncate(filepath.Join(path, name), size); err != nil {
+	for _, name := range dataFiles {
+		if err := truncate(filepath.Join(path, name), d.last.of(name)); err != nil {
 			return fail(err)
 		}
 	}
@@ -138,8 +173,8 @@ func Open(path string) (*Dir, []*scenario.Scenario, []Entry, error) {
 	if err := d.openFiles(); err != nil {
 		return fail(err)
 	}
-	d.Resumed = len(entries)
-	return d, scens, entries, nil
+	d.Resumed = n
+	return d, scens, nil
 }
 
 func truncate(path string, size int64) error {
@@ -181,84 +216,147 @@ func (d *Dir) openFiles() error {
 		f, err = os.OpenFile(filepath.Join(d.Path, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		return f
 	}
-	d.hist, d.pods, d.finds, d.journal = open(FileHistory), open(FilePods), open(FileFindings), open(FileJournal)
+	for i, name := range dataFiles {
+		d.data[i] = open(name)
+	}
+	d.journal = open(FileJournal)
 	if err == nil {
 		err = os.MkdirAll(filepath.Join(d.Path, DirSegments), 0o755)
 	}
 	return err
 }
 
-// NewSegment creates the history file of a trial in flight.
-func (d *Dir) NewSegment(scen, policy string, trial int) (*os.File, error) {
-	return os.Create(filepath.Join(d.Path, DirSegments, segmentName(scen, policy, trial)))
+// NewSegment returns the holder of a trial's compressed history in flight
+// (in memory, spilled to .segments/ when large).
+func (d *Dir) NewSegment(scen, policy string, trial int) *Segment {
+	return &Segment{path: filepath.Join(d.Path, DirSegments, segmentName(scen, policy, trial)), spill: d.spillAt}
 }
 
 // Finished is a trial ready to commit: its journal entry (the sizes are
-// filled by Commit), its history segment (synced by the caller) and its
-// pods.jsonl and findings.jsonl lines.
+// filled by Commit) and its parts, each one zstd frame or empty: the
+// retained history, the retained pods' records, the findings and the
+// trial's TrialStats line. NewFinished builds one.
 type Finished struct {
 	Entry    Entry
-	Segment  string
+	History  *Segment
 	Pods     []byte
 	Findings []byte
+	Trials   []byte
 }
 
-// Commit appends a finished trial: history, pods and findings are appended
-// and fsynced first, then the journal line naming their new sizes. It
-// returns the entry as committed. An error (disk full, failing fsync)
-// leaves the trial uncommitted: on resume it is cut off.
-func (d *Dir) Commit(t *Finished) (Entry, error) {
-	seg, err := os.Open(t.Segment)
+// NewFinished compresses a trial's parts: pods and findings are JSONL
+// (either may be empty), st its TrialStats.
+func NewFinished(e Entry, history *Segment, pods, findings []byte, st *TrialStats) (*Finished, error) {
+	line, err := statsLine(st)
 	if err != nil {
-		return Entry{}, err
+		return nil, err
 	}
-	hn, err := io.Copy(d.hist, seg)
-	seg.Close()
+	return &Finished{Entry: e, History: history, Pods: Compress(pods), Findings: Compress(findings), Trials: Compress(line)}, nil
+}
+
+// Size is the number of bytes committing t appends (its frames and
+// about its journal line).
+func (t *Finished) Size() int64 {
+	n := int64(len(t.Pods) + len(t.Findings) + len(t.Trials) + 1024)
+	if t.History != nil {
+		n += t.History.Len()
+	}
+	return n
+}
+
+// Commit appends finished trials, in order: every part of every trial is
+// appended to its file, each file written to is fsynced once, then the
+// journal lines naming the new sizes are appended and the journal
+// fsynced (a group commit: one fsync per file however many trials). It
+// returns the entries as committed. An error (disk full, failing fsync)
+// leaves the trials uncommitted (a resume cuts them off) and the
+// directory refuses further commits.
+func (d *Dir) Commit(batch ...*Finished) ([]Entry, error) {
+	if d.failed != nil {
+		return nil, fmt.Errorf("an earlier commit failed: %w", d.failed)
+	}
+	out, err := d.commit(batch)
 	if err != nil {
-		return Entry{}, fmt.Errorf("%s: %w", FileHistory, err)
+		d.failed = err
 	}
-	if _, err := d.pods.Write(t.Pods); err != nil {
-		return Entry{}, fmt.Errorf("%s: %w", FilePods, err)
+	return out, err
+}
+
+func (d *Dir) commit(batch []*Finished) ([]Entry, error) {
+	out := make([]Entry, 0, len(batch))
+	cur := d.last
+	var written [4]bool
+	add := func(i int, n int64) {
+		switch dataFiles[i] {
+		case FileHistory:
+			cur.history += n
+		case FilePods:
+			cur.pods += n
+		case FileFindings:
+			cur.findings += n
+		default:
+			cur.trials += n
+		}
+		written[i] = written[i] || n > 0
 	}
-	if _, err := d.finds.Write(t.Findings); err != nil {
-		return Entry{}, fmt.Errorf("%s: %w", FileFindings, err)
+	var lines []byte
+	for _, t := range batch {
+		if t.History != nil {
+			n, err := t.History.writeTo(d.data[0])
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", FileHistory, err)
+			}
+			add(0, n)
+		}
+		for i, part := range [][]byte{t.Pods, t.Findings, t.Trials} {
+			if _, err := d.data[i+1].Write(part); err != nil {
+				return nil, fmt.Errorf("%s: %w", dataFiles[i+1], err)
+			}
+			add(i+1, int64(len(part)))
+		}
+		e := t.Entry
+		e.History, e.PodsBytes, e.FindingBytes, e.TrialsBytes = cur.history, cur.pods, cur.findings, cur.trials
+		b, err := json.Marshal(e)
+		if err != nil {
+			return nil, err
+		}
+		lines = append(append(lines, b...), '\n')
+		out = append(out, e)
 	}
-	for _, f := range []*os.File{d.hist, d.pods, d.finds} {
-		if err := f.Sync(); err != nil {
-			return Entry{}, fmt.Errorf("fsync %s: %w", f.Name(), err)
+	for i, f := range d.data {
+		if written[i] {
+			if err := d.sync(f); err != nil {
+				return nil, fmt.Errorf("fsync %s: %w", f.Name(), err)
+			}
 		}
 	}
-	e := t.Entry
-	e.History = d.last.History + hn
-	e.PodsBytes = d.last.PodsBytes + int64(len(t.Pods))
-	e.FindingBytes = d.last.FindingBytes + int64(len(t.Findings))
-	b, err := json.Marshal(e)
-	if err != nil {
-		return Entry{}, err
+	if _, err := d.journal.Write(lines); err != nil {
+		return nil, fmt.Errorf("%s: %w", FileJournal, err)
 	}
-	if _, err := d.journal.Write(append(b, '\n')); err != nil {
-		return Entry{}, fmt.Errorf("%s: %w", FileJournal, err)
+	if err := d.sync(d.journal); err != nil {
+		return nil, fmt.Errorf("fsync %s: %w", FileJournal, err)
 	}
-	if err := d.journal.Sync(); err != nil {
-		return Entry{}, fmt.Errorf("fsync %s: %w", FileJournal, err)
+	for _, t := range batch {
+		if t.History != nil {
+			t.History.Close()
+		}
 	}
-	os.Remove(t.Segment)
-	d.last = e
-	return e, nil
+	d.last = cur
+	return out, nil
 }
 
 // Close closes the files, drops the trials in flight and releases the
 // lock.
 func (d *Dir) Close() error {
 	var first error
-	for _, f := range []*os.File{d.hist, d.pods, d.finds, d.journal} {
+	for _, f := range append(d.data[:], d.journal) {
 		if f != nil {
 			if err := f.Close(); err != nil && first == nil {
 				first = err
 			}
 		}
 	}
-	d.hist, d.pods, d.finds, d.journal = nil, nil, nil, nil
+	d.data, d.journal = [4]*os.File{}, nil
 	os.RemoveAll(filepath.Join(d.Path, DirSegments))
 	if d.lock != nil {
 		d.lock.Truncate(0)
@@ -266,4 +364,68 @@ func (d *Dir) Close() error {
 		d.lock = nil
 	}
 	return first
+}
+
+// BudgetError is a commit that would take the run directory past its
+// --max-disk budget: the run stops before it, with what was committed.
+type BudgetError struct {
+	Max, Used, Need int64
+}
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("stopped before exceeding --max-disk %s: the directory holds %s and the next commit needs %s plus room for the final reports",
+		FormatSize(e.Max), FormatSize(e.Used), FormatSize(e.Need))
+}
+
+// CheckBudget says whether committing pending more bytes keeps the
+// directory within Info.MaxDisk, with room to rewrite the reports (they
+// are replaced atomically, so twice their size) and the journal: nil if
+// it does (or there is no budget), a *BudgetError if not.
+func (d *Dir) CheckBudget(pending int64) error {
+	if d.Info.MaxDisk <= 0 {
+		return nil
+	}
+	used, reports := d.usage()
+	reserve := max(2*reports, 1<<20)
+	if used+pending+reserve > d.Info.MaxDisk {
+		return &BudgetError{Max: d.Info.MaxDisk, Used: used, Need: pending}
+	}
+	return nil
+}
+
+// usage sums the sizes of the directory's files, and of its reports.
+func (d *Dir) usage() (total, reports int64) {
+	filepath.WalkDir(d.Path, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return nil
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return nil
+		}
+		total += fi.Size()
+		rel, _ := filepath.Rel(d.Path, p)
+		switch {
+		case rel == FileJournal || rel == FileRun || rel == FileLock || slices.Contains(dataFiles[:], rel),
+			strings.HasPrefix(rel, DirScenarios+string(filepath.Separator)), strings.HasPrefix(rel, DirSegments+string(filepath.Separator)):
+		default:
+			reports += fi.Size()
+		}
+		return nil
+	})
+	return total, reports
+}
+
+// FormatSize renders a byte count with a binary unit.
+func FormatSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

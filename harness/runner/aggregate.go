@@ -1,9 +1,13 @@
 package runner
 
 import (
+	"crypto/sha256"
+	"errors"
 	"fmt"
+	"iter"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/sidebench/sidebench/harness/check"
@@ -104,7 +108,8 @@ type Aggregate struct {
 	rows     []*Row
 	index    map[[2]string]*Row
 	lat      *metrics.Aggregator
-	seen     map[rundir.Key]bool
+	seenMu   sync.RWMutex // Seen is asked by the runner's trial source while trials commit
+	seen     map[keyDigest]struct{}
 	Trials   int
 	Partial  bool
 	Resumed  int
@@ -114,6 +119,8 @@ type Aggregate struct {
 	AllowMixed bool
 	Mixed      bool
 	hashes     map[string]string
+	// user holds each row's user-level counts (userlevel.go).
+	user map[*Row]*userTally
 	// figs is each scenario's figure data (figures.go).
 	figs map[string]*scenarioFigures
 }
@@ -122,7 +129,7 @@ type Aggregate struct {
 // policy (keep filters the policies; nil keeps all).
 func NewAggregate(scens []*scenario.Scenario, keep func(s *scenario.Scenario, policy string) bool) *Aggregate {
 	a := &Aggregate{byName: map[string]*scenario.Scenario{}, index: map[[2]string]*Row{},
-		lat: metrics.NewAggregator(metrics.Options{}), seen: map[rundir.Key]bool{}, hashes: map[string]string{}}
+		lat: metrics.NewAggregator(metrics.Options{}), seen: map[keyDigest]struct{}{}, hashes: map[string]string{}}
 	for _, s := range scens {
 		a.scens = append(a.scens, s)
 		a.byName[s.Metadata.Name] = s
@@ -164,16 +171,41 @@ func (a *Aggregate) Scenarios() []*scenario.Scenario { return a.scens }
 // Latencies is the latency aggregation (samples and percentiles).
 func (a *Aggregate) Latencies() *metrics.Aggregator { return a.lat }
 
-// AddTrial folds one committed trial in: its journal entry, its pods'
-// records and its findings. It returns false, and adds nothing, when a
-// trial with the same key (scenario hash, policy, seed, number) was
-// already added: pooled run directories count each trial once.
-func (a *Aggregate) AddTrial(e *rundir.Entry, recs []metrics.Record, finds []rundir.FindingRecord) bool {
-	k := e.Key()
-	if a.seen[k] {
+// keyDigest is a trial key's SHA-256 prefix: the set of trials counted
+// costs 16 bytes per trial, the only state of an aggregate that grows
+// with the run (an 8-hour soak: about 10 MB).
+type keyDigest [16]byte
+
+func digest(k rundir.Key) keyDigest {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%d", k.ScenarioHash, k.Policy, k.Seed, k.Trial)
+	var d keyDigest
+	copy(d[:], h.Sum(nil))
+	return d
+}
+
+// Seen reports whether a trial with this key was added.
+func (a *Aggregate) Seen(k rundir.Key) bool {
+	a.seenMu.RLock()
+	defer a.seenMu.RUnlock()
+	_, ok := a.seen[digest(k)]
+	return ok
+}
+
+// AddTrial folds one committed trial in: its journal entry, its
+// TrialStats (counts and distributions over all of its pods) and its
+// findings. It returns false, and adds nothing, when a trial with the
+// same key (scenario hash, policy, seed, number) was already added:
+// pooled run directories count each trial once.
+func (a *Aggregate) AddTrial(e *rundir.Entry, st *rundir.TrialStats, finds []rundir.FindingRecord) bool {
+	k := digest(e.Key())
+	a.seenMu.Lock()
+	_, dup := a.seen[k]
+	a.seen[k] = struct{}{}
+	a.seenMu.Unlock()
+	if dup {
 		return false
 	}
-	a.seen[k] = true
 	a.Trials++
 	r := a.row(e.Scenario, e.Policy)
 	r.Trials++
@@ -186,16 +218,16 @@ func (a *Aggregate) AddTrial(e *rundir.Entry, recs []metrics.Record, finds []run
 	r.ViolatingPods += e.ViolatingPods
 	r.Degradations += e.Degradations
 	r.Elapsed += time.Duration(e.ElapsedNanos)
-	if e.GroupViolatingPods == nil && e.ViolatingPods > 0 {
+	if st.GroupViolatingPods == nil && e.ViolatingPods > 0 {
 		r.groupsMissing = true
 	}
-	for g, n := range e.GroupViolatingPods {
+	for g, n := range st.GroupViolatingPods {
 		if r.groups == nil {
 			r.groups = map[string]int{}
 		}
 		r.groups[g] += n
 	}
-	for kind, c := range e.Faults {
+	for kind, c := range st.Faults {
 		if r.Faults == nil {
 			r.Faults = map[string]*rundir.FaultCount{}
 		}
@@ -206,7 +238,7 @@ func (a *Aggregate) AddTrial(e *rundir.Entry, recs []metrics.Record, finds []run
 		}
 		acc.Add(c)
 	}
-	for _, row := range e.Rows {
+	for _, row := range st.Rows {
 		acc := r.inv[row.ID]
 		if acc == nil {
 			acc = &check.Row{ID: row.ID, Rule: row.Rule, Level: row.Level}
@@ -221,7 +253,7 @@ func (a *Aggregate) AddTrial(e *rundir.Entry, recs []metrics.Record, finds []run
 		acc.Unknown += row.Unknown
 		r.Bounds += row.Bounds
 	}
-	for _, c := range e.Matrix {
+	for _, c := range st.Matrix {
 		mk := [2]string{c.ID, c.Fault}
 		acc := r.matrix[mk]
 		if acc == nil {
@@ -233,16 +265,22 @@ func (a *Aggregate) AddTrial(e *rundir.Entry, recs []metrics.Record, finds []run
 		acc.Degradations += c.Degradations
 		acc.Bounds += c.Bounds
 	}
-	for i := range recs {
-		a.lat.Add(&recs[i])
-	}
+	a.lat.AddSnapshot(&st.Metrics)
+	a.addUserLevel(r, st.User)
+	a.addFindings(r, finds)
+	return true
+}
+
+func (a *Aggregate) addFindings(r *Row, finds []rundir.FindingRecord) {
 	for i := range finds {
 		if len(r.Findings) >= MaxReportFindings {
 			break
 		}
+		if isUserLevel(finds[i].ID) {
+			continue // the user-level section counts them (userlevel.go)
+		}
 		r.Findings = append(r.Findings, finds[i])
 	}
-	return true
 }
 
 // trialID is a trial within one run directory (records and findings carry
@@ -265,9 +303,10 @@ type DirStatus struct {
 }
 
 // Load reads committed trials from run directories into a (new or
-// filled) aggregate. A trial already in the aggregate (same scenario
-// hash, policy, seed and number: a directory given twice, a copy, two
-// soaks with the same seeds) is counted once, and a warning names it.
+// filled) aggregate, streaming (memory does not grow with the trials
+// read). A trial already in the aggregate (same scenario hash, policy,
+// seed and number: a directory given twice, a copy, two soaks with the
+// same seeds) is counted once, and a warning names it.
 func (a *Aggregate) Load(dir string) (DirStatus, error) {
 	st := DirStatus{Dir: dir}
 	info, err := rundir.ReadInfo(dir)
@@ -275,84 +314,136 @@ func (a *Aggregate) Load(dir string) (DirStatus, error) {
 		return st, err
 	}
 	st.Info = info
-	entries, _, err := rundir.ReadJournal(filepath.Join(dir, rundir.FileJournal))
-	if err != nil {
-		return st, err
-	}
 	if err := a.checkHashes(dir, &info); err != nil {
 		return st, err
 	}
 	n := a.Trials
-	if err := a.loadCommitted(dir, info, entries); err != nil {
+	entries, err := a.loadCommitted(dir, info)
+	if err != nil {
 		return st, err
 	}
 	st.Trials = a.Trials - n
-	st.Complete = complete(dir, len(entries))
+	st.Complete = complete(dir, entries)
 	if !st.Complete {
 		a.Partial = true
 	}
 	return st, nil
 }
 
-func maps(m map[metrics.Metric]float64) map[metrics.Metric]float64 {
-	out := make(map[metrics.Metric]float64, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
+var errStop = errors.New("stop")
 
-// loadCommitted adds the committed trials of a run directory (its journal
-// entries, pods and findings), skipping trials already counted.
-func (a *Aggregate) loadCommitted(dir string, info rundir.Info, entries []rundir.Entry) error {
-	skip := map[trialID]bool{}
-	take := map[trialID]*rundir.Entry{}
-	dups := 0
-	for i := range entries {
-		e := &entries[i]
+// loadCommitted adds the committed trials of a run directory (journal
+// entries with their TrialStats, then findings), skipping trials already
+// counted, and returns the number of committed trials.
+func (a *Aggregate) loadCommitted(dir string, info rundir.Info) (int, error) {
+	// One view: a directory being written shows the trials committed now.
+	v, err := rundir.OpenView(dir)
+	if err != nil {
+		return 0, err
+	}
+	var jerr error
+	entries := func(yield func(*rundir.Entry) bool) {
+		err := v.EachEntry(func(e *rundir.Entry) error {
+			if !yield(e) {
+				return errStop
+			}
+			return nil
+		})
+		if err != errStop {
+			jerr = err
+		}
+	}
+	dups := map[trialID]bool{}
+	count := 0
+	add := func(e *rundir.Entry, st *rundir.TrialStats) {
+		count++
 		if e.ScenarioHash == "" {
 			e.ScenarioHash = info.HashOf(e.Scenario)
 		}
-		id := trialID{e.Scenario, e.Policy, e.Trial, e.Seed}
-		if a.seen[e.Key()] {
-			skip[id] = true
-			dups++
-			continue
+		if !a.AddTrial(e, st, nil) {
+			dups[trialID{e.Scenario, e.Policy, e.Trial, e.Seed}] = true
 		}
-		take[id] = e
 	}
-	if dups > 0 {
-		a.Warnings = append(a.Warnings, dupWarning(dir, dups, len(entries)))
-	}
-	recs := map[trialID][]metrics.Record{}
-	if err := rundir.EachPod(dir, func(r *metrics.Record) error {
-		id := trialID{r.Scenario, r.Policy, r.Trial, r.Seed}
-		if take[id] != nil {
-			c := *r
-			c.LatenciesMs = maps(r.LatenciesMs)
-			c.Faults = slices.Clone(r.Faults)
-			recs[id] = append(recs[id], c)
+	if info.Format >= rundir.Format {
+		next, stop := iter.Pull(entries)
+		defer stop()
+		err := v.EachTrialStats(func(st *rundir.TrialStats) error {
+			e, ok := next()
+			if !ok && jerr != nil {
+				return jerr
+			}
+			if !ok {
+				return &rundir.UsageError{Err: fmt.Errorf("%s: %s has more trials than %s", dir, rundir.FileTrials, rundir.FileJournal)}
+			}
+			add(e, st)
+			return nil
+		})
+		if err != nil {
+			return count, err
 		}
-		return nil
-	}); err != nil {
-		return err
+		if _, more := next(); more {
+			return count, &rundir.UsageError{Err: fmt.Errorf("%s: %s has fewer trials than %s (the file was damaged outside sidebench)", dir, rundir.FileTrials, rundir.FileJournal)}
+		}
+	} else if err := a.loadLegacy(v, entries, add); err != nil {
+		return count, err
 	}
-	finds := map[trialID][]rundir.FindingRecord{}
-	if err := rundir.EachFinding(dir, func(f *rundir.FindingRecord) error {
+	if jerr != nil {
+		return count, jerr
+	}
+	if len(dups) > 0 {
+		a.Warnings = append(a.Warnings, dupWarning(dir, len(dups), count))
+	}
+	// Findings come in commit order, a trial's together: each trial's
+	// go to its row (the first MaxReportFindings) and to the figures.
+	var cur []rundir.FindingRecord
+	flush := func() {
+		if len(cur) > 0 {
+			a.addFigures(cur[0].Scenario, figuresOfRecords(cur))
+			cur = cur[:0]
+		}
+	}
+	err = v.EachFinding(func(f *rundir.FindingRecord) error {
 		id := trialID{f.Scenario, f.Policy, f.Trial, f.Seed}
-		if take[id] != nil && len(finds[id]) < MaxReportFindings {
-			finds[id] = append(finds[id], *f)
+		if dups[id] {
+			return nil
 		}
+		if len(cur) > 0 && (trialID{cur[0].Scenario, cur[0].Policy, cur[0].Trial, cur[0].Seed}) != id {
+			flush()
+		}
+		cur = append(cur, *f)
+		if r := a.Row(f.Scenario, f.Policy); r != nil {
+			a.addFindings(r, []rundir.FindingRecord{*f})
+		}
+		return nil
+	})
+	flush()
+	return count, err
+}
+
+// loadLegacy reads a format 1 directory: the counts are in the journal
+// and the distributions are rebuilt from every pod's record.
+func (a *Aggregate) loadLegacy(v *rundir.View, entries iter.Seq[*rundir.Entry], add func(*rundir.Entry, *rundir.TrialStats)) error {
+	lat := map[trialID]*metrics.Aggregator{}
+	user := map[trialID]*userCollector{}
+	if err := v.EachPod(func(r *metrics.Record) error {
+		id := trialID{r.Scenario, r.Policy, r.Trial, r.Seed}
+		if lat[id] == nil {
+			lat[id] = metrics.NewAggregator(metrics.Options{})
+			user[id] = newUserCollector(comparesWorkarounds(a.byName[r.Scenario]))
+		}
+		lat[id].Add(r)
+		user[id].add(r)
 		return nil
 	}); err != nil {
 		return err
 	}
-	for i := range entries {
-		e := &entries[i]
-		id := trialID{e.Scenario, e.Policy, e.Trial, e.Seed}
-		if take[id] == e && a.AddTrial(e, recs[id], finds[id]) {
-			a.addFigures(e.Scenario, figuresOfRecords(finds[id]))
+	for e := range entries {
+		st := &rundir.TrialStats{Rows: e.Rows, Matrix: e.Matrix, Faults: e.Faults, GroupViolatingPods: e.GroupViolatingPods}
+		if l := lat[trialID{e.Scenario, e.Policy, e.Trial, e.Seed}]; l != nil {
+			st.Metrics = l.Snapshot()
+			st.User = user[trialID{e.Scenario, e.Policy, e.Trial, e.Seed}].stats()
 		}
+		add(e, st)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/sidebench/sidebench/harness/scenario"
+	"github.com/sidebench/sidebench/reports/render"
 )
 
 // DiffCell is one backend's counts for one scenario × policy × invariant.
@@ -17,6 +18,8 @@ type DiffCell struct {
 	Violations   int
 	Degradations int
 	Bounds       int
+	// Unmet counts the pods a user-level guarantee failed (its rows only).
+	Unmet int
 }
 
 // DiffRow is one line of the differential table.
@@ -44,7 +47,8 @@ func (r DiffRow) Disagree() bool {
 		return with > 0 && without > 0
 	}
 	return differs(func(c DiffCell) bool { return c.Violations > 0 }) ||
-		differs(func(c DiffCell) bool { return c.Degradations > 0 })
+		differs(func(c DiffCell) bool { return c.Degradations > 0 }) ||
+		differs(func(c DiffCell) bool { return c.Unmet > 0 })
 }
 
 // Marker is the table's verdict on a row.
@@ -63,6 +67,9 @@ func (r DiffRow) Marker() string {
 func (c DiffCell) String() string {
 	if !c.Ran {
 		return "-"
+	}
+	if c.Unmet > 0 {
+		return fmt.Sprintf("%d unmet", c.Unmet)
 	}
 	s := fmt.Sprintf("%d/%d", c.Violations, c.Degradations)
 	if c.Bounds > 0 {
@@ -107,6 +114,21 @@ func DiffRows(scens []*scenario.Scenario, outs []*Outcome) []DiffRow {
 							order = append(order, ir.ID)
 						}
 						per[ir.ID][i] = DiffCell{Violations: ir.Violations, Degradations: ir.Degradations, Bounds: ir.BoundsExceeded}
+					}
+					// User-level guarantees: the pods each left unmet
+					// (userlevel.go).
+					if u := d.UserLevel; u != nil {
+						for _, g := range u.Guarantees {
+							c := u.Cell(pol, render.StratumAll, g.ID)
+							if c.K == 0 {
+								continue
+							}
+							if per[g.ID] == nil {
+								per[g.ID] = make([]DiffCell, len(outs))
+								order = append(order, g.ID)
+							}
+							per[g.ID][i] = DiffCell{Unmet: c.K}
+						}
 					}
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sidebench/sidebench/harness/check"
 	"github.com/sidebench/sidebench/harness/history"
 	"github.com/sidebench/sidebench/harness/metrics"
 	"github.com/sidebench/sidebench/harness/rundir"
@@ -41,6 +42,9 @@ type Meta struct {
 	Strict bool
 	// Extra are backend facts for the report header.
 	Extra map[string]string
+	// Stopped says why the run stopped early other than an interruption
+	// (--max-disk); the run is then partial.
+	Stopped string
 }
 
 // Outcome is the judged aggregate: the result table (State.Rows, with the
@@ -65,7 +69,7 @@ func Judge(a *Aggregate, m Meta) Outcome {
 	out := Outcome{State: render.RunState{
 		Command: m.Command, Backend: m.Backend, Status: m.Status, Partial: partial,
 		StartedAt: m.StartedAt.UTC().Format(time.RFC3339Nano), UpdatedAt: time.Now().UTC().Format(time.RFC3339Nano),
-		TrialsCommitted: a.Trials, Resumes: a.Resumed, RSS: m.RSS, Progress: m.Progress,
+		TrialsCommitted: a.Trials, Resumes: a.Resumed, RSS: m.RSS, Progress: m.Progress, Stopped: m.Stopped,
 		Build: render.Build{Version: m.Build.Version, Revision: m.Build.Revision, Modified: m.Build.Modified},
 		Rows:  []render.StateRow{},
 	}}
@@ -178,8 +182,8 @@ func (a *Aggregate) verdicts(r *Row, ps metrics.MetricSummary, partial, strict b
 func (a *Aggregate) GraduationInputs(r *Row) graduation.Inputs {
 	in := graduation.Inputs{
 		Violations: r.ViolatingPods, Lifecycles: r.Pods,
-		PodStartupMs: a.lat.Samples(metrics.Key{Scenario: r.Scenario, Policy: r.Policy, Metric: metrics.PodStartup}),
-		BaselineMs:   a.lat.Samples(metrics.Key{Scenario: r.Scenario, Policy: api.PolicyNone.String(), Metric: metrics.PodStartup}),
+		PodStartupMs: a.lat.Hist(metrics.Key{Scenario: r.Scenario, Policy: r.Policy, Metric: metrics.PodStartup}),
+		BaselineMs:   a.lat.Hist(metrics.Key{Scenario: r.Scenario, Policy: api.PolicyNone.String(), Metric: metrics.PodStartup}),
 	}
 	if s := a.byName[r.Scenario]; s != nil {
 		in.Seed = s.MasterSeed()
@@ -224,14 +228,20 @@ func (a *Aggregate) runData(s *scenario.Scenario, m Meta, partial bool, lat metr
 	for _, r := range rows {
 		d.Policies = append(d.Policies, r.Policy)
 		d.Roles[r.Policy] = string(r.Role)
-		d.PolicyRuns[r.Policy] = render.PolicyRun{Trials: r.Trials, Pods: r.Pods, ElapsedSeconds: r.Elapsed.Seconds()}
+		d.PolicyRuns[r.Policy] = render.PolicyRun{Trials: r.Trials, Pods: r.Pods, ElapsedSeconds: r.Elapsed.Seconds(), ViolatingPods: r.ViolatingPods}
 		d.Meta.Trials = max(d.Meta.Trials, r.Trials)
 		d.Meta.Pods += r.Pods
 		for _, row := range r.Invariants() {
+			if row.Level == check.User {
+				continue // the user-level section (userlevel.go)
+			}
 			d.Invariants = append(d.Invariants, render.InvariantRow{Policy: r.Policy, ID: row.ID, Rule: row.Rule, Level: row.Level.String(),
 				Checked: row.Checked, Violations: row.Violations, ViolatingPods: row.ViolatingPods, Degradations: row.Degradations, BoundsExceeded: row.Bounds, Unknown: row.Unknown})
 		}
 		for _, c := range r.Matrix() {
+			if isUserLevel(c.ID) {
+				continue
+			}
 			d.Matrix = append(d.Matrix, render.MatrixCell{Policy: r.Policy, ID: c.ID, Fault: c.Fault,
 				Violations: c.Violations, Degradations: c.Degradations, BoundsExceeded: c.Bounds})
 		}
@@ -243,12 +253,13 @@ func (a *Aggregate) runData(s *scenario.Scenario, m Meta, partial bool, lat metr
 				Bound: v.Bound, Threshold: v.Threshold, Message: v.Message, MoreTrialsNeeded: v.MoreTrialsNeeded, Warnings: v.Warnings})
 		}
 	}
+	d.UserLevel = a.userLevel(name)
 	for _, l := range lat.Latencies {
 		if l.Scenario != name {
 			continue
 		}
 		d.Latencies = append(d.Latencies, render.Latency{Policy: l.Policy, Metric: string(l.Metric), N: l.N, FaultedExcluded: l.FaultedExcluded,
-			SamplesMs: a.lat.Samples(l.Key), P50: l.P50, P90: l.P90, P99: l.P99})
+			Ms: a.lat.Hist(l.Key), P50: l.P50, P90: l.P90, P99: l.P99})
 	}
 	return d
 }

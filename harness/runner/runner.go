@@ -65,6 +65,16 @@ type Options struct {
 	BackendOptions map[string]string
 	// Extra are backend facts for the report header.
 	Extra map[string]string
+	// Keep is what is kept of the pods' histories and records (every
+	// pod is checked and measured whatever it is).
+	Keep rundir.Retention
+	// MaxDisk bounds the run directory's size (0: no bound): the run stops
+	// before a commit would exceed it, as partial (Result.Stopped).
+	MaxDisk int64
+	// Shard, if set, runs only one slice of the trials (Shard.Owns).
+	Shard Shard
+	// DirOptions configure the run directory (tests inject failures).
+	DirOptions []rundir.Option
 
 	// onCommit runs after each commit on the committing goroutine (the
 	// soak's checkpoints: the aggregate only changes there).
@@ -94,8 +104,11 @@ type Result struct {
 	// State is the judged result over every scenario of the run (rows in
 	// order, overall verdict).
 	State Outcome
-	// Partial: interrupted or a trial cut short.
+	// Partial: interrupted, stopped by --max-disk, or a trial cut short.
 	Partial bool
+	// Stopped says why the run stopped before its end other than an
+	// interruption (--max-disk), "" otherwise.
+	Stopped string
 }
 
 // Pass reports whether the run passes: complete, no FAIL, and under
@@ -138,14 +151,14 @@ func Run(ctx context.Context, o Options, jobs []Job) (*Result, error) {
 		s := j.Scenario
 		keep := o.Filter(s)
 		var trials []scenario.Trial
-		for _, t := range scenario.Expand(s) {
-			if keep(s, t.Policy) {
+		for i, t := range scenario.Expand(s) {
+			if keep(s, t.Policy) && o.Shard.Owns(i) {
 				trials = append(trials, t)
 			}
 		}
 		agg := NewAggregate([]*scenario.Scenario{s}, func(s *scenario.Scenario, p string) bool { ok, _ := backend.Supports(o.Backend, p); return ok })
 		started := time.Now()
-		d, err := rundir.Create(j.Dir, o.info("run", started, ""), []*scenario.Scenario{s})
+		d, err := rundir.Create(j.Dir, o.info("run", started, ""), []*scenario.Scenario{s}, o.DirOptions...)
 		if err != nil {
 			return res, err
 		}
@@ -162,14 +175,14 @@ func Run(ctx context.Context, o Options, jobs []Job) (*Result, error) {
 			i++
 			return trials[i-1], true
 		}
-		err = o.execute(ctx, d, agg, next, func(string) ScenarioProgress { return prog })
+		stopped, err := o.execute(ctx, d, agg, next, func(string) ScenarioProgress { return prog })
 		prog.Done()
 		status := StatusComplete
-		if ctx.Err() != nil || agg.Partial {
+		if ctx.Err() != nil || agg.Partial || stopped != "" {
 			status = StatusPartial
 		}
 		m := Meta{Command: "run", Backend: o.BackendName, Status: status, StartedAt: started, Elapsed: time.Since(started),
-			Build: o.Build, Strict: o.Strict, Extra: o.Extra}
+			Build: o.Build, Strict: o.Strict, Extra: o.Extra, Stopped: stopped}
 		out := Judge(agg, m)
 		werr := WriteReports(j.Dir, out)
 		cerr := d.Close()
@@ -186,6 +199,10 @@ func Run(ctx context.Context, o Options, jobs []Job) (*Result, error) {
 		all = append(all, agg)
 		metas = append(metas, m)
 		res.Partial = res.Partial || status != StatusComplete
+		if stopped != "" {
+			res.Stopped = stopped
+			break
+		}
 	}
 	res.State = JudgeAll(all, metas, o.Strict)
 	if res.Partial {
@@ -227,7 +244,8 @@ func worse(a, b string) string {
 // info is the run.json of a new run directory.
 func (o *Options) info(command string, started time.Time, duration string) rundir.Info {
 	return rundir.Info{Command: command, Backend: o.BackendName, Seed: o.Seed, Trials: o.Trials, Duration: duration,
-		StartedAt: started.UTC(), Version: o.Build.Version, Build: o.Build, Options: o.BackendOptions}
+		StartedAt: started.UTC(), Version: o.Build.Version, Build: o.Build, Options: o.BackendOptions,
+		KeepHistory: o.Keep.String(), Shard: o.Shard.String(), MaxDisk: o.MaxDisk}
 }
 
 // reportUnapplied says, per scenario × policy, which fault firings the
@@ -254,17 +272,20 @@ func (nopProgress) Done()              {}
 
 // finished is a trial run but not yet committed.
 type finished struct {
-	rundir.Finished
+	*rundir.Finished
 	t     scenario.Trial
-	recs  []metrics.Record
+	stats *rundir.TrialStats
 	finds []rundir.FindingRecord
 	figs  *trialFigures
 }
 
 // execute runs trials from next on Parallel workers and commits them in
-// source order. Cancelling ctx stops taking new trials; trials in flight
-// finish as partial and are committed. The first error cancels the rest.
-func (o *Options) execute(parent context.Context, d *rundir.Dir, agg *Aggregate, next func() (scenario.Trial, bool), progOf func(scenario string) ScenarioProgress) error {
+// source order, several at once when they finish faster than a commit (a
+// group commit: one fsync per file). Cancelling ctx stops taking new
+// trials; trials in flight finish as partial and are committed. The first
+// error cancels the rest. A commit that would take the directory past
+// MaxDisk is not made: the run stops there and stopped says why.
+func (o *Options) execute(parent context.Context, d *rundir.Dir, agg *Aggregate, next func() (scenario.Trial, bool), progOf func(scenario string) ScenarioProgress) (stopped string, _ error) {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	par := max(o.Parallel, 1)
@@ -289,10 +310,10 @@ func (o *Options) execute(parent context.Context, d *rundir.Dir, agg *Aggregate,
 		skipped bool
 	}
 	committed := func(t scenario.Trial) bool {
-		return agg.seen[rundir.Key{ScenarioHash: t.Scenario.Hash, Policy: t.Policy, Seed: t.Seed, Trial: t.Number}]
+		return agg.Seen(rundir.Key{ScenarioHash: t.Scenario.Hash, Policy: t.Policy, Seed: t.Seed, Trial: t.Number})
 	}
 	jobs := make(chan job)
-	results := make(chan result)
+	results := make(chan result, par)
 	closed := make(chan struct{}) // no more trials: the admission said so
 	var closeOnce sync.Once
 	go func() {
@@ -344,79 +365,170 @@ func (o *Options) execute(parent context.Context, d *rundir.Dir, agg *Aggregate,
 	pending := map[int]result{}
 	nextSeq := 0
 	var firstErr error
+	drop := func(out *finished) {
+		if out != nil && out.History != nil {
+			out.History.Close()
+		}
+	}
+	commit := func(batch []*finished) {
+		if len(batch) == 0 {
+			return
+		}
+		if firstErr != nil || stopped != "" {
+			for _, f := range batch {
+				drop(f)
+			}
+			return
+		}
+		var size int64
+		parts := make([]*rundir.Finished, len(batch))
+		for i, f := range batch {
+			size += f.Size()
+			parts[i] = f.Finished
+		}
+		if err := d.CheckBudget(size); err != nil {
+			stopped = err.Error()
+			o.logf("%s", stopped)
+			for _, f := range batch {
+				drop(f)
+			}
+			cancel()
+			return
+		}
+		es, err := d.Commit(parts...)
+		if err != nil {
+			firstErr = fmt.Errorf("committing %s: %w", batch[0].t, err)
+			for _, f := range batch {
+				drop(f)
+			}
+			cancel()
+			return
+		}
+		for i := range es {
+			f := batch[i]
+			if agg.AddTrial(&es[i], f.stats, f.finds) {
+				agg.addFigures(es[i].Scenario, f.figs)
+			}
+			progOf(es[i].Scenario).TrialDone(es[i].Pods, es[i].Violations)
+			if o.onCommit != nil {
+				o.onCommit()
+			}
+		}
+	}
 	for r := range results {
 		pending[r.seq] = r
+		// Take every result that is next in order, including those that
+		// arrived while the last commit ran: they commit together.
+		var batch []*finished
+	drain:
 		for {
 			r, ok := pending[nextSeq]
 			if !ok {
-				break
+				select {
+				case more, open := <-results:
+					if open {
+						pending[more.seq] = more
+						continue
+					}
+				default:
+				}
+				break drain
 			}
 			delete(pending, nextSeq)
 			nextSeq++
 			switch {
-			case r.skipped || firstErr != nil:
+			case r.skipped:
 			case r.err != nil:
-				firstErr = r.err
-				cancel()
-			default:
-				e, err := d.Commit(&r.out.Finished)
-				if err != nil {
-					firstErr = fmt.Errorf("committing %s: %w", r.out.t, err)
+				if firstErr == nil {
+					commit(batch) // what finished before the error stays
+					batch = nil
+					firstErr = r.err
 					cancel()
-					continue
 				}
-				if agg.AddTrial(&e, r.out.recs, r.out.finds) {
-					agg.addFigures(e.Scenario, r.out.figs)
-				}
-				progOf(e.Scenario).TrialDone(e.Pods, e.Violations)
-				if o.onCommit != nil {
-					o.onCommit()
-				}
+			case firstErr != nil || stopped != "":
+				drop(r.out)
+			default:
+				batch = append(batch, r.out)
 			}
 		}
+		commit(batch)
 	}
 	if parent.Err() != nil {
 		agg.Partial = true
 	}
-	return firstErr
+	return stopped, firstErr
 }
 
-// runTrial compiles and runs one trial into a segment file, checking and
-// measuring its pods as they finish (the history is never held in memory).
+// runTrial compiles and runs one trial, checking and measuring its pods
+// as they finish (the history is never held in memory): every pod is
+// counted and measured into the trial's TrialStats, and the retention
+// (Options.Keep) decides which pods' histories and records are kept. Under
+// RetainAll the history is the backend's event stream; otherwise each kept
+// pod is written as a run of its own (run.meta, the pod's history as the
+// checker saw it, run.end), which `check` re-checks to the same findings.
+// Pipelined, the history is encoded on one goroutine and partitioned,
+// checked and measured on another, beside the backend; otherwise all of
+// it runs on the backend's goroutine.
 func (o *Options) runTrial(ctx context.Context, d *rundir.Dir, t scenario.Trial, pipeline bool, checkWorkers int, prog ScenarioProgress) (*finished, error) {
 	plan, err := trial.Compile(t)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t, err)
 	}
-	f, err := d.NewSegment(plan.Scenario, plan.Policy, plan.Number)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	out := &finished{t: t}
-	out.Segment = f.Name()
-	hw := history.NewWriter(f)
-	cr := check.NewRunner(check.Workers(checkWorkers), check.KeepPods(keepViolationPods, keepOtherPods))
+	seg := d.NewSegment(plan.Scenario, plan.Policy, plan.Number)
+	ok := false
+	defer func() {
+		if !ok {
+			seg.Close()
+		}
+	}()
+	fw := rundir.NewFrameWriter(seg)
+	defer fw.Close()
+	hw := history.NewWriter(fw)
+	keep := o.Keep
+	lat := metrics.NewAggregator(metrics.Options{})
 	var podsBuf bytes.Buffer
 	rw := metrics.NewRecordWriter(&podsBuf)
-	pods := 0
+	pods, retained := 0, 0
+	var hookErr error
+	user := newUserCollector(comparesWorkarounds(t.Scenario))
+	onPod := func(meta *history.Meta, pod string, evs []history.Event, v check.PodVerdict) {
+		rec := metrics.FromEvents(meta, pod, evs)
+		rec.Unmet = v.Unmet
+		lat.Add(&rec)
+		user.add(&rec)
+		prog.PodsDone(1)
+		if !keep.Keep(plan.Seed, pod, v.Notable) || hookErr != nil {
+			return
+		}
+		retained++
+		if err := rw.Write(&rec); err != nil {
+			hookErr = err
+			return
+		}
+		if !keep.All() {
+			hookErr = writePodRun(hw, meta, evs)
+		}
+	}
+	cr := check.NewRunner(check.Workers(checkWorkers), check.KeepPods(keepViolationPods, keepOtherPods), check.OnPod(onPod))
 	part := history.NewPartitioner(func(meta *history.Meta, pod string, evs []history.Event) error {
 		pods++
 		cr.Add(meta, pod, evs)
-		rec := metrics.FromEvents(meta, pod, evs)
-		out.recs = append(out.recs, rec)
-		prog.PodsDone(1)
-		return rw.Write(&rec)
+		return nil
 	})
-	// Pipelined, encoding runs on its own goroutine, partitioning,
-	// checking and measuring on another, beside the backend (a sim trial
-	// is single-threaded).
+	// Pipelined, encoding runs on its own goroutine (when the whole
+	// history is kept), partitioning, checking and measuring on another,
+	// beside the backend (a sim trial is single-threaded).
 	tally := faultTally{}
 	tap := newFaultTap(plan.Policy, plan.Number)
-	var sink history.Sink = teeSink{hw, part, tally, tap}
+	var stages []history.Sink
+	if keep.All() {
+		stages = append(stages, hw)
+	}
+	stages = append(stages, teeSink{part, tally, tap})
+	var sink history.Sink = teeSink(stages)
 	var async *history.AsyncSink
 	if pipeline {
-		async = history.NewPipeline(0, hw, teeSink{part, tally, tap})
+		async = history.NewPipeline(0, stages...)
 		sink = async
 	}
 	stats, runErr := o.Backend.RunTrial(ctx, plan, sink)
@@ -431,27 +543,32 @@ func (o *Options) runTrial(ctx context.Context, d *rundir.Dir, t scenario.Trial,
 	if runErr != nil {
 		return nil, fmt.Errorf("%s: %w", t, runErr)
 	}
+	if perr == nil {
+		perr = hookErr
+	}
 	if perr != nil {
 		return nil, fmt.Errorf("%s: %w", t, perr)
 	}
 	if err := hw.Flush(); err != nil {
 		return nil, err
 	}
-	if err := f.Sync(); err != nil {
+	if err := fw.Close(); err != nil {
 		return nil, err
 	}
 	if err := rw.Flush(); err != nil {
 		return nil, err
 	}
 	e := rundir.Entry{Scenario: plan.Scenario, ScenarioHash: plan.ScenarioHash, Policy: plan.Policy, Trial: plan.Number, Seed: plan.Seed,
-		Pods: pods, Violations: rep.Violations(), ViolatingPods: rep.ViolatingPods, Partial: stats.Partial,
-		ElapsedNanos: int64(stats.Elapsed), Rows: rep.Rows, Matrix: rep.Matrix, GroupViolatingPods: rep.GroupViolatingPods}
+		Pods: pods, Violations: rep.Violations(), ViolatingPods: rep.ViolatingPods, Partial: stats.Partial, Retained: retained,
+		ElapsedNanos: int64(stats.Elapsed)}
+	st := &rundir.TrialStats{Rows: rep.Rows, Matrix: rep.Matrix, GroupViolatingPods: rep.GroupViolatingPods, Metrics: lat.Snapshot(), User: user.stats()}
 	for _, row := range rep.Rows {
 		e.Degradations += row.Degradations
 	}
 	if len(tally) > 0 {
-		e.Faults = tally
+		st.Faults = tally
 	}
+	out := &finished{t: t, stats: st}
 	var fb bytes.Buffer
 	for i := range rep.Findings {
 		fr := rundir.NewFindingRecord(plan.Scenario, plan.Policy, plan.Number, plan.Seed, &rep.Findings[i])
@@ -463,9 +580,37 @@ func (o *Options) runTrial(ctx context.Context, d *rundir.Dir, t scenario.Trial,
 		fb.WriteByte('\n')
 		out.finds = append(out.finds, fr)
 	}
-	out.Entry, out.Pods, out.Findings = e, podsBuf.Bytes(), fb.Bytes()
+	fin, err := rundir.NewFinished(e, seg, podsBuf.Bytes(), fb.Bytes(), st)
+	if err != nil {
+		return nil, err
+	}
+	out.Finished = fin
 	out.figs = trialFiguresOf(tap, rep, plan.Policy, plan.Number, plan.Seed)
+	ok = true
 	return out, nil
+}
+
+// writePodRun writes one kept pod as a run of its own: its run's
+// run.meta, its history as the partitioner delivered it (the pod's events
+// with its node's and the cluster's), and run.end: partitioning it again
+// gives the same pod history, so the checker re-derives the same findings.
+func writePodRun(hw *history.Writer, meta *history.Meta, evs []history.Event) error {
+	if err := hw.Write(&history.Event{Kind: history.RunMeta, Meta: meta}); err != nil {
+		return err
+	}
+	for i := range evs {
+		if err := hw.Write(&evs[i]); err != nil {
+			return err
+		}
+	}
+	if n := len(evs); n > 0 && evs[n-1].Kind == history.RunEnd {
+		return nil // cut short by its run's end: the partition carries it
+	}
+	end := history.Event{Kind: history.RunEnd, Msg: "complete"}
+	if n := len(evs); n > 0 {
+		end.T = evs[n-1].T
+	}
+	return hw.Write(&end)
 }
 
 type teeSink []history.Sink

@@ -197,3 +197,20 @@ func TestSoakFiltersPolicies(t *testing.T) {
 		}
 	}
 }
+
+// TestSoakParallelCommits: with several trials in flight, the trial
+// source asks which trials are committed while others commit (a soak of
+// soak-profile died of a concurrent map access there); run under -race.
+func TestSoakParallelCommits(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	o := opts(fake{clk: clk})
+	o.Parallel = 3
+	res, err := Soak(context.Background(), o, SoakOptions{Dir: filepath.Join(t.TempDir(), "s"), Duration: 6 * time.Second, Checkpoint: time.Hour,
+		Clock: clk, Scenarios: []*scenario.Scenario{load(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.State.State.TrialsCommitted < 6 {
+		t.Errorf("%d trials", res.State.State.TrialsCommitted)
+	}
+}

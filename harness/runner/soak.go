@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"time"
 
@@ -49,20 +50,32 @@ func Soak(ctx context.Context, o Options, so SoakOptions) (*Result, error) {
 	)
 	keep := func(s *scenario.Scenario, p string) bool { ok, _ := backend.Supports(o.Backend, p); return ok }
 	if so.Resume {
-		var entries []rundir.Entry
-		d, scens, entries, err = rundir.Open(so.Dir)
+		d, scens, err = rundir.Open(so.Dir, o.DirOptions...)
 		if err != nil {
 			return nil, err
 		}
+		// A resume keeps what the soak was started with: the same
+		// retention and slice (a --max-disk given again replaces the
+		// budget).
+		if o.Keep, err = rundir.ParseRetention(d.Info.KeepHistory); err == nil && d.Info.Shard != "" {
+			o.Shard, err = ParseShard(d.Info.Shard)
+		}
+		if err != nil {
+			d.Close()
+			return nil, &rundir.UsageError{Err: fmt.Errorf("%s: run.json: %w", so.Dir, err)}
+		}
+		if o.MaxDisk > 0 {
+			d.Info.MaxDisk = o.MaxDisk
+		}
 		agg = NewAggregate(scens, keep)
-		if err := agg.loadCommitted(so.Dir, d.Info, entries); err != nil {
+		if _, err := agg.loadCommitted(so.Dir, d.Info); err != nil {
 			d.Close()
 			return nil, err
 		}
 		agg.Resumed = d.Resumed
 	} else {
 		scens = so.Scenarios
-		d, err = rundir.Create(so.Dir, o.info("soak", clk.Now(), so.Duration.String()), scens)
+		d, err = rundir.Create(so.Dir, o.info("soak", clk.Now(), so.Duration.String()), scens, o.DirOptions...)
 		if err != nil {
 			return nil, err
 		}
@@ -89,9 +102,10 @@ func Soak(ctx context.Context, o Options, so SoakOptions) (*Result, error) {
 		}
 		progress = append(progress, agg.progress(at)...)
 	}
+	var stopped string
 	meta := func(status string) Meta {
 		return Meta{Command: "soak", Backend: o.BackendName, Status: status, StartedAt: started, Elapsed: clk.Since(t0),
-			Build: o.Build, RSS: rss, Progress: progress, Strict: o.Strict, Extra: o.Extra}
+			Build: o.Build, RSS: rss, Progress: progress, Strict: o.Strict, Extra: o.Extra, Stopped: stopped}
 	}
 	sample()
 	if err := WriteReports(so.Dir, Judge(agg, meta(StatusRunning))); err != nil {
@@ -126,15 +140,19 @@ func Soak(ctx context.Context, o Options, so SoakOptions) (*Result, error) {
 	}
 	next := func() (scenario.Trial, bool) {
 		for len(batch) == 0 {
+			runnable := false
 			for _, s := range scens {
 				for _, t := range scenario.ExpandRange(s, n, n+1) {
 					if filters[s](s, t.Policy) {
-						batch = append(batch, t)
+						runnable = true
+						if oc.Shard.Owns(n) {
+							batch = append(batch, t)
+						}
 					}
 				}
 			}
 			n++
-			if len(batch) == 0 && n > 1 {
+			if !runnable {
 				return scenario.Trial{}, false // nothing the backend can run
 			}
 		}
@@ -142,7 +160,7 @@ func Soak(ctx context.Context, o Options, so SoakOptions) (*Result, error) {
 		batch = batch[1:]
 		return t, true
 	}
-	err = oc.execute(ctx, d, agg, next, func(name string) ScenarioProgress {
+	stopped, err = oc.execute(ctx, d, agg, next, func(name string) ScenarioProgress {
 		if p := prog[name]; p != nil {
 			return p
 		}
@@ -153,10 +171,11 @@ func Soak(ctx context.Context, o Options, so SoakOptions) (*Result, error) {
 	}
 	sample()
 	status := StatusComplete
-	if ctx.Err() != nil || agg.Partial {
+	if ctx.Err() != nil || agg.Partial || stopped != "" {
 		status = StatusPartial
 	}
 	res.Partial = status != StatusComplete
+	res.Stopped = stopped
 	out := Judge(agg, meta(status))
 	werr := WriteReports(so.Dir, out)
 	cerr := d.Close()

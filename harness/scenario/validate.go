@@ -65,7 +65,16 @@ func validate(s *Scenario, e *errs) {
 		if err != nil {
 			msg := err.Error()
 			head, _, _ := strings.Cut(p, "+")
-			if !contains(api.PolicyNames(), head) {
+			if rest, ok := strings.CutPrefix(p, api.WorkaroundPrefix); ok {
+				for _, part := range strings.Split(rest, "+") {
+					name, _, _ := strings.Cut(part, "(")
+					if !contains(api.WorkaroundNames(), name) {
+						if sug := Suggest(name, api.WorkaroundNames()); sug != "" {
+							msg += fmt.Sprintf("; did you mean \"%s%s\"?", api.WorkaroundPrefix, sug)
+						}
+					}
+				}
+			} else if !contains(api.PolicyNames(), head) {
 				if sug := Suggest(head, api.PolicyNames()); sug != "" {
 					msg += fmt.Sprintf("; did you mean %q?", sug)
 				}

@@ -33,6 +33,7 @@ func (e *engine) drawAttempt(p *pod, c int, attempt uint32, out *plan) time.Dura
 		exitCode: d.ExitCode, termExitCode: d.TermExitCode, exitReason: reasonOf(d.ExitReason),
 		postStartFails: d.PostStartFails, preStopFails: d.PreStopFails,
 	}
+	e.wireDraw(p, c, out)
 	return d.StartLatency
 }
 

@@ -109,6 +109,9 @@ type ContainerBehavior struct {
 	// Container is the container name in Spec.
 	Container string
 	Behavior  behavior.Container
+	// Wiring is what a workaround adds (a wrapper, hooks that poll, a
+	// quit signal; container.serving of the user's sidecars); nil: none.
+	Wiring *behavior.Wiring
 }
 
 // Arrival is a pod arrival process (harness/arrival: one implementation
@@ -229,6 +232,9 @@ func (cfg *Config) Validate() error {
 			}
 			if err := validateBehavior(&b.Behavior); err != nil {
 				return fmt.Errorf("sim: workload %q: container %q: %w", w.Name, b.Container, err)
+			}
+			if err := b.Wiring.Validate(b.Container, specNames(&w.Spec)); err != nil {
+				return fmt.Errorf("sim: workload %q: container %q: wiring: %w", w.Name, b.Container, err)
 			}
 		}
 		if cfg.Stop.MaxDuration == 0 && w.Count > 0 && w.Spec.RestartPolicy == api.RestartAlways && distIsZero(&w.Lifetime) {

@@ -101,6 +101,15 @@ func (e *engine) loop() {
 				return
 			}
 			if e.q.len() == 0 {
+				// Nothing will happen any more, but pods are alive (a Job
+				// a sidecar keeps running): the trial lasts until its
+				// horizon, so that deadlines after the last event are
+				// judged (USER-JOB-COMPLETES, INV-C1).
+				if max > 0 && e.live > 0 {
+					if max > e.now {
+						e.now = max
+					}
+				}
 				return
 			}
 			if max > 0 && e.q.peek().t > max {

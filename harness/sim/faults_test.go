@@ -31,7 +31,7 @@ func fixedBehavior() []ContainerBehavior {
 	app := d
 	app.PreStop = behavior.Fixed(100 * time.Millisecond)
 	app.TermHandling = behavior.Fixed(500 * time.Millisecond)
-	return []ContainerBehavior{{"init", init}, {"proxy", proxy}, {"logs", logs}, {"app", app}}
+	return []ContainerBehavior{{Container: "init", Behavior: init}, {Container: "proxy", Behavior: proxy}, {Container: "logs", Behavior: logs}, {Container: "app", Behavior: app}}
 }
 
 func faultConfig(pods int, fs ...faults.Spec) *Config {

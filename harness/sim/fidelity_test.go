@@ -28,7 +28,7 @@ func TestPreStopEndsWithTheLastContainer(t *testing.T) {
 	cfg := &Config{
 		Scenario: "prestop",
 		Cluster:  Cluster{Nodes: 1, PodsPerNode: 1},
-		Workloads: []Workload{{Name: "web", Spec: spec, Behavior: []ContainerBehavior{{"app", app}},
+		Workloads: []Workload{{Name: "web", Spec: spec, Behavior: []ContainerBehavior{{Container: "app", Behavior: app}},
 			Count: 1, Lifetime: behavior.Fixed(10 * time.Second)}},
 	}
 	s, _ := runMem(t, cfg, 1)
@@ -190,7 +190,7 @@ func TestExclusiveCPUs(t *testing.T) {
 		want  int // INV-Q5 violations
 	}{{api.Gates{}, 0}, {api.Gates{Bug: api.BugSidecarCPUsReused}, 3}} {
 		cfg := &Config{Scenario: "cpus", Gates: tc.gates, Cluster: Cluster{Nodes: 1, NodeCPU: 16000, CPUManagerStatic: true},
-			Workloads: []Workload{{Name: "web", Spec: spec, Count: 3, Lifetime: behavior.Fixed(10 * time.Second), Behavior: []ContainerBehavior{{"setup", setup}}}}}
+			Workloads: []Workload{{Name: "web", Spec: spec, Count: 3, Lifetime: behavior.Fixed(10 * time.Second), Behavior: []ContainerBehavior{{Container: "setup", Behavior: setup}}}}}
 		s, _ := runMem(t, cfg, 1)
 		l := evs(s.evs)
 		reqs := l.kind(history.ContainerStartRequested)

@@ -39,7 +39,7 @@ func benchBehavior() []ContainerBehavior {
 	app := d
 	app.TermHandling = behavior.MustParse("uniform(100ms, 1s)")
 	app.PreStop = behavior.MustParse("100ms")
-	return []ContainerBehavior{{"init", init}, {"proxy", proxy}, {"logs", logs}, {"app", app}}
+	return []ContainerBehavior{{Container: "init", Behavior: init}, {Container: "proxy", Behavior: proxy}, {Container: "logs", Behavior: logs}, {Container: "app", Behavior: app}}
 }
 
 // benchConfig: pods pods arriving at a constant rate such that about

@@ -32,7 +32,9 @@ func (e *engine) onPodEvent(p *pod, ev *event) {
 	case evExit:
 		if ev.gen == p.cs[c].gen {
 			pl := &p.cs[c].plan
-			e.exitContainer(p, c, pl.exitCode, pl.exitReason)
+			reason := pl.exitReason
+			e.exitContainer(p, c, pl.exitCode, reason)
+			e.wireExit(p, c, reason)
 		}
 	case evTermExit:
 		if ev.gen == p.cs[c].gen {
@@ -42,6 +44,7 @@ func (e *engine) onPodEvent(p *pod, ev *event) {
 				r = api.ReasonError
 			}
 			e.exitContainer(p, c, code, r)
+			e.wireExit(p, c, r)
 		}
 	case evKill:
 		if ev.gen == p.cs[c].gen {
@@ -89,6 +92,8 @@ func (e *engine) onPodEvent(p *pod, ev *event) {
 		}
 	case evProbeFaultEnd:
 		e.onProbeFaultEnd(p, c, ev)
+	case evServing, evWirePoll, evQuit:
+		e.onWire(p, ev)
 	case evPullFailed:
 		if ev.gen == p.mgen && p.m != nil {
 			e.step(p, &api.Input{Kind: api.InActionFailed, Action: api.ActStartContainer, Container: c, PullFailed: true})

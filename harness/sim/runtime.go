@@ -91,6 +91,7 @@ func (e *engine) act(p *pod, a *api.Action) {
 		if d != behavior.Never {
 			e.push(event{t: e.now + int64(d), kind: evPreStop, slot: p.slot, id: p.id, gen: cs.hgen, c: uint8(c)})
 		}
+		e.wirePreStop(p, c)
 
 	case api.ActStopContainer:
 		e.emitC(history.ContainerStopRequested, p, c)
@@ -251,6 +252,7 @@ func (e *engine) onRunning(p *pod, c int) {
 		}
 		e.startProbes(p, c, false)
 	}
+	e.wireRunning(p, c)
 	e.step(p, &api.Input{Kind: api.InContainer, Container: c, Record: *rec})
 }
 

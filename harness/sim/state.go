@@ -51,6 +51,11 @@ const (
 	evResized
 	evPullFailed
 	evPullFaultEnd
+	// wiring (wiring.go): container.serving, a wrapper's or hook's poll
+	// (aux = poll kind), a quit signal reaching a sidecar
+	evServing
+	evWirePoll
+	evQuit
 )
 
 // node is one simulated node: a kubelet (the machines of its pods), a
@@ -182,6 +187,8 @@ type pod struct {
 	createdAt   int64
 	status      api.PodStatus // last published status (the API server's copy)
 	fx          []ctrFault    // nil unless a fault touched the pod
+	wx          []ctrWire     // nil unless a workaround wires the pod (wiring.go)
+	quitFile    bool          // a wrapper wrote the shared quit file (wiring.go)
 	// exclusive CPUs of the static CPU manager: taken from the node, and
 	// each container's (rendered once); nil without exclusive CPUs
 	cpus     kubelet.CPUSet

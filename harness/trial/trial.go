@@ -27,8 +27,8 @@ import (
 	"github.com/sidebench/sidebench/harness/history"
 	"github.com/sidebench/sidebench/harness/history/hspec"
 	"github.com/sidebench/sidebench/harness/scenario"
+	"github.com/sidebench/sidebench/harness/workaround"
 	"github.com/sidebench/sidebench/reference-impl/api"
-	"github.com/sidebench/sidebench/reference-impl/convert"
 )
 
 // Plan is one compiled trial.
@@ -59,8 +59,9 @@ type Workload struct {
 	Name      string
 	Namespace string
 	Labels    map[string]string
-	// Template is the Kubernetes pod template as written in the scenario
-	// (the apiserver backends create pods from it).
+	// Template is the Kubernetes pod template the backends create pods
+	// from: as written in the scenario, or as a workaround policy
+	// transforms it (harness/workaround).
 	Template *corev1.PodTemplateSpec
 	// Spec is the reference implementation's form of the template;
 	// History the form pod.created carries.
@@ -88,6 +89,10 @@ type Workload struct {
 type ContainerBehavior struct {
 	Container string
 	Behavior  behavior.Container
+	// Wiring is how the behaviour depends on the pod's other containers
+	// (a workaround's wrapper, hooks and quit signal; container.serving of
+	// the user's sidecars); nil: none.
+	Wiring *behavior.Wiring
 }
 
 // Compile compiles one trial of a loaded (validated) scenario.
@@ -99,7 +104,7 @@ func Compile(t scenario.Trial) (*Plan, error) {
 		p.PodsPerNode = scenario.DefaultPodsPerNode
 	}
 	for i := range s.Workloads {
-		w, err := compileWorkload(&s.Workloads[i])
+		w, err := compileWorkload(&s.Workloads[i], t.Gates)
 		if err != nil {
 			return nil, fmt.Errorf("%s: workloads[%d] %q: %w", s.Metadata.Name, i, s.Workloads[i].Name, err)
 		}
@@ -113,12 +118,15 @@ func Compile(t scenario.Trial) (*Plan, error) {
 	return p, nil
 }
 
-func compileWorkload(sw *scenario.Workload) (Workload, error) {
-	spec, err := convert.PodSpecFromV1(&sw.Template.Spec)
+// compileWorkload compiles one workload under gates: a workaround policy
+// runs the pod its transform makes of the template (harness/workaround).
+func compileWorkload(sw *scenario.Workload, gates api.Gates) (Workload, error) {
+	pod, err := workaround.Apply(&sw.Template, gates, sw.BehaviorOf)
 	if err != nil {
 		return Workload{}, err
 	}
-	w := Workload{Name: sw.Name, Namespace: sw.Template.Namespace, Labels: sw.Template.Labels, Template: &sw.Template,
+	spec := pod.Spec
+	w := Workload{Name: sw.Name, Namespace: sw.Template.Namespace, Labels: sw.Template.Labels, Template: pod.Template,
 		Spec: spec, Count: sw.Count, Job: spec.RestartPolicy != api.RestartAlways}
 	if w.Namespace == "" {
 		w.Namespace = history.DefaultNamespace
@@ -133,13 +141,8 @@ func compileWorkload(sw *scenario.Workload) (Workload, error) {
 		w.DeleteGrace = &g
 	}
 	w.Arrival = arrivalSpec(&sw.Arrival)
-	for j := 0; j < spec.Len(); j++ {
-		name := spec.At(j).Name
-		b, err := sw.BehaviorOf(name)
-		if err != nil {
-			return Workload{}, fmt.Errorf("container %q: %w", name, err)
-		}
-		w.Behaviors = append(w.Behaviors, ContainerBehavior{Container: name, Behavior: b})
+	for _, c := range pod.Containers {
+		w.Behaviors = append(w.Behaviors, ContainerBehavior{Container: c.Name, Behavior: c.Behavior, Wiring: c.Wiring})
 	}
 	return w, nil
 }

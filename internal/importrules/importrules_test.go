@@ -91,6 +91,10 @@ func TestImportRules(t *testing.T) {
 		// The CRI runtime sidebench serves to real kubelets.
 		"google.golang.org/grpc": {"harness/cri", "harness/localcluster"},
 		"k8s.io/cri-api":         {"harness/cri", "harness/localcluster"},
+		// Registries: building and pushing the images.
+		"github.com/google/go-containerregistry": {"hack/image"},
+		// Compression: the run directory's frames.
+		"github.com/klauspost/compress": {"harness/rundir"},
 		// The CLI is a command, linked by the binary only.
 		module + "/harness/cli": {"cmd/sidebench"},
 	}

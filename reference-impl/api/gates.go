@@ -106,7 +106,16 @@ type Gates struct {
 	// RestartAllContainers rule action.
 	RestartAllContainersOnContainerExits bool
 	Bug                                  Bug
+	// Workarounds, when set, make this a workaround policy
+	// ("workaround:..."): the pod is transformed into what people ran
+	// before native sidecars (harness/workaround) and the kubelet runs it
+	// under Policy (always PolicyKEP753: the transformed pod has no native
+	// sidecars). See workaround.go.
+	Workarounds WorkaroundSet
 }
+
+// IsWorkaround reports whether g is a workaround policy.
+func (g Gates) IsWorkaround() bool { return len(g.Workarounds) > 0 }
 
 // GateNames lists the feature gates Gates understands, as Kubernetes names
 // them.
@@ -116,6 +125,9 @@ var GateNames = []string{"ContainerRestartRules", "RestartAllContainersOnContain
 // "kep753", "kep753+SidecarsRestartableDuringPodTermination",
 // "kep753+bug:reinit-mains-first".
 func (g Gates) String() string {
+	if g.IsWorkaround() {
+		return g.Workarounds.String()
+	}
 	var b strings.Builder
 	b.WriteString(g.Policy.String())
 	if g.ContainerRestartRules {
@@ -144,10 +156,18 @@ func BugNames() []string {
 	return out
 }
 
-// ParseGates parses "POLICY[+GATE][+bug:NAME]".
+// ParseGates parses "POLICY[+GATE][+bug:NAME]", or a workaround policy
+// "workaround:NAME[(K=V,...)][+NAME...]" (workaround.go).
 func ParseGates(s string) (Gates, error) {
-	parts := strings.Split(s, "+")
 	var g Gates
+	if rest, ok := strings.CutPrefix(s, WorkaroundPrefix); ok {
+		ws, err := parseWorkarounds(rest)
+		if err != nil {
+			return g, err
+		}
+		return Gates{Policy: PolicyKEP753, Workarounds: ws}, nil
+	}
+	parts := strings.Split(s, "+")
 	found := false
 	for i, n := range policyNames {
 		if n == parts[0] {
@@ -155,7 +175,7 @@ func ParseGates(s string) (Gates, error) {
 		}
 	}
 	if !found {
-		return g, fmt.Errorf("unknown policy %q (allowed: %s)", parts[0], strings.Join(policyNames[:], ", "))
+		return g, fmt.Errorf("unknown policy %q (allowed: %s, %sNAME with NAME one of %s)", parts[0], strings.Join(policyNames[:], ", "), WorkaroundPrefix, strings.Join(WorkaroundNames(), ", "))
 	}
 	for _, p := range parts[1:] {
 		switch {

@@ -94,6 +94,16 @@ type Container struct {
 	Name  string
 	Image string
 	Role  Role
+	// Intent is the role the scenario's template gave the container when
+	// a workaround policy runs it in another one (a native sidecar run as
+	// a regular container, harness/workaround); zero when it plays the
+	// role it was written with. The planner ignores it: the history
+	// carries it, so that user-level guarantees know the user's sidecars.
+	Intent Role
+	// WaitsForSidecars: the container's entrypoint waits for the pod's
+	// sidecars before it execs its application (a workaround's wrapper);
+	// the planner ignores it, the history carries it.
+	WaitsForSidecars bool
 
 	StartupProbe   *Probe
 	ReadinessProbe *Probe
@@ -210,6 +220,10 @@ func (c *Container) MatchRule(code int32) *RestartRule {
 	}
 	return nil
 }
+
+// UserSidecar reports whether the scenario's template made c a sidecar,
+// whatever role a workaround runs it in.
+func (c *Container) UserSidecar() bool { return c.Role == RoleSidecar || c.Intent == RoleSidecar }
 
 // Probe returns the probe of the given kind, or nil.
 func (c *Container) Probe(k ProbeKind) *Probe {

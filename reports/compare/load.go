@@ -10,8 +10,10 @@ import (
 	"github.com/sidebench/sidebench/reports/render"
 )
 
-// filePods is rundir.FilePods (not imported: the run directory's store is
-// not a report's dependency).
+// filePods is the per-pod records of a run directory written before
+// format 2 (plain JSONL). Format 2 directories (pods.jsonl.zst) are read
+// by harness/runner.CompareRuns, which builds the same Run; the run
+// directory's store is not a report's dependency.
 const filePods = "pods.jsonl"
 
 // RunDirs loads every path (a run directory or its summary.json) and

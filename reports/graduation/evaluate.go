@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/sidebench/sidebench/reports/stats"
 )
@@ -38,12 +37,13 @@ type Inputs struct {
 	// Violations is the number of hard-invariant violations without an
 	// excusing fault, in Lifecycles pod lifecycles (the trials).
 	Violations, Lifecycles int
-	// PodStartupMs are the pod_startup samples (ms) of the policy under test.
-	PodStartupMs []float64
-	// OverheadMs and BaselineMs are samples of the overhead metric for the
-	// policy under test and for the `none` baseline. If OverheadMs is nil and
-	// the metric is pod_startup, PodStartupMs is used.
-	OverheadMs, BaselineMs []float64
+	// PodStartupMs is the pod_startup distribution (ms, 1 ms resolution)
+	// of the policy under test.
+	PodStartupMs *stats.Hist
+	// OverheadMs and BaselineMs are the distributions of the overhead
+	// metric for the policy under test and for the `none` baseline. If
+	// OverheadMs is nil and the metric is pod_startup, PodStartupMs is used.
+	OverheadMs, BaselineMs *stats.Hist
 	// SidecarJobs is the number of Job pods (restartPolicy not Always) with
 	// sidecars, SidecarJobsCompleted how many reached Succeeded.
 	SidecarJobs, SidecarJobsCompleted int
@@ -180,7 +180,11 @@ func evalViolations(c *Criteria, in Inputs) Verdict {
 
 func evalPodStartup(c *Criteria, in Inputs) Verdict {
 	l := c.PodStartup
-	s := stats.QuantileSummary(in.PodStartupMs, l.Quantile, c.Confidence)
+	h := in.PodStartupMs
+	if h == nil {
+		h = &stats.Hist{}
+	}
+	s := stats.QuantileSummaryOf(h, l.Quantile, c.Confidence)
 	v := Verdict{Criterion: CriterionPodStartup, Threshold: l.MaxMs, Observed: s.Center, Bound: s.Hi, Warnings: s.Warnings}
 	name := fmt.Sprintf("p%g pod_startup", 100*l.Quantile)
 	if s.N == 0 {
@@ -210,13 +214,7 @@ func evalPodStartup(c *Criteria, in Inputs) Verdict {
 		v.Message = fmt.Sprintf("%s; upper bound <= %g ms", desc, l.MaxMs)
 	default:
 		v.Status = Insufficient
-		below := 0
-		for _, x := range in.PodStartupMs {
-			if x <= l.MaxMs {
-				below++
-			}
-		}
-		f := float64(below) / float64(s.N)
+		f := float64(h.CountLE(l.MaxMs)) / float64(s.N)
 		if need := samplesForQuantileBound(f, l.Quantile, c.Confidence); need > s.N {
 			v.MoreTrialsNeeded = need - s.N
 		}
@@ -309,13 +307,13 @@ func evalOverhead(c *Criteria, in Inputs) Verdict {
 	base := in.BaselineMs
 	p := 100 * o.Quantile
 	name := fmt.Sprintf("p%g %s ratio vs none", p, o.Metric)
-	if minN := max(o.MinSamples, 1); len(cand) < minN || len(base) < minN {
+	if minN := max(o.MinSamples, 1); cand.N() < minN || base.N() < minN {
 		v.Status = Insufficient
-		v.MoreTrialsNeeded = max(minN-len(cand), minN-len(base))
-		v.Message = fmt.Sprintf("%s: %d candidate and %d baseline (policy none) samples; need >= %d each", name, len(cand), len(base), minN)
+		v.MoreTrialsNeeded = max(minN-cand.N(), minN-base.N())
+		v.Message = fmt.Sprintf("%s: %d candidate and %d baseline (policy none) samples; need >= %d each", name, cand.N(), base.N(), minN)
 		return v
 	}
-	qc, qb := stats.Percentile(cand, p), stats.Percentile(base, p)
+	qc, qb := stats.PercentileOf(cand, p), stats.PercentileOf(base, p)
 	if !(qb > 0) || math.IsNaN(qc) {
 		v.Status = Insufficient
 		v.Message = fmt.Sprintf("%s: baseline p%g is %v, ratio undefined", name, p, qb)
@@ -333,14 +331,14 @@ func evalOverhead(c *Criteria, in Inputs) Verdict {
 		v.Message = fmt.Sprintf("%s <= %g (point estimate)", desc, o.MaxRatio)
 		return v
 	}
-	if slices.ContainsFunc(cand, nonPositive) || slices.ContainsFunc(base, nonPositive) {
+	if nonPositive(cand.Min()) || nonPositive(base.Min()) {
 		v.Status = Insufficient
 		v.Message = fmt.Sprintf("%s: samples <= 0 ms, cannot bootstrap the log ratio", desc)
 		return v
 	}
 	// Ratio of quantiles = exp(difference of quantiles of the logs), as the
 	// nearest-rank quantile commutes with the monotone log.
-	bs := stats.BootstrapQuantileDiff(logs(base), logs(cand), o.Quantile, c.Confidence, o.Resamples, in.Seed)
+	bs := stats.BootstrapQuantileDiffOf(stats.Log{Ordered: base}, stats.Log{Ordered: cand}, o.Quantile, c.Confidence, o.Resamples, in.Seed)
 	v.Bound = math.Exp(bs.Hi)
 	v.Warnings = append(v.Warnings, bs.Warnings...)
 	desc = fmt.Sprintf("%s, bootstrap %v CI [%.3g, %.3g]", desc, c.Confidence, math.Exp(bs.Lo), v.Bound)
@@ -355,14 +353,6 @@ func evalOverhead(c *Criteria, in Inputs) Verdict {
 }
 
 func nonPositive(x float64) bool { return !(x > 0) }
-
-func logs(x []float64) []float64 {
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = math.Log(v)
-	}
-	return out
-}
 
 // LifecyclesNeeded is the number of pod lifecycles in total at which the
 // violation-rate criterion of c passes, if violations occur at the

@@ -149,7 +149,7 @@ func TestPodStartup(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := Evaluate(Criteria{Stage: "t", Confidence: 0.95, PodStartup: tt.c.PodStartup}, Inputs{PodStartupMs: tt.samples})[0]
+			v := Evaluate(Criteria{Stage: "t", Confidence: 0.95, PodStartup: tt.c.PodStartup}, Inputs{PodStartupMs: stats.HistOf(tt.samples)})[0]
 			if v.Status != tt.status || (tt.more >= 0 && v.MoreTrialsNeeded != tt.more) {
 				t.Errorf("verdict = %+v", v)
 			}
@@ -193,6 +193,7 @@ func TestSidecarJobs(t *testing.T) {
 }
 
 func TestSidecarOverhead(t *testing.T) {
+	h := stats.HistOf
 	ga, alpha := mustLoad(t, "ga"), mustLoad(t, "alpha")
 	base := ms(100, func(i int) float64 { return float64(10 * (i + 1)) })
 	scale := func(f float64) []float64 { return ms(100, func(i int) float64 { return f * base[i] }) }
@@ -204,11 +205,11 @@ func TestSidecarOverhead(t *testing.T) {
 		observed   float64
 		boundAbove float64
 	}{
-		{"1.5x within 2x", ga, Inputs{PodStartupMs: scale(1.5), BaselineMs: base, Seed: 1}, Pass, 1.5, 1.5},
-		{"3x fails GA", ga, Inputs{OverheadMs: scale(3), BaselineMs: base, Seed: 1}, Fail, 3, 0},
-		{"1.9x: CI crosses 2x", ga, Inputs{PodStartupMs: scale(1.9), BaselineMs: base, Seed: 1}, Insufficient, 1.9, 2},
-		{"1.9x alpha point", alpha, Inputs{PodStartupMs: scale(1.9), BaselineMs: base}, Pass, 1.9, 0},
-		{"no baseline", ga, Inputs{PodStartupMs: base}, Insufficient, math.NaN(), 0},
+		{"1.5x within 2x", ga, Inputs{PodStartupMs: h(scale(1.5)), BaselineMs: h(base), Seed: 1}, Pass, 1.5, 1.5},
+		{"3x fails GA", ga, Inputs{OverheadMs: h(scale(3)), BaselineMs: h(base), Seed: 1}, Fail, 3, 0},
+		{"1.9x: CI crosses 2x", ga, Inputs{PodStartupMs: h(scale(1.9)), BaselineMs: h(base), Seed: 1}, Insufficient, 1.9, 2},
+		{"1.9x alpha point", alpha, Inputs{PodStartupMs: h(scale(1.9)), BaselineMs: h(base)}, Pass, 1.9, 0},
+		{"no baseline", ga, Inputs{PodStartupMs: h(base)}, Insufficient, math.NaN(), 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -228,11 +229,12 @@ func TestSidecarOverhead(t *testing.T) {
 }
 
 func TestEvaluateAllAndOverall(t *testing.T) {
+	h := stats.HistOf
 	ga := mustLoad(t, "ga")
 	good := Inputs{
 		Violations: 0, Lifecycles: 50000,
-		PodStartupMs: ms(1000, func(i int) float64 { return 500 + float64(i) }),
-		BaselineMs:   ms(1000, func(i int) float64 { return 400 + float64(i) }),
+		PodStartupMs: h(ms(1000, func(i int) float64 { return 500 + float64(i) })),
+		BaselineMs:   h(ms(1000, func(i int) float64 { return 400 + float64(i) })),
 		SidecarJobs:  1000, SidecarJobsCompleted: 1000, Seed: 7,
 	}
 	vs := Evaluate(ga, good)

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"github.com/sidebench/sidebench/reports/stats"
 	"io"
 	"math/rand/v2"
 	"testing"
@@ -19,7 +20,7 @@ func bigRun(b *testing.B) RunData {
 		for i := range s {
 			s[i] = 500 + rng.ExpFloat64()*1500
 		}
-		d.Latencies = append(d.Latencies, Latency{Policy: p, Metric: "pod_startup", SamplesMs: s})
+		d.Latencies = append(d.Latencies, Latency{Policy: p, Metric: "pod_startup", Ms: stats.HistOf(s)})
 	}
 	d.FaultWindows, d.FindingPoints = nil, nil
 	for i := range 3000 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"fmt"
+	"github.com/sidebench/sidebench/reports/stats"
 	"io"
 	"math"
 	"regexp"
@@ -257,7 +258,7 @@ func TestRunTimelineLanes(t *testing.T) {
 func TestIdenticalPoliciesStayVisible(t *testing.T) {
 	s := series(50, func(i int) float64 { return 1000 + float64(i)*37 })
 	d := normalize(RunData{Scenario: "same", Policies: []string{"kep753", "kep753-2019"}, Latencies: []Latency{
-		{Policy: "kep753", Metric: "pod_startup", SamplesMs: s}, {Policy: "kep753-2019", Metric: "pod_startup", SamplesMs: slices.Clone(s)}}})
+		{Policy: "kep753", Metric: "pod_startup", Ms: stats.HistOf(s)}, {Policy: "kep753-2019", Metric: "pod_startup", Ms: stats.HistOf(s)}}})
 	fig, ok, err := latencyFigure(d, "pod_startup")
 	if err != nil || !ok {
 		t.Fatal(ok, err)
@@ -307,7 +308,7 @@ func TestTablesCollapse(t *testing.T) {
 	}
 	d.Invariants = append(d.Invariants, InvariantRow{Policy: "kep753", ID: "INV-S3", Rule: "mains after sidecars", Level: "HARD", Checked: 200, Violations: 2, ViolatingPods: 2})
 	for _, m := range []string{"pod_startup", "create_to_ready", "sidecar_gate"} {
-		d.Latencies = append(d.Latencies, Latency{Policy: "kep753", Metric: m, SamplesMs: series(200, func(i int) float64 { return float64(100 + i) })})
+		d.Latencies = append(d.Latencies, Latency{Policy: "kep753", Metric: m, Ms: stats.HistOf(series(200, func(i int) float64 { return float64(100 + i) }))})
 	}
 	page := string(render(t, func(b *bytes.Buffer, d RunData) error { return WriteHTML(b, d) }, d))
 	md := string(render(t, func(b *bytes.Buffer, d RunData) error { return WriteMarkdown(b, d) }, d))

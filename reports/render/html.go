@@ -106,6 +106,7 @@ type htmlPage struct {
 	LatencyWarns []string
 	Invariants   []htmlInvTable
 	Matrix       htmlMatrix
+	UserLevel    template.HTML // the user-level section (userlevel.go)
 	Overall      string
 	OverallCls   string
 	Verdicts     []htmlVerdict
@@ -206,6 +207,9 @@ func htmlView(d RunData) (htmlPage, error) {
 		return pg, err
 	}
 	pg.Figures = figs
+	if pg.UserLevel, err = userLevelHTML(d); err != nil {
+		return pg, fmt.Errorf("user-level guarantees: %w", err)
+	}
 	lvs := latencyViews(d)
 	pg.NoLatency = noLatencySamples(lvs)
 	for _, v := range lvs {
@@ -379,7 +383,7 @@ footer{font-size:.85rem;color:#333;margin-top:2rem}
 <tr><th>policy</th><th>invariant</th>{{range .Matrix.Faults}}<th>{{.}}</th>{{end}}</tr>
 {{range .Matrix.Rows}}<tr><td>{{.Policy}}</td><td><b><abbr title="{{.ID.Rule}}">{{.ID.ID}}</abbr></b></td>{{range .Cells}}<td class="num {{.Class}}"{{if .Title}} title="{{.Title}}"{{end}}>{{.Text}}</td>{{end}}</tr>
 {{end}}</table>{{end}}
-
+{{.UserLevel}}
 <h2>Criteria</h2>
 {{if not .Verdicts}}<p>No criteria were evaluated.</p>{{else}}
 <p>Overall: <span class="{{.OverallCls}}">&nbsp;{{.Overall}}&nbsp;</span></p>

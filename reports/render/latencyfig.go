@@ -40,33 +40,26 @@ func dkwEpsilon(n int, confidence float64) float64 {
 }
 
 type latencySeries struct {
-	policy    string
-	idx       int // the policy's index: its style
-	lat       Latency
-	sorted    []float64
+	policy string
+	idx    int // the policy's index: its style
+	lat    Latency
+	// sorted is the distribution (1 ms resolution) in ascending order:
+	// sorted.At(i) is the (i+1)-th smallest latency, without ever
+	// materialising the samples (a soak has millions).
+	sorted    *stats.Hist
 	identical string // an earlier policy with the same samples
 }
 
-// latencySeriesOf returns the policies' finite samples of metric, sorted.
+// latencySeriesOf returns the policies' distributions of metric.
 func latencySeriesOf(d RunData, metric string) (out []latencySeries) {
 	for i, pol := range d.Policies {
 		for _, l := range d.Latencies {
-			if l.Policy != pol || l.Metric != metric || len(l.SamplesMs) == 0 {
+			if l.Policy != pol || l.Metric != metric || l.Ms.N() == 0 {
 				continue
 			}
-			s := make([]float64, 0, len(l.SamplesMs))
-			for _, v := range l.SamplesMs {
-				if finite(v) {
-					s = append(s, v)
-				}
-			}
-			if len(s) == 0 {
-				continue
-			}
-			slices.Sort(s)
-			ls := latencySeries{policy: pol, idx: i, lat: l, sorted: s}
+			ls := latencySeries{policy: pol, idx: i, lat: l, sorted: l.Ms}
 			for _, prev := range out {
-				if slices.Equal(prev.sorted, s) {
+				if prev.sorted.Equal(l.Ms) {
 					ls.identical = prev.policy
 					break
 				}
@@ -107,13 +100,15 @@ func latencyFigure(d RunData, metric string) (fig figure, ok bool, err error) {
 	xmin, xmax := math.Inf(1), math.Inf(-1)
 	nmax := 0
 	for _, s := range series {
-		for _, v := range s.sorted {
+		for v := range s.sorted.Buckets() {
 			if v > 0 {
-				xmin = min(xmin, v)
+				xmin = min(xmin, float64(v))
+				break
 			}
 		}
-		xmax = max(xmax, s.sorted[len(s.sorted)-1])
-		nmax = max(nmax, len(s.sorted))
+		n := s.sorted.N()
+		xmax = max(xmax, s.sorted.At(n-1))
+		nmax = max(nmax, n)
 	}
 	if math.IsInf(xmin, 1) { // every sample is 0
 		xmin, xmax = 1, 10
@@ -155,31 +150,27 @@ func latencyFigure(d RunData, metric string) (fig figure, ok bool, err error) {
 	var key []keyItem
 	for _, s := range series {
 		st := styleOf(s.idx)
-		n := len(s.sorted)
+		n := s.sorted.N()
 		eps = dkwEpsilon(n, DefaultConfidence)
 		x := func(v float64) float64 { return lg(max(v, floor)) }
-		for _, v := range s.sorted {
-			if v < floor {
-				raised++
-			}
-		}
+		raised += s.sorted.CountLE(math.Nextafter(floor, math.Inf(-1)))
 		idx := ccdfIndices(n)
 		// The curve: S(x) = P(X ≥ x) steps down by 1/n at each sample;
 		// drawn from (x_(1), 1) to (x_(n), 1/n).
 		var curve, upper, lower plotter.XYs
 		for j, i := range idx {
 			y := float64(n-i) / float64(n)
-			curve = append(curve, plotter.XY{X: x(s.sorted[i]), Y: lg(y)})
-			next := s.sorted[n-1]
+			curve = append(curve, plotter.XY{X: x(s.sorted.At(i)), Y: lg(y)})
+			next := s.sorted.At(n - 1)
 			if j+1 < len(idx) {
-				next = s.sorted[idx[j+1]]
+				next = s.sorted.At(idx[j+1])
 			}
 			ya := float64(n-i-1) / float64(n) // the level right of x_(i)
 			if i == n-1 {
 				ya = y
 			}
-			upper = append(upper, plotter.XY{X: x(s.sorted[i]), Y: lg(min(1, ya+eps))}, plotter.XY{X: x(next), Y: lg(min(1, ya+eps))})
-			lower = append(lower, plotter.XY{X: x(s.sorted[i]), Y: lg(max(ymin, ya-eps))}, plotter.XY{X: x(next), Y: lg(max(ymin, ya-eps))})
+			upper = append(upper, plotter.XY{X: x(s.sorted.At(i)), Y: lg(min(1, ya+eps))}, plotter.XY{X: x(next), Y: lg(min(1, ya+eps))})
+			lower = append(lower, plotter.XY{X: x(s.sorted.At(i)), Y: lg(max(ymin, ya-eps))}, plotter.XY{X: x(next), Y: lg(max(ymin, ya-eps))})
 		}
 		if s.identical == "" { // an identical sample's band is already drawn
 			band := append(slices.Clone(upper), reversed(lower)...)

@@ -112,6 +112,8 @@ func writeMarkdown(w *bufio.Writer, d RunData) {
 		p("\n")
 	}
 
+	writeUserLevelMarkdown(p, d)
+
 	p("## Criteria\n\n")
 	if len(d.Verdicts) == 0 {
 		p("No criteria were evaluated.\n\n")

@@ -61,6 +61,9 @@ type RunData struct {
 	// State, if set, is written as summary.json's "sidebench" section:
 	// the run's progress and the result table's rows.
 	State *RunState
+	// UserLevel, if set, is the user-level guarantees section
+	// (userlevel.go).
+	UserLevel *UserLevel
 
 	// Figure inputs (report.html only; not in summary.json): see
 	// figdata.go.
@@ -78,6 +81,9 @@ type RunData struct {
 type PolicyRun struct {
 	Trials, Pods   int
 	ElapsedSeconds float64
+	// ViolatingPods counts the pods with at least one violation: the
+	// numerator of the policy's violation rate (graduation, trend).
+	ViolatingPods int
 }
 
 // Policy roles (RunData.Roles).
@@ -103,8 +109,11 @@ type RunState struct {
 	Backend string `json:"backend"`
 	// Status is complete, partial (interrupted, crashed) or running (a
 	// checkpoint of a soak in progress); Partial is Status != complete.
-	Status          string     `json:"status"`
-	Partial         bool       `json:"partial"`
+	Status  string `json:"status"`
+	Partial bool   `json:"partial"`
+	// Stopped says why the run stopped before its end other than an
+	// interruption, e.g. "stopped before exceeding --max-disk 5.0 GiB: ...".
+	Stopped         string     `json:"stopped,omitempty"`
 	StartedAt       string     `json:"startedAt"`
 	UpdatedAt       string     `json:"updatedAt"`
 	TrialsCommitted int        `json:"trialsCommitted"`
@@ -204,16 +213,17 @@ type Meta struct {
 	ElapsedSeconds float64
 }
 
-// Latency is one latency metric of one policy: its samples (optional; the
-// latency figures and comparisons need them) and its nearest-rank percentiles with
-// confidence intervals. If N is 0 and SamplesMs is not empty, the
-// percentiles are computed from the samples (stats.QuantileSummary).
+// Latency is one latency metric of one policy: its distribution (optional;
+// the latency figures and comparisons need it) and its nearest-rank
+// percentiles with confidence intervals. If N is 0 and Ms is not empty,
+// the percentiles are computed from it (stats.QuantileSummaryOf).
 type Latency struct {
 	Policy string
 	// Metric is a harness/metrics name, e.g. "pod_startup".
-	Metric    string
-	SamplesMs []float64
-	N         int
+	Metric string
+	// Ms is the distribution at 1 ms resolution (harness/metrics).
+	Ms *stats.Hist
+	N  int
 	// FaultedExcluded counts faulted pods left out of the samples.
 	FaultedExcluded int
 	P50, P90, P99   stats.Summary
@@ -340,11 +350,11 @@ func normalize(d RunData) RunData {
 	out.Latencies = slices.Clone(d.Latencies)
 	for i := range out.Latencies {
 		l := &out.Latencies[i]
-		if l.N == 0 && len(l.SamplesMs) > 0 {
-			l.N = len(l.SamplesMs)
-			l.P50 = stats.QuantileSummary(l.SamplesMs, 0.50, DefaultConfidence)
-			l.P90 = stats.QuantileSummary(l.SamplesMs, 0.90, DefaultConfidence)
-			l.P99 = stats.QuantileSummary(l.SamplesMs, 0.99, DefaultConfidence)
+		if l.N == 0 && l.Ms.N() > 0 {
+			l.N = l.Ms.N()
+			l.P50 = stats.QuantileSummaryOf(l.Ms, 0.50, DefaultConfidence)
+			l.P90 = stats.QuantileSummaryOf(l.Ms, 0.90, DefaultConfidence)
+			l.P99 = stats.QuantileSummaryOf(l.Ms, 0.99, DefaultConfidence)
 		}
 	}
 	slices.SortStableFunc(out.Latencies, func(a, b Latency) int {

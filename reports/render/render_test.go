@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"flag"
+	"github.com/sidebench/sidebench/reports/stats"
 	"math"
 	"os"
 	"path/filepath"
@@ -218,10 +219,10 @@ func sampleRun(t testing.TB) RunData {
 			StartUnixNano: 1780000000000000000, Pods: 40, Extra: map[string]string{"nodes": "2", "kubelet": "reference"}},
 		Latencies: []Latency{
 			// Deliberately out of order: normalize sorts.
-			{Policy: "none", Metric: "pod_startup", SamplesMs: series(20, func(i int) float64 { return 700 + float64((i*53)%20)*20 })},
-			{Policy: "kep753", Metric: "sidecar_gate", SamplesMs: series(20, func(i int) float64 { return 30 + float64((i*7)%20)*1.5 })},
+			{Policy: "none", Metric: "pod_startup", Ms: stats.HistOf(series(20, func(i int) float64 { return 700 + float64((i*53)%20)*20 }))},
+			{Policy: "kep753", Metric: "sidecar_gate", Ms: stats.HistOf(series(20, func(i int) float64 { return 30 + float64((i*7)%20)*1.5 }))},
 			{Policy: "kep753", Metric: "pod_startup", FaultedExcluded: 1,
-				SamplesMs: series(20, func(i int) float64 { return 900 + float64((i*37)%20)*25 })},
+				Ms: stats.HistOf(series(20, func(i int) float64 { return 900 + float64((i*37)%20)*25 }))},
 		},
 		Invariants: []InvariantRow{
 			{Policy: "kep753", ID: "T10", Rule: "grace period honoured", Level: "BEST-EFFORT", Checked: 20, BoundsExceeded: 1},
@@ -596,9 +597,9 @@ func TestEdgeCases(t *testing.T) {
 	d := RunData{
 		Scenario: "edge",
 		Latencies: []Latency{
-			{Policy: "a", Metric: "pod_startup", SamplesMs: []float64{5}},
-			{Policy: "b", Metric: "pod_startup", SamplesMs: []float64{7, 7, 7, 7}},
-			{Policy: "c", Metric: "pod_startup", SamplesMs: []float64{math.NaN()}},
+			{Policy: "a", Metric: "pod_startup", Ms: stats.HistOf([]float64{5})},
+			{Policy: "b", Metric: "pod_startup", Ms: stats.HistOf([]float64{7, 7, 7, 7})},
+			{Policy: "c", Metric: "pod_startup", Ms: stats.HistOf([]float64{math.NaN()})},
 			{Policy: "d", Metric: "custom_metric", N: 0},
 		},
 		Verdicts: []Verdict{{Criterion: "x", Status: StatusPass, Observed: math.Inf(1), Bound: math.NaN(), Threshold: math.NaN()}},
@@ -707,5 +708,33 @@ func TestJUnitRoles(t *testing.T) {
 				t.Errorf("failures %d (want %d), cases %q (want %q)", doc.Failures, tc.failures, names, tc.cases)
 			}
 		})
+	}
+}
+
+// TestRSSFigure: a soak's report plots its RSS samples with the slope in
+// the caption, judged on the second half: a warm-up followed by a flat
+// line is flat, a steady climb is not.
+func TestRSSFigure(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mib  func(i int) float64
+		want string
+	}{
+		{"warm-up then flat", func(i int) float64 { return min(60+float64(i)*8, 100) + float64(i%3) }, "flat within noise"},
+		{"leak", func(i int) float64 { return 60 + float64(i)*2 + float64(i%3) }, "not flat"},
+	} {
+		st := &RunState{Status: "complete"}
+		for i := range 30 {
+			st.RSS = append(st.RSS, RSSPoint{ElapsedSeconds: float64(60 * i), Bytes: int64(tc.mib(i) * (1 << 20))})
+		}
+		fig, ok, err := rssFigure(RunData{Scenario: "soak", State: st})
+		if err != nil || !ok {
+			t.Fatalf("%s: %v %v", tc.name, ok, err)
+		}
+		for _, want := range []string{"60 MiB at the start", "(30 samples)", "second half (dashed, from 15 min)", tc.want} {
+			if !strings.Contains(fig.Caption, want) {
+				t.Errorf("%s: caption lacks %q: %s", tc.name, want, fig.Caption)
+			}
+		}
 	}
 }

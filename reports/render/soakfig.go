@@ -8,6 +8,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/sidebench/sidebench/reports/stats"
 )
 
 // The soak figures: how far the accumulated lifecycles are from the number
@@ -133,7 +135,12 @@ func soakETA(d RunData, t RateTarget) string {
 }
 
 // RSSFigure draws the resident set size over a run's elapsed time (soak
-// checkpoints); ok is false with fewer than one sample.
+// checkpoints) with the least-squares line of the soak's second half, and
+// says in the caption whether it is flat: the slope (MiB per hour) with its
+// 95% interval (stats.Slope) over the second half, and over the whole
+// soak beside it. The verdict reads the second half: the RSS climbs while
+// the heap and the runtime's free lists reach their working size, a leak
+// keeps climbing after that. ok is false with fewer than one sample.
 func rssFigure(d RunData) (fig figure, ok bool, err error) {
 	if d.State == nil || len(d.State.RSS) == 0 {
 		return fig, false, nil
@@ -145,8 +152,10 @@ func rssFigure(d RunData) (fig figure, ok bool, err error) {
 	}
 	div, unit := timeUnit(tmax)
 	pts := make(plotter.XYs, 0, len(d.State.RSS))
+	var hours, mib []float64
 	for _, r := range d.State.RSS {
 		pts = append(pts, plotter.XY{X: r.ElapsedSeconds / div, Y: float64(r.Bytes) / (1 << 20)})
+		hours, mib = append(hours, r.ElapsedSeconds/3600), append(mib, float64(r.Bytes)/(1<<20))
 	}
 	p := newPlot("", fmt.Sprintf("elapsed (%s)", unit), "RSS (MiB)")
 	l, err := plotter.NewLine(pts)
@@ -160,6 +169,25 @@ func rssFigure(d RunData) (fig figure, ok bool, err error) {
 	}
 	sc.GlyphStyle = draw.GlyphStyle{Shape: draw.CircleGlyph{}, Color: paletteColor(0), Radius: vg.Points(2.5)}
 	p.Add(l, sc)
+	h := 0 // the second half
+	for h < len(hours) && hours[h] < hours[len(hours)-1]/2 {
+		h++
+	}
+	whole, late := stats.Slope(hours, mib, DefaultConfidence), stats.Slope(hours[h:], mib[h:], DefaultConfidence)
+	if finite(late.Center) {
+		var mx, my float64
+		for i := h; i < len(hours); i++ {
+			mx, my = mx+hours[i], my+mib[i]
+		}
+		mx, my = mx/float64(len(hours)-h), my/float64(len(hours)-h)
+		at := func(x float64) plotter.XY { return plotter.XY{X: x * 3600 / div, Y: my + late.Center*(x-mx)} }
+		fit, err := plotter.NewLine(plotter.XYs{at(hours[h]), at(hours[len(hours)-1])})
+		if err != nil {
+			return fig, false, err
+		}
+		fit.Color, fit.Width, fit.Dashes = paletteColor(1), vg.Points(1.2), []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(fit)
+	}
 	p.X.Min, p.X.Max = 0, max(tmax/div, 1e-9)*1.05
 	p.Y.Min, p.Y.Max = 0, peak/(1<<20)*1.15
 	svg, err := svgOf(p, 8*vg.Inch, 3.2*vg.Inch)
@@ -167,6 +195,19 @@ func rssFigure(d RunData) (fig figure, ok bool, err error) {
 		return fig, false, err
 	}
 	first, last := d.State.RSS[0], d.State.RSS[len(d.State.RSS)-1]
-	return figure{ID: "soak-rss", SVG: svg, Caption: fmt.Sprintf("VmRSS sampled at each checkpoint: %.0f MiB at the start, %.0f MiB at the end, peak %.0f MiB (%d samples). The runner holds the latency samples (8 bytes per pod and metric) and a bounded sample of the figures' data, never the history: growth beyond that is a leak.",
-		float64(first.Bytes)/(1<<20), float64(last.Bytes)/(1<<20), peak/(1<<20), len(d.State.RSS))}, true, nil
+	caption := fmt.Sprintf("VmRSS sampled at each checkpoint: %.0f MiB at the start, %.0f MiB at the end, peak %.0f MiB (%d samples).",
+		float64(first.Bytes)/(1<<20), float64(last.Bytes)/(1<<20), peak/(1<<20), len(d.State.RSS))
+	slope := func(s stats.Summary) string {
+		return fmt.Sprintf("%+.2f MiB/h, 95%% CI [%+.2f, %+.2f]", s.Center, s.Lo, s.Hi)
+	}
+	if finite(late.Lo) && finite(late.Hi) {
+		flat := "flat within noise: the interval contains 0"
+		if late.Lo > 0 || late.Hi < 0 {
+			flat = "not flat: the interval excludes 0"
+		}
+		caption += fmt.Sprintf(" Least-squares slope over the second half (dashed, from %.3g %s): %s, %s; over the whole soak, warm-up included: %s.",
+			hours[h]*3600/div, unit, slope(late), flat, slope(whole))
+	}
+	caption += " The runner holds each metric's 1 ms histogram (bounded by the latencies' range), a bounded sample of the figures' data and 16 bytes per committed trial, never the history: growth beyond the warm-up is a leak."
+	return figure{ID: "soak-rss", SVG: svg, Caption: caption}, true, nil
 }

@@ -125,6 +125,18 @@ func bootstrapChecks(confidence float64, x []float64) string {
 	return ""
 }
 
+// countChecks is bootstrapChecks for an ordered sample of n values (a
+// Hist holds no NaN).
+func countChecks(confidence float64, n int) string {
+	switch {
+	case !(confidence > 0 && confidence < 1):
+		return fmt.Sprintf("confidence %v outside (0, 1)", confidence)
+	case n == 0:
+		return "no samples"
+	}
+	return ""
+}
+
 func bootstrapWarnings(resamples, n int) []string {
 	var w []string
 	if resamples < 1000 {
@@ -170,9 +182,20 @@ func BootstrapQuantileDiff(a, b []float64, q, confidence float64, resamples int,
 // their order statistics; bad input gives an unbounded summary and a
 // warning.
 func quantileBootstrap(a, b []float64, q, confidence float64, resamples int, seed uint64, combine func(qa, qb float64) float64) Summary {
-	s := Summary{Center: math.NaN(), Lo: math.Inf(-1), Hi: math.Inf(1), Confidence: confidence, Quantile: q, N: len(a) + len(b)}
 	for _, x := range [][]float64{a, b} {
 		if w := bootstrapChecks(confidence, x); w != "" {
+			return Summary{Center: math.NaN(), Lo: math.Inf(-1), Hi: math.Inf(1), Confidence: confidence, Quantile: q, N: len(a) + len(b), Warnings: []string{w}}
+		}
+	}
+	return quantileBootstrapOf(Sorted(sortedCopy(a)), Sorted(sortedCopy(b)), q, confidence, resamples, seed, combine)
+}
+
+// quantileBootstrapOf is quantileBootstrap over ordered samples (sorted
+// slices or Hists): the same draws for the same order statistics.
+func quantileBootstrapOf(sa, sb Ordered, q, confidence float64, resamples int, seed uint64, combine func(qa, qb float64) float64) Summary {
+	s := Summary{Center: math.NaN(), Lo: math.Inf(-1), Hi: math.Inf(1), Confidence: confidence, Quantile: q, N: sa.Len() + sb.Len()}
+	for _, n := range []int{sa.Len(), sb.Len()} {
+		if w := countChecks(confidence, n); w != "" {
 			s.Warnings = append(s.Warnings, w)
 			return s
 		}
@@ -184,9 +207,8 @@ func quantileBootstrap(a, b []float64, q, confidence float64, resamples int, see
 	if resamples <= 0 {
 		resamples = DefaultResamples
 	}
-	s.Warnings = append(s.Warnings, bootstrapWarnings(resamples, min(len(a), len(b)))...)
-	sa, sb := sortedCopy(a), sortedCopy(b)
-	s.Center = combine(PercentileSorted(sa, 100*q), PercentileSorted(sb, 100*q))
+	s.Warnings = append(s.Warnings, bootstrapWarnings(resamples, min(sa.Len(), sb.Len()))...)
+	s.Center = combine(PercentileOf(sa, 100*q), PercentileOf(sb, 100*q))
 	src := rand.NewPCG(seed, bootstrapStream)
 	ba := orderStatSampler(sa, q, src)
 	bb := orderStatSampler(sb, q, src)
@@ -198,6 +220,19 @@ func quantileBootstrap(a, b []float64, q, confidence float64, resamples int, see
 	s.Lo, s.Hi = bootstrapBounds(vals, s.Confidence)
 	return s
 }
+
+// BootstrapQuantileDiffOf is BootstrapQuantileDiff over ordered samples
+// (sorted slices or Hists).
+func BootstrapQuantileDiffOf(sa, sb Ordered, q, confidence float64, resamples int, seed uint64) Summary {
+	return quantileBootstrapOf(sa, sb, q, confidence, resamples, seed, func(qa, qb float64) float64 { return qb - qa })
+}
+
+// Log is an ordered sample's natural logarithm, itself ordered (log is
+// monotone): the log-scale view a ratio of quantiles is bootstrapped on.
+type Log struct{ Ordered }
+
+// At is log of the (i+1)-th smallest value.
+func (l Log) At(i int) float64 { return math.Log(l.Ordered.At(i)) }
 
 // RelativeChange is qb/qa − 1, the change from qa to qb as a fraction of
 // qa. Equal values are no change (also 0 → 0); any other change from 0 is
@@ -324,13 +359,13 @@ func quantilesByCount(x []float64, order, counts, ranks []int, out []float64) {
 
 // orderStatSampler returns a function drawing the nearest-rank q-quantile
 // of a bootstrap resample of sorted.
-func orderStatSampler(sorted []float64, q float64, src rand.Source) func() float64 {
-	n := len(sorted)
+func orderStatSampler(sorted Ordered, q float64, src rand.Source) func() float64 {
+	n := sorted.Len()
 	r := NearestRank(n, 100*q)
 	beta := distuv.Beta{Alpha: float64(r), Beta: float64(n - r + 1), Src: src}
 	return func() float64 {
 		u := beta.Rand()
 		i := int(math.Ceil(u*float64(n))) - 1
-		return sorted[min(max(i, 0), n-1)]
+		return sorted.At(min(max(i, 0), n-1))
 	}
 }

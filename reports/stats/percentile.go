@@ -28,10 +28,17 @@ func Percentile(x []float64, p float64) float64 {
 
 // PercentileSorted is Percentile for an already sorted (ascending) sample.
 func PercentileSorted(sorted []float64, p float64) float64 {
-	if len(sorted) == 0 || !(p >= 0 && p <= 100) {
+	return PercentileOf(Sorted(sorted), p)
+}
+
+// PercentileOf is Percentile for an ordered sample (a sorted slice or a
+// Hist).
+func PercentileOf(sorted Ordered, p float64) float64 {
+	n := sorted.Len()
+	if n == 0 || !(p >= 0 && p <= 100) {
 		return math.NaN()
 	}
-	return sorted[NearestRank(len(sorted), p)-1]
+	return sorted.At(NearestRank(n, p) - 1)
 }
 
 // NearestRank returns the 1-based nearest rank ceil(n·p/100), clamped to

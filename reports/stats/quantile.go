@@ -92,7 +92,19 @@ func Summarize(x []float64, confidence float64) Summary {
 // No distributional shape is assumed. Samples containing NaN give NaN and a
 // warning.
 func QuantileSummary(x []float64, q, confidence float64) Summary {
-	s := Summary{Center: math.NaN(), Lo: math.Inf(-1), Hi: math.Inf(1), Confidence: confidence, Quantile: q, N: len(x)}
+	if len(x) > 0 && hasNaN(x) {
+		s := Summary{Center: math.NaN(), Lo: math.Inf(-1), Hi: math.Inf(1), Confidence: confidence, Quantile: q, N: len(x)}
+		s.Warnings = append(s.Warnings, "sample contains NaN")
+		return s
+	}
+	return QuantileSummaryOf(Sorted(sortedCopy(x)), q, confidence)
+}
+
+// QuantileSummaryOf is QuantileSummary over an ordered sample (a sorted
+// slice or a Hist): the same estimator, one implementation.
+func QuantileSummaryOf(sorted Ordered, q, confidence float64) Summary {
+	n := sorted.Len()
+	s := Summary{Center: math.NaN(), Lo: math.Inf(-1), Hi: math.Inf(1), Confidence: confidence, Quantile: q, N: n}
 	switch {
 	case !(q > 0 && q < 1):
 		s.Warnings = append(s.Warnings, fmt.Sprintf("quantile %v outside (0, 1)", q))
@@ -100,22 +112,17 @@ func QuantileSummary(x []float64, q, confidence float64) Summary {
 	case !(confidence > 0 && confidence < 1):
 		s.Warnings = append(s.Warnings, fmt.Sprintf("confidence %v outside (0, 1)", confidence))
 		return s
-	case len(x) == 0:
+	case n == 0:
 		s.Warnings = append(s.Warnings, "no samples")
 		return s
-	case hasNaN(x):
-		s.Warnings = append(s.Warnings, "sample contains NaN")
-		return s
 	}
-	sorted := sortedCopy(x)
-	n := len(sorted)
-	s.Center = PercentileSorted(sorted, 100*q)
+	s.Center = PercentileOf(sorted, 100*q)
 	lo, hi := QuantileCIRanks(n, q, confidence)
 	if lo >= 1 {
-		s.Lo = sorted[lo-1]
+		s.Lo = sorted.At(lo - 1)
 	}
 	if hi <= n {
-		s.Hi = sorted[hi-1]
+		s.Hi = sorted.At(hi - 1)
 	}
 	if lo < 1 || hi > n {
 		s.Warnings = append(s.Warnings, fmt.Sprintf("need >= %d samples for confidence interval at level %v", MinSamplesForCI(q, confidence), confidence))

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/harness/rundir"
 	"github.com/sidebench/sidebench/harness/scenario"
 	trialplan "github.com/sidebench/sidebench/harness/trial"
 )
@@ -212,7 +214,7 @@ func TestE2EKube(t *testing.T) {
 			_ = cmd.Process.Kill()
 			t.Fatalf("sidebench did not exit after SIGINT\n%s", stderr.String())
 		}
-		h, err := os.ReadFile(filepath.Join(out, "history.jsonl"))
+		h, err := readHistory(out)
 		if err != nil || !bytes.Contains(h, []byte(`"pod.created"`)) || !bytes.Contains(h, []byte(`"container.running"`)) {
 			t.Errorf("history after SIGINT (%v): %.300s", err, h)
 		}
@@ -227,6 +229,16 @@ func TestE2EKube(t *testing.T) {
 		}
 		fmt.Fprintln(os.Stderr, stderr.String())
 	})
+}
+
+// readHistory returns a run directory's committed history, decompressed.
+func readHistory(dir string) ([]byte, error) {
+	r, err := rundir.OpenHistory(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(r)
 }
 
 // plan compiles the first trial of s (RunTrial takes a compiled plan).

@@ -10,6 +10,7 @@ import (
 	"github.com/sidebench/sidebench/harness/backend"
 	"github.com/sidebench/sidebench/harness/history"
 	trialplan "github.com/sidebench/sidebench/harness/trial"
+	"github.com/sidebench/sidebench/reference-impl/api"
 )
 
 // Lazy is the kube backend as the runner sees it (harness/backend): it
@@ -43,6 +44,9 @@ func NewLazy(o Options, p ProvideOptions) *Lazy {
 func (k *Lazy) Supports(policy string) (bool, string) {
 	if Supports(policy) {
 		return true, ""
+	}
+	if g, err := api.ParseGates(policy); err == nil && g.IsWorkaround() {
+		return false, "sidebench-agent does not execute the workarounds' wiring (a wrapper's wait, a quit signal, hooks that poll): run workaround policies on sim or local (docs/workarounds.md)"
 	}
 	return false, "the kube backend runs real kubelets, which implement kep753 (no alternative designs, bug replicas or gates)"
 }

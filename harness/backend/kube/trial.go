@@ -27,11 +27,13 @@ import (
 // Supports reports whether the backend runs a policy: a real cluster runs
 // what its kubelets implement, the final KEP-753 design. Policies naming
 // Kubernetes gates are refused: the backend cannot turn them on, nor see
-// whether the cluster has them.
+// whether the cluster has them. Workaround policies are refused too:
+// sidebench-agent does not execute their wiring (a wrapper's wait, a quit
+// signal, hooks that poll; docs/workarounds.md).
 func Supports(policy string) bool {
 	g, err := api.ParseGates(policy)
 	return err == nil && g.Policy == api.PolicyKEP753 && g.Bug == api.BugNone && !g.SidecarsRestartableDuringPodTermination &&
-		!g.ContainerRestartRules && !g.RestartAllContainersOnContainerExits
+		!g.ContainerRestartRules && !g.RestartAllContainersOnContainerExits && !g.IsWorkaround()
 }
 
 // Stats is what a trial reports beyond its history.

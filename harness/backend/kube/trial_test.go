@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -64,5 +65,17 @@ func TestObserveLateStatus(t *testing.T) {
 	}
 	if tr.stats.LateStatus != 2 || tr.stats.StatusLagMax < 19*time.Second {
 		t.Errorf("stats %+v, want 2 late changes, lag ≥ 19s", tr.stats)
+	}
+}
+
+// sidebench-agent does not execute a workaround's wiring: the kube backend
+// refuses workaround policies, saying why.
+func TestKubeRefusesWorkarounds(t *testing.T) {
+	if Supports("workaround:wait-wrapper") || !Supports("kep753") {
+		t.Fatal("Supports: want kep753 only")
+	}
+	ok, why := (&Lazy{}).Supports("workaround:job-quit-signal")
+	if ok || !strings.Contains(why, "sidebench-agent does not execute") {
+		t.Fatalf("Lazy.Supports = %v, %q", ok, why)
 	}
 }

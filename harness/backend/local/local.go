@@ -154,7 +154,9 @@ func (b *Backend) Close() error {
 // Supports reports whether the real kubelet implements a policy: the final
 // KEP-753 design, alone or with the Kubernetes gates ContainerRestartRules
 // and RestartAllContainersOnContainerExits (beta, on by default in
-// v1.37.2; FeatureGates names them explicitly). The 2019 proposal, none,
+// v1.37.2; FeatureGates names them explicitly), and the workaround
+// policies (their pods have no native sidecar; the CRI server executes
+// their wiring). The 2019 proposal, none,
 // SidecarsRestartableDuringPodTermination (not in Kubernetes) and the bug
 // replicas are the reference implementation's only.
 func Supports(policy string) bool {
@@ -319,17 +321,20 @@ type workload struct {
 
 // podState is what the watcher last saw of one pod.
 type podState struct {
-	name     string // namespace/name
-	wl       *workload
-	node     string
-	created  bool
-	phase    corev1.PodPhase
-	conds    map[corev1.PodConditionType]bool
-	started  map[string]bool
-	ready    map[string]bool
-	deleting bool
-	delGrace int64
-	removed  bool
+	name    string // namespace/name
+	wl      *workload
+	node    string
+	created bool
+	phase   corev1.PodPhase
+	conds   map[corev1.PodConditionType]bool
+	started map[string]bool
+	ready   map[string]bool
+	// gates of the running attempt still to pass before the kubelet
+	// considers it started: its postStart hook, its startup probe.
+	hookDone, probeOK map[string]bool
+	deleting          bool
+	delGrace          int64
+	removed           bool
 	// CRI-side view: mains running, whole-pod kill seen in this sandbox.
 	running     map[string]bool
 	attempt     map[string]uint32
@@ -506,6 +511,16 @@ func (tr *trial) compile() error {
 				return err
 			}
 			cw.ann[k] = v
+			if !b.Wiring.IsZero() {
+				// A workaround's wrapper, hooks and quit signal, and the
+				// user sidecars' container.serving: the CRI server
+				// executes them (docs/workarounds.md).
+				k, v, err := cri.WiringAnnotation(b.Container, b.Wiring)
+				if err != nil {
+					return err
+				}
+				cw.ann[k] = v
+			}
 		}
 		cw.ann[cri.AnnotationSeed] = strconv.FormatUint(tr.p.Seed, 10)
 		cw.tmpl = *RewriteSpec(&w.Template.Spec)
@@ -562,7 +577,8 @@ func (tr *trial) arrive(ctx context.Context) {
 		full := a.Pod
 		_, name := history.SplitPodName(full)
 		ps := &podState{name: full, wl: tr.wls[a.Workload], conds: map[corev1.PodConditionType]bool{},
-			started: map[string]bool{}, ready: map[string]bool{}, running: map[string]bool{}, attempt: map[string]uint32{}, done: make(chan struct{}), terminal: make(chan struct{})}
+			started: map[string]bool{}, ready: map[string]bool{}, running: map[string]bool{}, attempt: map[string]uint32{}, done: make(chan struct{}), terminal: make(chan struct{}),
+			hookDone: map[string]bool{}, probeOK: map[string]bool{}}
 		tr.mu.Lock()
 		tr.pods[full] = ps
 		tr.order = append(tr.order, ps)
@@ -924,15 +940,28 @@ func (tr *trial) onCRI(e *history.Event) error {
 	}
 	var v, set bool
 	tr.mu.Lock()
-	hasStartup := false
+	hasStartup, hasHook := false, false
 	for j := 0; j < ps.wl.spec.Len(); j++ {
 		if c := ps.wl.spec.At(j); c.Name == e.Container {
-			hasStartup = c.StartupProbe != nil
+			hasStartup, hasHook = c.StartupProbe != nil, c.PostStart
 		}
 	}
+	// Started once the attempt runs, its postStart returned (the kubelet
+	// starts the next container only then) and its startup probe passed.
+	if ps.hookDone == nil {
+		ps.hookDone, ps.probeOK = map[string]bool{}, map[string]bool{}
+	}
 	switch {
-	case e.Kind == history.ContainerRunning && !hasStartup,
-		e.Kind == history.ProbeResult && e.Probe == "startup" && e.Result == "success":
+	case e.Kind == history.ContainerRunning:
+		ps.hookDone[e.Container], ps.probeOK[e.Container] = !hasHook, !hasStartup
+	case e.Kind == history.ContainerPostStartDone && e.Value:
+		ps.hookDone[e.Container] = true
+	case e.Kind == history.ProbeResult && e.Probe == "startup" && e.Result == "success":
+		ps.probeOK[e.Container] = true
+	}
+	switch {
+	case (e.Kind == history.ContainerRunning || e.Kind == history.ContainerPostStartDone || e.Kind == history.ProbeResult) &&
+		ps.running[e.Container] && ps.hookDone[e.Container] && ps.probeOK[e.Container]:
 		v, set = true, !ps.started[e.Container]
 	case e.Kind == history.ContainerExited:
 		v, set = false, ps.started[e.Container]
@@ -999,6 +1028,29 @@ func (tr *trial) cleanup() {
 			}
 		}
 		if left == 0 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// The API objects are gone, but a kubelet may still be killing what
+	// ran (a Job a workaround kept running to the horizon): wait until
+	// no CRI server runs anything of the trial's pods, so that their
+	// teardown does not land in the next trial's pods of the same names.
+	tr.mu.Lock()
+	mine := make(map[string]bool, len(tr.pods))
+	for name := range tr.pods {
+		mine[name] = true
+	}
+	tr.mu.Unlock()
+	match := func(pod string) bool { return mine[pod] }
+	for ctx.Err() == nil {
+		live := 0
+		for _, n := range tr.b.cl.Nodes {
+			if n.Runtime != nil {
+				live += n.Runtime.Live(match)
+			}
+		}
+		if live == 0 {
 			return
 		}
 		time.Sleep(200 * time.Millisecond)

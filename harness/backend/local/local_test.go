@@ -77,6 +77,8 @@ func TestSupportsAndFeatureGates(t *testing.T) {
 		"kep753-2019":                                                       false,
 		"none":                                                              false,
 		"bogus":                                                             false,
+		"workaround:wait-wrapper":                                           true,
+		"workaround:hold-until-proxy-starts(drain=zero-connections)": true,
 	} {
 		if got := Supports(p); got != want {
 			t.Errorf("Supports(%q) = %v, want %v", p, got, want)
@@ -216,6 +218,37 @@ func TestStaleStatusSnapshotSkipped(t *testing.T) {
 	ps.attempt["app"] = 1
 	if !staleSnapshot(ps, []corev1.ContainerStatus{{Name: "app", State: running, RestartCount: 0}}) {
 		t.Error("attempt 0 published running while the wire runs attempt 1: not stale")
+	}
+}
+
+// The kubelet starts the container after one with a postStart hook only
+// once the hook returned (hold-until-proxy-starts relies on it): the
+// derived container.started of a container with a hook follows its
+// container.poststart-done, not its container.running (INV-H1 read the
+// proxy of every hold pod as "Started before its postStart returned").
+func TestStartedWaitsForPostStart(t *testing.T) {
+	var got []history.Event
+	tr := &trial{p: &trialplan.Plan{}, sink: &trialSink{known: map[string]bool{"default/p": true}, removed: map[string]bool{}, next: sinkFunc(func(e *history.Event) error { got = append(got, *e); return nil })}}
+	spec := api.PodSpec{Main: []api.Container{{Name: "proxy", Role: api.RoleMain, PostStart: true}, {Name: "app", Role: api.RoleMain}}}
+	ps := &podState{name: "default/p", created: true, node: "n", wl: &workload{spec: spec}, conds: map[corev1.PodConditionType]bool{},
+		started: map[string]bool{}, ready: map[string]bool{}, running: map[string]bool{}, attempt: map[string]uint32{},
+		done: make(chan struct{}), terminal: make(chan struct{})}
+	tr.pods = map[string]*podState{"default/p": ps}
+	for _, e := range []history.Event{
+		{Kind: history.ContainerRunning, Container: "proxy"},
+		{Kind: history.ContainerPostStartDone, Container: "proxy", Value: true},
+		{Kind: history.ContainerRunning, Container: "app"},
+	} {
+		e.Pod = "default/p"
+		tr.onCRI(&e)
+	}
+	var seq []string
+	for _, e := range got {
+		seq = append(seq, e.Kind.String()+" "+e.Container)
+	}
+	want := []string{"container.running proxy", "container.poststart-done proxy", "container.started proxy", "container.running app", "container.started app"}
+	if !slices.Equal(seq, want) {
+		t.Errorf("events %v, want %v", seq, want)
 	}
 }
 

@@ -38,7 +38,7 @@ func Config(p *trial.Plan, version string) *engine.Config {
 			sw.DeleteGrace = *w.DeleteGrace
 		}
 		for _, b := range w.Behaviors {
-			sw.Behavior = append(sw.Behavior, engine.ContainerBehavior{Container: b.Container, Behavior: b.Behavior})
+			sw.Behavior = append(sw.Behavior, engine.ContainerBehavior{Container: b.Container, Behavior: b.Behavior, Wiring: b.Wiring})
 		}
 		cfg.Workloads = append(cfg.Workloads, sw)
 	}

@@ -63,7 +63,7 @@ func TestTestdataConfig(t *testing.T) {
 			if err := cfg.Validate(); err != nil {
 				t.Fatalf("%s: %v", tr, err)
 			}
-			if cfg.Gates != tr.Gates || len(cfg.Workloads) != len(s.Workloads) || len(cfg.Faults) != len(s.Faults) {
+			if cfg.Gates.String() != tr.Gates.String() || len(cfg.Workloads) != len(s.Workloads) || len(cfg.Faults) != len(s.Faults) {
 				t.Fatalf("%s: compiled %+v", tr, cfg)
 			}
 		}

@@ -48,6 +48,10 @@ func container(c *api.Container) history.ContainerSpec {
 		CPURequest: r.CPURequest, CPULimit: r.CPULimit, MemRequest: r.MemRequest, MemLimit: r.MemLimit,
 		CPUResizeRestart: c.ResizePolicy.CPURestart, MemResizeRestart: c.ResizePolicy.MemRestart,
 		StartupSpec: probe(c.StartupProbe), ReadinessSpec: probe(c.ReadinessProbe), LivenessSpec: probe(c.LivenessProbe)}
+	if c.Intent != 0 && c.Intent != c.Role {
+		hc.Intent = c.Intent.String()
+	}
+	hc.WaitsForSidecars = c.WaitsForSidecars
 	// Container-level restartPolicy and restartPolicyRules
 	// (ContainerRestartRules): the checker judges every restart decision
 	// against them (INV-RR*, INV-RA*).

@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// nights runs tiny.yaml five times (seeds 1..5, 10 trials each) into
+// DIR/night-N, the last one from scenario last (tiny.yaml or a variant).
+func nights(t *testing.T, last string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for i := 1; i <= 5; i++ {
+		scen := "testdata/tiny.yaml"
+		if i == 5 {
+			scen = last
+		}
+		out := filepath.Join(dir, fmt.Sprintf("night-%d", i))
+		if _, errOut, code := run(t, "run", "--quiet", "--trials", "10", "--seed", fmt.Sprint(i), "--out", out, scen); code != ExitOK {
+			t.Fatalf("night %d: exit %d %s", i, code, errOut)
+		}
+	}
+	return dir
+}
+
+// TestTrendFlagsASlowerNight: five nights of the same behaviour with
+// different seeds flag nothing (exit 0); when the fifth night's sidecar
+// starts more slowly, trend flags that night and exits 1.
+func TestTrendFlagsASlowerNight(t *testing.T) {
+	if testing.Short() {
+		t.Skip("ten runs")
+	}
+	steady := nights(t, "testdata/tiny.yaml")
+	out, errOut, code := run(t, "trend", steady)
+	if code != ExitOK || strings.Contains(out, "CHANGED") || strings.Contains(out, "REGRESSED") || !strings.Contains(out, "No regression against the night before") {
+		t.Fatalf("steady nights: exit %d %s\n%s", code, errOut, out)
+	}
+	for _, want := range []string{"5 nights, oldest first", "## tiny / kep753", "| 5 |", "pods with a violation"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("trend.md lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "## tiny / none") {
+		t.Errorf("the none baseline is not judged and has no series:\n%s", out)
+	}
+	html, err := os.ReadFile(filepath.Join(steady, "trend.html"))
+	if err != nil || !bytes.Contains(html, []byte("<svg")) || !bytes.Contains(html, []byte("pod_startup tiny / kep753")) {
+		t.Errorf("trend.html: %v, %d bytes", err, len(html))
+	}
+
+	b, _ := os.ReadFile("testdata/tiny.yaml")
+	slower := filepath.Join(t.TempDir(), "tiny.yaml")
+	os.WriteFile(slower, bytes.Replace(b, []byte("startupAfter: uniform(min=500ms, max=2s)"), []byte("startupAfter: uniform(min=1500ms, max=3s)"), 1), 0o644)
+	regressed := nights(t, slower)
+	out, _, code = run(t, "trend", "--out", t.TempDir(), regressed)
+	if code != ExitFailed || !strings.Contains(out, "**REGRESSED** against the night before") || !strings.Contains(out, "scenario changed; REGRESSED: pod_startup median") {
+		t.Fatalf("slower last night: exit %d\n%s", code, out)
+	}
+	if n := strings.Count(out, "REGRESSED:") + strings.Count(out, "CHANGED:"); n != 1 {
+		t.Errorf("%d nights flagged, want only the last:\n%s", n, out)
+	}
+}
+
+// TestCompareRefusesRetainedRuns: compare pairs pods, so a soak that kept
+// the records of some pods only is refused with what to do instead.
+func TestCompareRefusesRetainedRuns(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "s")
+	if _, errOut, code := run(t, "soak", "--quiet", "--duration", "50ms", "--out", dir, "testdata/tiny.yaml"); code != ExitOK {
+		t.Fatalf("soak: %d %s", code, errOut)
+	}
+	_, errOut, code := run(t, "compare", dir, dir)
+	if code != ExitUsage || !strings.Contains(errOut, "--keep-history sample:0.1") || !strings.Contains(errOut, "sidebench trend") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}
