@@ -360,7 +360,7 @@ func (e *engine) newMachine(spec *api.PodSpec) (machine, error) {
 		}
 		return m, nil
 	}
-	return kubelet.NewMachine(spec, e.cfg.Gates)
+	return e.scratch.NewMachine(spec, e.cfg.Gates)
 }
 
 // releaseMachine drops p's kubelet, returning a reference machine to the

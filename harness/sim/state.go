@@ -235,6 +235,10 @@ type engine struct {
 	sink history.Sink
 	mf   machineFactory // nil: pooled reference machines
 	pool []*kubelet.Machine
+	// scratch is the working memory every pooled machine shares: the sim
+	// drives one machine at a time and collects its output before the next
+	// (kubelet.Scratch), so no pod carries plan and output buffers.
+	scratch kubelet.Scratch
 
 	q       queue
 	imm     []event

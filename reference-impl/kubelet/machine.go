@@ -33,8 +33,13 @@ type Machine struct {
 	gates     api.Gates
 	kinds     []kind
 
-	obs  api.Observed
-	plan api.Plan
+	obs api.Observed
+	// plan is the planner's output of the current step: the machine's
+	// own, or its Scratch's.
+	plan *api.Plan
+	// shared, if set, lends the output batch (rd's slices) while the
+	// host collects it (Scratch).
+	shared *Scratch
 
 	rd        api.Ready
 	hasReady  bool
@@ -53,10 +58,63 @@ func NewMachine(spec *api.PodSpec, gates api.Gates) (*Machine, error) {
 	m := &Machine{spec: spec, gates: gates, kinds: kindsFor(spec, gates), wakeAt: api.Never}
 	m.obs.Containers = make([]api.ContainerObs, spec.Len())
 	m.rd.WakeAt = api.Never
-	m.plan.Actions = make([]api.Action, 0, 2*spec.Len())
+	m.plan = &api.Plan{Actions: make([]api.Action, 0, 2*spec.Len())}
 	m.rd.Actions = make([]api.Action, 0, 2*spec.Len())
 	m.rd.Trace = make([]api.TraceEvent, 0, 8)
 	return m, nil
+}
+
+// Scratch is the working memory of machines' steps: the plan being
+// computed and the output batch (Ready's Actions and Trace) until the host
+// advances it. A machine made by Scratch.NewMachine keeps none of its own.
+// A host running many pods drives one machine at a time and collects each
+// Ready before stepping another (the sim, with 150,000 machines alive in
+// the scale envelope): one batch then serves every machine, stays in the
+// cache, and costs no memory per pod. A machine that finds the batch still
+// held by another (a host stepping a second machine before advancing the
+// first) uses buffers of its own instead: sharing never mixes two
+// machines' output. A Scratch is not safe for concurrent use: its
+// machines are driven from one goroutine.
+type Scratch struct {
+	plan    api.Plan
+	actions []api.Action
+	trace   []api.TraceEvent
+	holder  *Machine // the machine whose Ready holds actions and trace
+}
+
+// NewMachine is kubelet.NewMachine for a machine sharing s.
+func (s *Scratch) NewMachine(spec *api.PodSpec, gates api.Gates) (*Machine, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	m := &Machine{spec: spec, gates: gates, kinds: kindsFor(spec, gates), wakeAt: api.Never, plan: &s.plan, shared: s}
+	m.obs.Containers = make([]api.ContainerObs, spec.Len())
+	m.rd.WakeAt = api.Never
+	return m, nil
+}
+
+// output makes m.rd's slices ready for appending: the Scratch's batch if
+// m shares one that no other machine holds, else m's own buffers.
+func (m *Machine) output() {
+	s := m.shared
+	if s == nil || s.holder == m || m.rd.Actions != nil {
+		return
+	}
+	if s.holder == nil {
+		s.holder = m
+		m.rd.Actions, m.rd.Trace = s.actions[:0], s.trace[:0]
+		return
+	}
+	m.rd.Actions, m.rd.Trace = make([]api.Action, 0, 8), make([]api.TraceEvent, 0, 8)
+}
+
+// release gives the Scratch's batch back (after Advance or Reset).
+func (m *Machine) release() {
+	if s := m.shared; s != nil && s.holder == m {
+		s.actions, s.trace = m.rd.Actions[:0], m.rd.Trace[:0]
+		s.holder = nil
+		m.rd.Actions, m.rd.Trace = nil, nil
+	}
 }
 
 // Reset turns m into a machine with no memory for spec and gates, exactly
@@ -73,10 +131,15 @@ func (m *Machine) Reset(spec *api.PodSpec, gates api.Gates) error {
 	}
 	containers = containers[:n]
 	clear(containers)
+	m.release()
+	plan := m.plan
+	if m.shared == nil {
+		plan.Actions = plan.Actions[:0]
+	}
 	*m = Machine{
 		spec: spec, gates: gates, kinds: appendKinds(m.kinds, spec, gates), wakeAt: api.Never,
 		obs:  api.Observed{Containers: containers},
-		plan: api.Plan{Actions: m.plan.Actions[:0]},
+		plan: plan, shared: m.shared,
 		rd:   api.Ready{Actions: m.rd.Actions[:0], Trace: m.rd.Trace[:0], WakeAt: api.Never},
 	}
 	return nil
@@ -113,6 +176,7 @@ func (m *Machine) Ready() api.Ready {
 func (m *Machine) Advance(api.Ready) {
 	m.rd.Actions = m.rd.Actions[:0]
 	m.rd.Trace = m.rd.Trace[:0]
+	m.release()
 	m.hasReady = false
 }
 
@@ -441,7 +505,7 @@ func (m *Machine) beginTermination(now api.Time, reason api.KillReason, grace ti
 // loss) returns to normal planning.
 func (m *Machine) replan(now api.Time) {
 	for round := 0; round < 4; round++ {
-		PlanInto(&m.plan, m.spec, m.kinds, &m.obs, m.gates, now)
+		PlanInto(m.plan, m.spec, m.kinds, &m.obs, m.gates, now)
 		for _, a := range m.plan.Actions {
 			m.issue(now, a)
 		}
@@ -520,11 +584,13 @@ func (m *Machine) issue(now api.Time, a api.Action) {
 			c.Killing, c.KillDeadline, c.KillReason, c.KillRestart = true, now.Add(a.Grace), a.Reason, a.Restart
 		}
 	}
+	m.output()
 	m.rd.Actions = append(m.rd.Actions, a)
 	m.hasReady = true
 }
 
 func (m *Machine) trace(e api.TraceEvent) {
+	m.output()
 	m.rd.Trace = append(m.rd.Trace, e)
 	m.hasReady = true
 }
