@@ -3,7 +3,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test run bench lint vet imports cover e2e image clean density
+.PHONY: all build test run bench bench-perf lint vet imports cover e2e image clean density
 
 all: build
 
@@ -25,9 +25,16 @@ test: vet
 run: build
 	./bin/sidebench run scenarios/*.yaml
 
-## bench: micro and sim benchmarks (see docs/performance.md for recorded figures).
+## bench: every benchmark, once (docs/performance.md records figures and the commands that gave them).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./reference-impl/... ./harness/...
+	$(GO) test -run '^$$' -bench . -benchmem ./reference-impl/... ./harness/... ./internal/...
+
+## bench-perf: issue 19's rows three times each, for benchstat (sim throughput and scaling,
+## checking cost, 300,000 faulted lifecycles end to end, the scale envelope, --parallel 2).
+bench-perf:
+	$(GO) test -run '^$$' -bench 'Lifecycles$$|Scale' -benchtime 1x -count 3 ./harness/sim/
+	$(GO) test -run '^$$' -bench 'CheckingCost|Consume' -benchtime 1x -count 3 ./internal/integration/
+	$(GO) test -run '^$$' -bench 'RunCertify/lifecycles=300000|RunEnvelope|RunParallel' -benchtime 1x -count 3 ./harness/runner/
 
 ## lint: go vet plus the import-rules test.
 lint: vet imports

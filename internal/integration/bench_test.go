@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"testing"
 	"time"
 
@@ -84,16 +85,17 @@ func BenchmarkSimChecked(b *testing.B) {
 	cfg, seed := benchConfig(b, "[]")
 	cpu0 := perfstat.CPUTime()
 	for b.Loop() {
-		runChecked(b, cfg, seed)
+		runChecked(b, cfg, seed, runtime.GOMAXPROCS(0))
 	}
 	cpuPerLifecycle(b, cpu0)
 }
 
 // runChecked runs a trial with the streaming checker, as `sidebench run`
 // checks: the sim's events handed to another goroutine, partitioned per
-// pod, every checker on every pod (GOMAXPROCS workers).
-func runChecked(b *testing.B, cfg *sim.Config, seed uint64) {
-	runner := check.NewRunner()
+// pod, every checker on every pod (workers checker goroutines; 1: on the
+// partitioning goroutine, as the runner does on two cores).
+func runChecked(b *testing.B, cfg *sim.Config, seed uint64, workers int) {
+	runner := check.NewRunner(check.Workers(workers))
 	part := history.NewPartitioner(func(meta *history.Meta, pod string, events []history.Event) error {
 		runner.Add(meta, pod, events)
 		return nil
@@ -120,28 +122,33 @@ func runChecked(b *testing.B, cfg *sim.Config, seed uint64) {
 // smaller than the CPU overhead, since the checker runs beside the sim.
 func BenchmarkCheckingCost(b *testing.B) {
 	for _, tc := range []struct{ name, faults string }{{"faults=none", "[]"}, {"faults=mixed", mixedFaults}} {
-		b.Run(tc.name, func(b *testing.B) {
-			cfg, seed := benchConfig(b, tc.faults)
-			var simCPU, chkCPU, simWall, chkWall time.Duration
-			for b.Loop() {
-				t0, c0 := time.Now(), perfstat.CPUTime()
-				if _, err := sim.Run(context.Background(), cfg, seed, history.Discard); err != nil {
-					b.Fatal(err)
+		// workers=1 is what the runner gives a trial on two cores (the
+		// checking synchronous in the partitioning goroutine); more
+		// workers hand pods to checker goroutines.
+		for _, workers := range []int{1, runtime.GOMAXPROCS(0)} {
+			b.Run(fmt.Sprintf("%s/workers=%d", tc.name, workers), func(b *testing.B) {
+				cfg, seed := benchConfig(b, tc.faults)
+				var simCPU, chkCPU, simWall, chkWall time.Duration
+				for b.Loop() {
+					t0, c0 := time.Now(), perfstat.CPUTime()
+					if _, err := sim.Run(context.Background(), cfg, seed, history.Discard); err != nil {
+						b.Fatal(err)
+					}
+					t1, c1 := time.Now(), perfstat.CPUTime()
+					runChecked(b, cfg, seed, workers)
+					t2, c2 := time.Now(), perfstat.CPUTime()
+					simCPU += c1 - c0
+					chkCPU += c2 - c1
+					simWall += t1.Sub(t0)
+					chkWall += t2.Sub(t1)
 				}
-				t1, c1 := time.Now(), perfstat.CPUTime()
-				runChecked(b, cfg, seed)
-				t2, c2 := time.Now(), perfstat.CPUTime()
-				simCPU += c1 - c0
-				chkCPU += c2 - c1
-				simWall += t1.Sub(t0)
-				chkWall += t2.Sub(t1)
-			}
-			b.ReportMetric(100*(chkCPU.Seconds()/simCPU.Seconds()-1), "check-cpu-%")
-			b.ReportMetric(100*(chkWall.Seconds()/simWall.Seconds()-1), "check-wall-%")
-			b.ReportMetric(float64(simCPU.Nanoseconds())/float64(b.N)/benchLifecycles, "sim-cpu-ns/lifecycle")
-			b.ReportMetric(float64(chkCPU.Nanoseconds())/float64(b.N)/benchLifecycles, "checked-cpu-ns/lifecycle")
-			b.ReportMetric(0, "ns/op")
-		})
+				b.ReportMetric(100*(chkCPU.Seconds()/simCPU.Seconds()-1), "check-cpu-%")
+				b.ReportMetric(100*(chkWall.Seconds()/simWall.Seconds()-1), "check-wall-%")
+				b.ReportMetric(float64(simCPU.Nanoseconds())/float64(b.N)/benchLifecycles, "sim-cpu-ns/lifecycle")
+				b.ReportMetric(float64(chkCPU.Nanoseconds())/float64(b.N)/benchLifecycles, "checked-cpu-ns/lifecycle")
+				b.ReportMetric(0, "ns/op")
+			})
+		}
 	}
 }
 
