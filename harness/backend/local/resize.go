@@ -123,7 +123,7 @@ func onResizeCRI(ps *podState, e *history.Event) {
 		}
 		switch {
 		case e.Kind == history.ContainerResized:
-			w.settle(true, fmt.Sprintf("the kubelet resized it in place (CRI UpdateContainerResources: cpu %dm, memory %d)", e.CPU, e.Mem))
+			w.settle(true, "the kubelet resized it in place (CRI UpdateContainerResources"+appliedResources(e)+")")
 		case e.Kind == history.ContainerStopRequested && e.Reason == "ResizeRestart":
 			w.settle(true, "the kubelet restarts it for its resizePolicy (ResizeRestart)")
 		case e.Kind == history.ContainerExited:
@@ -159,4 +159,22 @@ func (tr *trial) awaitResize(ctx context.Context, sp *faults.Spec, fid uint32, p
 		tr.flog.Ended(sp, fid, ps.node, ps.name, c, target, msg)
 	}
 	tr.flog.Event(history.FaultEnd, sp, fid, ps.node, ps.name, c, target, "")
+}
+
+// appliedResources renders the resources a container.resized carries
+// (those the runtime received; CRI carries limits, not memory requests).
+func appliedResources(e *history.Event) string {
+	var out string
+	for _, f := range []struct {
+		v    int64
+		name string
+	}{{e.CPU, "cpu %dm"}, {e.CPULimit, "cpu limit %dm"}, {e.Mem, "memory %d"}, {e.MemLimit, "memory limit %d"}} {
+		if f.v > 0 {
+			out += ", " + fmt.Sprintf(f.name, f.v)
+		}
+	}
+	if out == "" {
+		return ""
+	}
+	return ":" + out[1:]
 }
