@@ -1160,3 +1160,58 @@ func featureGateArgs(gates string) []string {
 	}
 	return []string{"--feature-gates=" + gates}
 }
+
+// KubeletProcess returns the PID of node i's current kubelet process and
+// a channel closed when it exits, for whatever reason (nil if none was
+// started).
+func (c *Cluster) KubeletProcess(i int) (int, <-chan struct{}) {
+	if i < 0 || i >= len(c.Nodes) {
+		return 0, nil
+	}
+	p, ok := c.proc("kubelet-" + c.Nodes[i].Name)
+	if !ok {
+		return 0, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return p.PID, c.exited[p.PID]
+}
+
+// KubeletPanic returns the panic a kubelet's log ends with ("runtime
+// error: ... at kuberuntime_manager.go:1138"), or "" if it shows none: the
+// last "panic: " line and the first frame of the Kubernetes source after
+// it. Only the log's last 256 KiB are read.
+func KubeletPanic(log string) string {
+	f, err := os.Open(log)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const tail = 256 << 10
+	if st, err := f.Stat(); err == nil && st.Size() > tail {
+		_, _ = f.Seek(st.Size()-tail, io.SeekStart)
+	}
+	b, _ := io.ReadAll(f)
+	lines := strings.Split(string(b), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		msg, ok := strings.CutPrefix(lines[i], "panic: ")
+		if !ok {
+			continue
+		}
+		msg = strings.TrimSuffix(msg, " [recovered, repanicked]")
+		for _, l := range lines[i+1:] {
+			l = strings.TrimSpace(l)
+			if j := strings.Index(l, "/k8s.io/kubernetes@"); j >= 0 && strings.Contains(l, ".go:") && !strings.Contains(l, "/runtime/") {
+				if k := strings.Index(l[j:], "/pkg/"); k >= 0 {
+					l = l[j+k+1:]
+				}
+				if sp := strings.IndexByte(l, ' '); sp >= 0 {
+					l = l[:sp]
+				}
+				return msg + " at " + l
+			}
+		}
+		return msg
+	}
+	return ""
+}

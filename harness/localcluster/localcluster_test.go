@@ -318,3 +318,19 @@ func TestMissingV2Controllers(t *testing.T) {
 		t.Errorf("a v1 hierarchy reported missing %v", got)
 	}
 }
+
+// The end of a kubelet log after the resize panic of cgroupsPerQOS: false
+// (cgroups.go; captured from kubelet v1.37.2 on a fault-resize trial).
+func TestKubeletPanic(t *testing.T) {
+	got := KubeletPanic("testdata/kubelet-resize-panic.log")
+	want := "runtime error: invalid memory address or nil pointer dereference at pkg/kubelet/kuberuntime/kuberuntime_manager.go:1138"
+	if got != want {
+		t.Errorf("KubeletPanic = %q, want %q", got, want)
+	}
+	if got := KubeletPanic("localcluster_test.go"); got != "" {
+		t.Errorf("a file without a panic: %q", got)
+	}
+	if got := KubeletPanic("testdata/none"); got != "" {
+		t.Errorf("a missing log: %q", got)
+	}
+}

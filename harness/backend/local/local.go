@@ -453,6 +453,7 @@ func (b *Backend) RunTrial(ctx context.Context, p *trialplan.Plan, sink history.
 			}
 		})
 	}
+	tr.watchKubelets(wctx)
 	tr.arrive(tctx)
 	tr.scheduleFaults(fctx)
 

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"io"
 	"strings"
 	"testing"
 
@@ -16,7 +17,7 @@ import (
 // resizeTrial is a trial with one created pod, default/p, whose events
 // land in got.
 func resizeTrial(got *collect) (*trial, *podState) {
-	tr := &trial{b: &Backend{cl: &localcluster.Cluster{}}, p: &trialplan.Plan{}, resizing: map[string]bool{},
+	tr := &trial{b: &Backend{cl: &localcluster.Cluster{}, opts: Options{Log: io.Discard}}, p: &trialplan.Plan{}, resizing: map[string]bool{},
 		sink: &trialSink{known: map[string]bool{"default/p": true}, removed: map[string]bool{}, next: got}}
 	tr.flog.Emit = tr.emit
 	ps := &podState{name: "default/p", created: true, node: "n", wl: &workload{}, conds: map[corev1.PodConditionType]bool{},
@@ -180,5 +181,29 @@ func TestResizeOfRejectedPodNotApplied(t *testing.T) {
 	w, err := tr.resize(context.Background(), ps, 0, "logs", &faults.Spec{Kind: faults.Resize})
 	if err == nil || w != nil || !strings.Contains(err.Error(), "phase Failed, reason OutOfcpu") {
 		t.Fatalf("resize of a rejected pod: wait %v, err %v; want the finished pod refused", w, err)
+	}
+}
+
+// A kubelet that dies by itself during a trial is recorded (kubelet.down
+// with the panic its log ends with) and counts as down; one a fault
+// stopped is the fault's to record.
+func TestKubeletExitRecorded(t *testing.T) {
+	var got collect
+	tr, _ := resizeTrial(&got)
+	tr.b.cl.Nodes = []*localcluster.Node{{Name: "127.0.0.2", Log: "../../localcluster/testdata/kubelet-resize-panic.log"}}
+	tr.b.node = []*nodeState{{kubeletDown: true}}
+	if tr.kubeletExited(0) || len(got) != 0 {
+		t.Fatalf("an exit during a kubelet-crash fault was recorded: %v", got)
+	}
+	tr.b.node[0] = &nodeState{}
+	if !tr.kubeletExited(0) {
+		t.Fatal("an exit without a fault not recorded")
+	}
+	want := "the kubelet panicked: runtime error: invalid memory address or nil pointer dereference at pkg/kubelet/kuberuntime/kuberuntime_manager.go:1138"
+	if len(got) != 1 || got[0].Kind != history.KubeletDown || got[0].Node != "127.0.0.2" || !strings.HasPrefix(got[0].Msg, want) {
+		t.Fatalf("events %+v, want kubelet.down %q", got, want)
+	}
+	if !tr.b.node[0].kubeletDown {
+		t.Error("the node's kubelet not marked down: faults would still be applied to it")
 	}
 }
