@@ -127,7 +127,11 @@ func onResizeCRI(ps *podState, e *history.Event) {
 		case e.Kind == history.ContainerStopRequested && e.Reason == "ResizeRestart":
 			w.settle(true, "the kubelet restarts it for its resizePolicy (ResizeRestart)")
 		case e.Kind == history.ContainerExited:
-			w.settle(false, "the container exited before the kubelet acted on the resize")
+			msg := "the container exited before the kubelet acted on the resize"
+			if w.noted != "" {
+				msg += "; last: " + w.noted
+			}
+			w.settle(false, msg)
 		}
 	}
 }

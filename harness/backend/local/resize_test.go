@@ -121,6 +121,8 @@ func TestResizeOutcome(t *testing.T) {
 			wantKind: history.FaultNotApplied, wantMsgPart: "before the trial ended; last: PodResizePending Deferred: Node didn't have enough resource: cpu"},
 		{name: "exited first", cri: []history.Event{{Kind: history.ContainerExited, Container: "logs"}},
 			wantKind: history.FaultNotApplied, wantMsgPart: "exited before the kubelet acted"},
+		{name: "deferred, then exited", pods: []*corev1.Pod{podWith(deferred)}, cri: []history.Event{{Kind: history.ContainerExited, Container: "logs"}},
+			wantKind: history.FaultNotApplied, wantMsgPart: "exited before the kubelet acted on the resize; last: PodResizePending Deferred: Node didn't have enough resource: cpu"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
