@@ -59,6 +59,9 @@ firewall() {
 sys_before=$(sysctls)
 host_before=$(hostpaths)
 fw_before=$(firewall)
+# The kubelets' own cgroup roots (localcluster/cgroups.go), in every hierarchy.
+kubelet_cgroups() { ls -d /sys/fs/cgroup/sidebench-* /sys/fs/cgroup/*/sidebench-* 2>/dev/null | sort; }
+cg_before=$(kubelet_cgroups)
 
 ./bin/sidebench cluster build >/dev/null || { say "FAIL: building the Kubernetes binaries"; exit 3; }
 say "binaries ready after $(( $(date +%s) - t0 ))s"
@@ -161,9 +164,11 @@ else
 	[ "$(hostpaths)" = "$host_before" ] || { say "FAIL: kubelet host paths: before [$host_before] after [$(hostpaths)]"; fail=1; }
 	[ ! -e /run/sidebench/host.json ] || { say "FAIL: /run/sidebench/host.json left"; fail=1; }
 fi
+cg_left=$(comm -13 <(echo "$cg_before") <(kubelet_cgroups) | grep . )
+[ -z "$cg_left" ] || { say "FAIL: kubelet cgroups left: $(echo $cg_left | cut -c1-300)"; fail=1; }
 fw_after=$(firewall)
 [ "$fw_after" = "$fw_before" ] || { say "FAIL: iptables/nftables rules changed:"; diff <(echo "$fw_before") <(echo "$fw_after") | head -20; fail=1; }
-[ "$fail" = 0 ] && say "no process, mount, run dir, shared host state (sysctls, limits, host paths) or firewall change left; two concurrent clusters"
+[ "$fail" = 0 ] && say "no process, mount, run dir, kubelet cgroup, shared host state (sysctls, limits, host paths) or firewall change left; two concurrent clusters"
 
 say "results in $OUT; total $(( $(date +%s) - t0 ))s"
 if [ "$fail" != 0 ]; then say FAIL; exit 1; fi

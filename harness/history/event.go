@@ -225,7 +225,7 @@ type Event struct {
 	// pool or when not recorded (INV-Q5).
 	CPUs  string
 	Phase string // Pending, Running, Succeeded, Failed
-	Cond  string // Initialized, ContainersReady, Ready
+	Cond  string // Initialized, ContainersReady, Ready, AllContainersRestarting; PodResizePending, PodResizeInProgress (local backend)
 	Value bool
 	Probe string // startup, readiness, liveness
 	// Result is a probe result: success or failure.

@@ -560,7 +560,7 @@ func (c *Cluster) startNode(ctx context.Context, cfg Config, i int, token string
 		return nil, err
 	}
 	n.KubeletPort, n.HealthzPort = ports[0], ports[1]
-	kcfg := kubeletConfig(n, filepath.Join(dir, "pod-logs"), cfg.MaxPods)
+	var kcfg string
 	if cfg.Runtime == RuntimeContainerd {
 		c.Nodes = append(c.Nodes, n) // its containerd is a recorded process: Down stops it
 		r, err := c.containerdNodeOf(i)
@@ -573,6 +573,26 @@ func (c *Cluster) startNode(ctx context.Context, cfg Config, i int, token string
 		c.Timings.RuntimesReady = time.Since(c.upStart)
 		kcfg = kubeletConfigContainerd(n, filepath.Join(dir, "pod-logs"), cfg.MaxPods, filepath.Join(c.RunDir, "pki", kubeletClientCA))
 	} else {
+		root := kubeletCgroupRoot(c.state.ID, name)
+		dirs, err := kubeletCgroupDirs(root)
+		if err != nil {
+			// The kubelet runs, but dies at the first in-place resize it
+			// actuates (cgroups.go).
+			fmt.Fprintf(c.log, "localcluster: kubelet %s without cgroupsPerQOS (%v): an in-place resize will crash it\n", name, err)
+			root = ""
+		} else {
+			c.mu.Lock()
+			c.state.KubeletCgroups = append(c.state.KubeletCgroups, dirs...)
+			err = c.state.save()
+			c.mu.Unlock()
+			if err == nil {
+				err = makeCgroupDirs(dirs)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+		kcfg = kubeletConfig(n, filepath.Join(dir, "pod-logs"), cfg.MaxPods, root)
 		n.Runtime = cri.New(cri.Config{
 			Node: name, Sink: sink, FsMountpoint: n.RootDir,
 			// Loopback pod IPs, a /24 per node: 127.100.0.0/24, 127.100.1.0/24, ...
@@ -789,8 +809,8 @@ func privateHostPaths(nodeDir string, paths, cmd []string) ([]string, error) {
 //     container discovery (an inotify watch of every cgroup of every
 //     hierarchy), and cAdvisor housekeeping every minute instead of
 //     10-15 s (it only has the machine's own cgroups to look at).
-func kubeletConfig(n *Node, podLogs string, maxPods int) string {
-	return kubeletConfigWith(n, podLogs, maxPods, "127.0.0.1", "") + `localStorageCapacityIsolation: false
+func kubeletConfig(n *Node, podLogs string, maxPods int, cgroupRoot string) string {
+	return kubeletConfigWith(n, podLogs, maxPods, "127.0.0.1", "", cgroupRoot) + `localStorageCapacityIsolation: false
 evictionHard: {memory.available: "0%"}
 nodeStatusUpdateFrequency: 1m
 nodeLeaseDurationSeconds: 240
@@ -810,7 +830,7 @@ var kubeletDensityArgs = []string{"--housekeeping-interval=1m"}
 // stays off). Image garbage collection is off: the imported images cannot
 // be pulled again, and containerd 1.6 does not pin them.
 func kubeletConfigContainerd(n *Node, podLogs string, maxPods int, clientCA string) string {
-	return kubeletConfigWith(n, podLogs, maxPods, n.Name, clientCA) + `imageGCHighThresholdPercent: 100
+	return kubeletConfigWith(n, podLogs, maxPods, n.Name, clientCA, "") + `imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 `
 }
@@ -822,10 +842,19 @@ imageGCLowThresholdPercent: 99
 //     (kubelet_network_linux.go), which outlive it; they serve
 //     kube-proxy's route_localnet, and there is no kube-proxy here
 //     (issue 15 item 10).
-func kubeletConfigWith(n *Node, podLogs string, maxPods int, address, clientCA string) string {
+//   - cgroupsPerQOS only with a cgroupRoot of the kubelet's own
+//     (cgroups.go): the sidebench runtime's kubelets, so that they can
+//     actuate in-place resizes. On containerd it stays off: the kubelet
+//     then gives no cgroup parent and containerd puts each container in
+//     <hierarchy>/k8s.io/<id>, which its teardown relies on.
+func kubeletConfigWith(n *Node, podLogs string, maxPods int, address, clientCA, cgroupRoot string) string {
 	x509 := ""
 	if clientCA != "" {
 		x509 = "\n  x509: {clientCAFile: " + clientCA + "}"
+	}
+	qos := "cgroupsPerQOS: false"
+	if cgroupRoot != "" {
+		qos = "cgroupsPerQOS: true\ncgroupRoot: " + cgroupRoot
 	}
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -839,7 +868,7 @@ authentication:
   webhook: {enabled: false}%s
 authorization: {mode: AlwaysAllow}
 cgroupDriver: cgroupfs
-cgroupsPerQOS: false
+%s
 enforceNodeAllocatable: []
 failSwapOn: false
 failCgroupV1: false
@@ -850,7 +879,7 @@ maxPods: %d
 serializeImagePulls: false
 makeIPTablesUtilChains: false
 volumePluginDir: %s
-`, address, n.KubeletPort, n.HealthzPort, x509, n.CRISocket, podLogs, maxPods, filepath.Join(filepath.Dir(n.RootDir), "volume-plugins"))
+`, address, n.KubeletPort, n.HealthzPort, x509, qos, n.CRISocket, podLogs, maxPods, filepath.Join(filepath.Dir(n.RootDir), "volume-plugins"))
 }
 
 // kubeletClientCA is the file name, in the run dir's pki/, of the CA the
@@ -1130,4 +1159,59 @@ func featureGateArgs(gates string) []string {
 		return nil
 	}
 	return []string{"--feature-gates=" + gates}
+}
+
+// KubeletProcess returns the PID of node i's current kubelet process and
+// a channel closed when it exits, for whatever reason (nil if none was
+// started).
+func (c *Cluster) KubeletProcess(i int) (int, <-chan struct{}) {
+	if i < 0 || i >= len(c.Nodes) {
+		return 0, nil
+	}
+	p, ok := c.proc("kubelet-" + c.Nodes[i].Name)
+	if !ok {
+		return 0, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return p.PID, c.exited[p.PID]
+}
+
+// KubeletPanic returns the panic a kubelet's log ends with ("runtime
+// error: ... at kuberuntime_manager.go:1138"), or "" if it shows none: the
+// last "panic: " line and the first frame of the Kubernetes source after
+// it. Only the log's last 256 KiB are read.
+func KubeletPanic(log string) string {
+	f, err := os.Open(log)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const tail = 256 << 10
+	if st, err := f.Stat(); err == nil && st.Size() > tail {
+		_, _ = f.Seek(st.Size()-tail, io.SeekStart)
+	}
+	b, _ := io.ReadAll(f)
+	lines := strings.Split(string(b), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		msg, ok := strings.CutPrefix(lines[i], "panic: ")
+		if !ok {
+			continue
+		}
+		msg = strings.TrimSuffix(msg, " [recovered, repanicked]")
+		for _, l := range lines[i+1:] {
+			l = strings.TrimSpace(l)
+			if j := strings.Index(l, "/k8s.io/kubernetes@"); j >= 0 && strings.Contains(l, ".go:") && !strings.Contains(l, "/runtime/") {
+				if k := strings.Index(l[j:], "/pkg/"); k >= 0 {
+					l = l[j+k+1:]
+				}
+				if sp := strings.IndexByte(l, ' '); sp >= 0 {
+					l = l[:sp]
+				}
+				return msg + " at " + l
+			}
+		}
+		return msg
+	}
+	return ""
 }

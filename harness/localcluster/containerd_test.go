@@ -112,7 +112,7 @@ func TestKubeletConfigContainerd(t *testing.T) {
 	}
 	// The sidebench runtime's configuration is unchanged: no client CA,
 	// bound to 127.0.0.1.
-	f := kubeletConfig(n, "/r/logs", 250)
+	f := kubeletConfig(n, "/r/logs", 250, "")
 	if strings.Contains(f, "x509") || !strings.Contains(f, "address: 127.0.0.1\n") || strings.Contains(f, "imageGC") {
 		t.Errorf("sidebench runtime's kubelet config changed:\n%s", f)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -116,7 +117,7 @@ func TestUnescapeMount(t *testing.T) {
 
 func TestKubeletConfig(t *testing.T) {
 	n := &Node{KubeletPort: 1, HealthzPort: 2, CRISocket: "/r/cri.sock"}
-	c := kubeletConfig(n, "/r/logs", 250)
+	c := kubeletConfig(n, "/r/logs", 250, "")
 	for _, want := range []string{"failCgroupV1: false", "cgroupsPerQOS: false", "containerRuntimeEndpoint: unix:///r/cri.sock", "address: 127.0.0.1", "healthzBindAddress: 127.0.0.1",
 		"readOnlyPort: 0", "anonymous: {enabled: false}", "makeIPTablesUtilChains: false"} {
 		if !strings.Contains(c, want) {
@@ -246,5 +247,90 @@ func TestCheckFits(t *testing.T) {
 	}
 	if _, err := memAvailable(); err != nil {
 		t.Error(err)
+	}
+}
+
+// The sidebench runtime's kubelets run with cgroupsPerQOS under a root
+// of their own (cgroups.go: without it kubelet v1.37.2 dies at the first
+// in-place resize it actuates); without a root it stays off.
+func TestKubeletConfigCgroupRoot(t *testing.T) {
+	n := &Node{KubeletPort: 1, HealthzPort: 2, CRISocket: "/r/cri.sock"}
+	c := kubeletConfig(n, "/r/logs", 250, kubeletCgroupRoot("abc123", "127.0.0.2"))
+	if !strings.Contains(c, "cgroupsPerQOS: true\ncgroupRoot: /sidebench-abc123-127.0.0.2\n") || strings.Contains(c, "cgroupsPerQOS: false") {
+		t.Errorf("kubelet config with a cgroup root:\n%s", c)
+	}
+	if c := kubeletConfig(n, "/r/logs", 250, ""); !strings.Contains(c, "cgroupsPerQOS: false\n") || strings.Contains(c, "cgroupRoot") {
+		t.Errorf("kubelet config without a cgroup root:\n%s", c)
+	}
+}
+
+// Teardown removes the kubelets' cgroup roots with what the kubelets
+// created below them, deepest first (plain directories stand in for the
+// cgroup filesystem, where rmdir of a non-empty cgroup fails the same
+// way).
+func TestDownDirRemovesKubeletCgroups(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	cg := t.TempDir()
+	var roots []string
+	for _, h := range []string{"cpu", "memory"} {
+		root := filepath.Join(cg, h, "sidebench-abc123-127.0.0.2")
+		if err := os.MkdirAll(filepath.Join(root, "kubepods", "burstable", "pod1234"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		roots = append(roots, root)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st := &State{RunDir: dir, KubeletCgroups: roots}
+	if err := st.save(); err != nil {
+		t.Fatal(err)
+	}
+	if err := DownDir(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range roots {
+		if _, err := os.Stat(r); !os.IsNotExist(err) {
+			t.Errorf("%s left behind (%v)", r, err)
+		}
+		if _, err := os.Stat(filepath.Dir(r)); err != nil {
+			t.Errorf("the hierarchy %s itself went: %v", filepath.Dir(r), err)
+		}
+	}
+}
+
+// On a cgroup v2 host the kubelet needs cpu, cpuset, memory, hugetlb and
+// pids (those the kernel has) delegated to its root; sidebench does not
+// change the host's top-level subtree_control, so it says what is missing.
+func TestMissingV2Controllers(t *testing.T) {
+	d := t.TempDir()
+	write := func(f, s string) {
+		if err := os.WriteFile(filepath.Join(d, f), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("cgroup.controllers", "cpuset cpu io memory pids rdma misc\n")
+	write("cgroup.subtree_control", "cpu io memory pids\n")
+	if got := missingV2Controllers(d); !slices.Equal(got, []string{"cpuset"}) {
+		t.Errorf("missing %v, want [cpuset]", got)
+	}
+	if got := missingV2Controllers(filepath.Join(d, "v1")); got != nil {
+		t.Errorf("a v1 hierarchy reported missing %v", got)
+	}
+}
+
+// The end of a kubelet log after the resize panic of cgroupsPerQOS: false
+// (cgroups.go; captured from kubelet v1.37.2 on a fault-resize trial).
+func TestKubeletPanic(t *testing.T) {
+	got := KubeletPanic("testdata/kubelet-resize-panic.log")
+	want := "runtime error: invalid memory address or nil pointer dereference at pkg/kubelet/kuberuntime/kuberuntime_manager.go:1138"
+	if got != want {
+		t.Errorf("KubeletPanic = %q, want %q", got, want)
+	}
+	if got := KubeletPanic("localcluster_test.go"); got != "" {
+		t.Errorf("a file without a panic: %q", got)
+	}
+	if got := KubeletPanic("testdata/none"); got != "" {
+		t.Errorf("a missing log: %q", got)
 	}
 }

@@ -47,6 +47,11 @@ type State struct {
 	// CgroupParents are <hierarchy>/k8s.io for every cgroup hierarchy:
 	// runc puts container <id> in <parent>/<id>.
 	CgroupParents []string `json:"cgroupParents,omitempty"`
+
+	// KubeletCgroups are the kubelets' cgroup roots (cgroups.go), one
+	// dir per hierarchy, recorded before they are created; teardown
+	// removes them and everything below once the kubelets are stopped.
+	KubeletCgroups []string `json:"kubeletCgroups,omitempty"`
 }
 
 // Proc is one started process. StartTicks (field 22 of /proc/PID/stat)
@@ -327,6 +332,9 @@ func (s *State) teardown(exited map[int]<-chan struct{}, log io.Writer) error {
 		if err := stopLogged(p, exited[p.PID], log); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := removeCgroupDirs(s.KubeletCgroups, 10*time.Second); err != nil {
+		errs = append(errs, err)
 	}
 	if err := unmountAll(append([]string{s.RunDir}, s.MountRoots...)); err != nil {
 		errs = append(errs, err)

@@ -43,6 +43,15 @@ func (f *FaultLog) NotApplied(sp *faults.Spec, label, node, pod, c, why string) 
 	f.Event(history.FaultNotApplied, sp, f.NewID(), node, pod, c, "", label+": "+why)
 }
 
+// Ended writes that instance fid, which began, could not take effect
+// (why), and counts it as NotApplied does.
+func (f *FaultLog) Ended(sp *faults.Spec, fid uint32, node, pod, c, target, why string) {
+	f.mu.Lock()
+	f.notApplied++
+	f.mu.Unlock()
+	f.Event(history.FaultNotApplied, sp, fid, node, pod, c, target, why)
+}
+
 // Applied counts a firing whose effect was verified.
 func (f *FaultLog) Applied() {
 	f.mu.Lock()

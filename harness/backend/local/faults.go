@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -137,7 +138,7 @@ func (tr *trial) kubeletCrash(ctx context.Context, sp *faults.Spec, label string
 		tr.flog.Event(history.FaultBegin, sp, fid, node, "", "", target, label)
 		err := tr.b.cl.KillKubelet(k)
 		if err != nil {
-			tr.flog.Event(history.FaultNotApplied, sp, fid, node, "", "", target, "SIGKILL failed: "+err.Error())
+			tr.flog.Ended(sp, fid, node, "", "", target, "SIGKILL failed: "+err.Error())
 			tr.flog.Event(history.FaultEnd, sp, fid, node, "", "", target, "")
 			ns.mu.Lock()
 			ns.kubeletDown = false
@@ -209,7 +210,7 @@ func (tr *trial) runtimeRestart(ctx context.Context, sp *faults.Spec, label stri
 		tr.flog.Applied()
 		tr.flog.Event(history.FaultEffect, sp, fid, n.Name, "", "", target, "CRI socket refuses connections")
 	} else {
-		tr.flog.Event(history.FaultNotApplied, sp, fid, n.Name, "", "", target, "CRI socket still accepts connections")
+		tr.flog.Ended(sp, fid, n.Name, "", "", target, "CRI socket still accepts connections")
 	}
 	time.Sleep(sp.Downtime)
 	if err := n.Runtime.ListenAndServe(n.CRISocket); err != nil {
@@ -252,7 +253,7 @@ func (tr *trial) poweroff(ctx context.Context, sp *faults.Spec, label string, k 
 	lost := n.Runtime.LoseAll("node powered off")
 	tr.emit(history.Event{Kind: history.NodeDown, Node: n.Name})
 	if kerr != nil || !socketRefuses(n.CRISocket) {
-		tr.flog.Event(history.FaultNotApplied, sp, fid, n.Name, "", "", n.Name, fmt.Sprintf("power-off incomplete: kubelet kill: %v", kerr))
+		tr.flog.Ended(sp, fid, n.Name, "", "", n.Name, fmt.Sprintf("power-off incomplete: kubelet kill: %v", kerr))
 	} else {
 		tr.flog.Applied()
 		tr.flog.Event(history.FaultEffect, sp, fid, n.Name, "", "", n.Name, "kubelet SIGKILLed, CRI socket closed, "+strconv.Itoa(lost)+" sandboxes lost")
@@ -298,7 +299,7 @@ func (tr *trial) containerGC(sp *faults.Spec, label string, k int) {
 		return false
 	})
 	if removed == 0 {
-		tr.flog.Event(history.FaultNotApplied, sp, fid, n.Name, "", "", target, "no exited container record to remove")
+		tr.flog.Ended(sp, fid, n.Name, "", "", target, "no exited container record to remove")
 	} else {
 		tr.flog.Applied()
 		tr.flog.Event(history.FaultEffect, sp, fid, n.Name, "", "", target, strconv.Itoa(removed)+" exited container records removed")
@@ -354,7 +355,15 @@ func (tr *trial) containerFault(ctx context.Context, sp *faults.Spec, label stri
 			attempt, err = rt.ReportUnknown(p.name, c)
 			effect = fmt.Sprintf("the runtime reports the container Unknown (attempt %d)", attempt)
 		case faults.Resize:
-			effect, err = tr.resize(ctx, p, ci, c, sp)
+			var w *resizeWait
+			if w, err = tr.resize(ctx, p, ci, c, sp); err == nil {
+				tr.faulWG.Add(1)
+				go func() {
+					defer tr.faulWG.Done()
+					tr.awaitResize(ctx, sp, fid, p, c, w)
+				}()
+				continue // ends with the kubelet's answer
+			}
 		case faults.ImagePullFailure:
 			tr.faulWG.Add(1)
 			go func() {
@@ -364,7 +373,7 @@ func (tr *trial) containerFault(ctx context.Context, sp *faults.Spec, label stri
 			continue // ends on its own
 		}
 		if err != nil {
-			tr.flog.Event(history.FaultNotApplied, sp, fid, p.node, p.name, c, target, err.Error())
+			tr.flog.Ended(sp, fid, p.node, p.name, c, target, err.Error())
 		} else {
 			tr.flog.Applied()
 			tr.flog.Event(history.FaultEffect, sp, fid, p.node, p.name, c, target, effect)
@@ -392,7 +401,7 @@ func (tr *trial) pullFailure(ctx context.Context, sp *faults.Spec, fid uint32, p
 		tr.flog.Applied()
 		tr.flog.Event(history.FaultEffect, sp, fid, p.node, p.name, c, target, "pull of "+image+" failed: ErrImagePull, then image pull back-off")
 	} else {
-		tr.flog.Event(history.FaultNotApplied, sp, fid, p.node, p.name, c, target, "no pull of the image while its pulls failed")
+		tr.flog.Ended(sp, fid, p.node, p.name, c, target, "no pull of the image while its pulls failed")
 	}
 	tr.flog.Event(history.FaultEnd, sp, fid, p.node, p.name, c, target, "")
 }
@@ -401,17 +410,37 @@ func (tr *trial) pullFailure(ctx context.Context, sp *faults.Spec, fid uint32, p
 // resources (an in-place resize through the API, INV-U2) and records
 // container.resize; the kubelet applies it through CRI
 // UpdateContainerResources (container.resized) or restarts the container
-// per its resizePolicy.
-func (tr *trial) resize(ctx context.Context, p *podState, ci int, c string, sp *faults.Spec) (string, error) {
+// per its resizePolicy, which the returned wait learns (awaitResize).
+// Not applied to a finished pod (among them the pods the kubelet's
+// admission rejected: OutOfcpu), nor while the kubelet is down, nor when
+// nothing changes (docs/faults.md).
+func (tr *trial) resize(ctx context.Context, p *podState, ci int, c string, sp *faults.Spec) (*resizeWait, error) {
 	tr.mu.Lock()
 	cur, ok := tr.resources[p.name+"/"+c]
+	phase, reason := p.phase, p.phaseReason
 	tr.mu.Unlock()
+	if phase == corev1.PodSucceeded || phase == corev1.PodFailed {
+		why := "the pod is finished (phase " + string(phase)
+		if reason != "" {
+			why += ", reason " + reason
+		}
+		return nil, fmt.Errorf("%s)", why)
+	}
+	if k := tr.nodeIndex(p.node); k >= 0 && k < len(tr.b.node) {
+		ns := tr.b.node[k]
+		ns.mu.Lock()
+		down := ns.kubeletDown
+		ns.mu.Unlock()
+		if down {
+			return nil, fmt.Errorf("the kubelet is down")
+		}
+	}
 	if !ok {
 		cur = p.wl.spec.At(ci).Resources
 	}
 	next := sp.Resources.Apply(cur)
 	if next == cur {
-		return "", fmt.Errorf("resources unchanged")
+		return nil, fmt.Errorf("resources unchanged")
 	}
 	req := corev1.ResourceList{}
 	lim := corev1.ResourceList{}
@@ -434,25 +463,33 @@ func (tr *trial) resize(ctx context.Context, p *podState, ci int, c string, sp *
 	patch, err := json.Marshal(map[string]any{"spec": map[string]any{list: []map[string]any{{
 		"name": c, "resources": map[string]any{"requests": req, "limits": lim}}}}})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	ns, name, _ := strings.Cut(p.name, "/")
 	key := p.name + "/" + c
+	w := newResizeWait(c)
 	tr.mu.Lock()
 	tr.resizing[key] = true // before the patch: the kubelet may act at once
+	for _, old := range p.resizes {
+		if old.container == c {
+			old.settle(false, "superseded by the next resize of the container before the kubelet acted")
+		}
+	}
+	p.resizes = append(p.resizes, w)
 	tr.mu.Unlock()
 	if _, err := tr.b.cs.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "resize"); err != nil {
 		tr.mu.Lock()
 		delete(tr.resizing, key)
+		p.resizes = slices.DeleteFunc(p.resizes, func(x *resizeWait) bool { return x == w })
 		tr.mu.Unlock()
-		return "", fmt.Errorf("resize refused: %w", err)
+		return nil, fmt.Errorf("resize refused: %w", err)
 	}
 	tr.mu.Lock()
 	tr.resources[key] = next
 	tr.mu.Unlock()
 	tr.emit(history.Event{Kind: history.ContainerResize, Pod: p.name, Node: p.node, Container: c,
 		CPU: next.CPURequest, Mem: next.MemRequest, CPULimit: next.CPULimit, MemLimit: next.MemLimit})
-	return "pod resize subresource patched; the kubelet resizes or restarts the container per its resizePolicy", nil
+	return w, nil
 }
 
 func (tr *trial) nodeIndex(name string) int {
@@ -547,7 +584,7 @@ func (tr *trial) nodeShutdown(sp *faults.Spec, label string, k int) {
 	// shutdown in progress completes even if the trial ends.
 	res, err := tr.b.cl.ShutdownNode(context.Background(), k)
 	if err != nil {
-		tr.flog.Event(history.FaultNotApplied, sp, fid, n.Name, "", "", n.Name, err.Error())
+		tr.flog.Ended(sp, fid, n.Name, "", "", n.Name, err.Error())
 		tr.flog.Event(history.FaultEnd, sp, fid, n.Name, "", "", n.Name, "")
 		return
 	}
@@ -569,7 +606,7 @@ func (tr *trial) nodeShutdown(sp *faults.Spec, label string, k int) {
 		how = fmt.Sprintf("logind powered off at InhibitDelayMaxUSec (%s) with the lock still held (%s)", res.Waited.Round(time.Millisecond), strings.Join(res.Holders, "; "))
 	}
 	if kerr != nil || !socketRefuses(n.CRISocket) {
-		tr.flog.Event(history.FaultNotApplied, sp, fid, n.Name, "", "", n.Name, fmt.Sprintf("power-off after the shutdown incomplete: kubelet kill: %v", kerr))
+		tr.flog.Ended(sp, fid, n.Name, "", "", n.Name, fmt.Sprintf("power-off after the shutdown incomplete: kubelet kill: %v", kerr))
 	} else {
 		tr.flog.Applied()
 		tr.flog.Event(history.FaultEffect, sp, fid, n.Name, "", "", n.Name, fmt.Sprintf("%s; %d of %d pods terminated gracefully; %d sandboxes lost at power-off", how, graceful, total, lost))

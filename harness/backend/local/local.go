@@ -343,9 +343,16 @@ type podState struct {
 	// wire (a RestartAllContainers rule matched an exit) and the API has
 	// not published True yet; a False observed meanwhile is stale.
 	resetPending bool
-	done         chan struct{} // closed at pod.removed
-	terminal     chan struct{} // closed at a terminal phase
-	termOnce     sync.Once
+	// phaseReason is the reason of a terminal phase (OutOfcpu: the
+	// kubelet's admission rejected the pod).
+	phaseReason string
+	// resize: the kubelet's resize conditions last published; resizes:
+	// the resize faults waiting for what the kubelet makes of them.
+	resize   map[corev1.PodConditionType]resizeCond
+	resizes  []*resizeWait
+	done     chan struct{} // closed at pod.removed
+	terminal chan struct{} // closed at a terminal phase
+	termOnce sync.Once
 }
 
 type trial struct {
@@ -446,6 +453,7 @@ func (b *Backend) RunTrial(ctx context.Context, p *trialplan.Plan, sink history.
 			}
 		})
 	}
+	tr.watchKubelets(wctx)
 	tr.arrive(tctx)
 	tr.scheduleFaults(fctx)
 
@@ -699,7 +707,8 @@ func (tr *trial) observe(pod *corev1.Pod, deleted bool) {
 	// Container flags first (a container turning ready precedes the
 	// condition it causes).
 	statuses := append(append([]corev1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
-	if staleSnapshot(ps, statuses) {
+	stale := staleSnapshot(ps, statuses)
+	if stale {
 		// The status describes an attempt as running that the CRI wire
 		// has already seen exit: the kubelet computed it before, and its
 		// status manager published it late (seconds, with the CPU
@@ -746,6 +755,11 @@ func (tr *trial) observe(pod *corev1.Pod, deleted bool) {
 			}
 		}
 	}
+	if !stale {
+		for _, e := range observeResizeConds(ps, pod.Status.Conditions) {
+			ev(e)
+		}
+	}
 	// A first Pending that arrives after a container already ran (per the
 	// CRI) is a stale status from before: not written.
 	stalePending := pod.Status.Phase == corev1.PodPending && ps.phase == "" && len(ps.attempt) > 0
@@ -757,6 +771,7 @@ func (tr *trial) observe(pod *corev1.Pod, deleted bool) {
 		e := history.Event{Kind: history.PodPhase, Phase: string(ps.phase)}
 		if ps.phase == corev1.PodSucceeded || ps.phase == corev1.PodFailed {
 			e.Reason = pod.Status.Reason
+			ps.phaseReason = pod.Status.Reason
 			ps.termOnce.Do(func() { close(ps.terminal) })
 		}
 		ev(e)
@@ -899,6 +914,7 @@ func (tr *trial) onCRI(e *history.Event) error {
 	if e.Kind == history.ContainerRunning || e.Kind == history.ContainerResized || e.Kind == history.ContainerExited {
 		delete(tr.resizing, key)
 	}
+	onResizeCRI(ps, e)
 	var term *history.Event
 	if (e.Kind == history.ContainerPreStopBegin || e.Kind == history.ContainerStopRequested) && !ps.terminating {
 		anyMain := false
