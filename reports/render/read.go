@@ -77,6 +77,19 @@ func (s Summary) RunData() RunData {
 		d.Findings = append(d.Findings, Finding{Policy: f.Policy, Trial: f.Trial, Seed: f.Seed, ID: f.ID, Class: f.Class, Pod: f.Pod, Node: f.Node, T: f.T,
 			Msg: f.Msg, Excuse: f.Excuse, Fault: f.Fault, FaultID: f.FaultID, FaultT: f.FaultT, ExcerptLines: f.Excerpt, Elided: f.Elided})
 	}
+	if u := s.UserLevel; u != nil {
+		d.UserLevel = &UserLevel{Policies: u.Policies, Strata: u.Strata}
+		for _, g := range u.Guarantees {
+			d.UserLevel.Guarantees = append(d.UserLevel.Guarantees, UserGuarantee(g))
+		}
+		for _, c := range u.Cells {
+			d.UserLevel.Cells = append(d.UserLevel.Cells, UserCell{Policy: c.Policy, Stratum: c.Stratum, ID: c.ID, K: c.Unmet, N: c.Pods})
+		}
+		for _, st := range u.Startup {
+			d.UserLevel.Startup = append(d.UserLevel.Startup, UserStartup{Policy: st.Policy, Workload: st.Workload, Metric: st.Metric, N: st.N,
+				P50: unquantile(st.P50, 0.5, st.Confidence, st.N), P90: unquantile(st.P90, 0.9, st.Confidence, st.N)})
+		}
+	}
 	for _, g := range s.Groups {
 		d.Groups = append(d.Groups, GroupRate{Policy: g.Policy, Group: g.Group, Pods: g.Pods, ViolatingPods: g.ViolatingPods})
 	}

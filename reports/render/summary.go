@@ -27,8 +27,11 @@ type Summary struct {
 	Findings      []SummaryFinding   `json:"findings"`
 	// Groups are the violation counts per invariant group and policy
 	// (the policy comparison figure); "all" is every invariant.
-	Groups   []SummaryGroup `json:"groups,omitempty"`
-	Warnings []string       `json:"warnings"`
+	Groups []SummaryGroup `json:"groups,omitempty"`
+	// UserLevel is the user-level guarantees section of the report (what
+	// a sidecar's user wanted; never part of a verdict), if it has one.
+	UserLevel *SummaryUserLevel `json:"userLevel,omitempty"`
+	Warnings  []string          `json:"warnings"`
 	// Sidebench is the run's state and result table (RunData.State).
 	Sidebench *RunState `json:"sidebench,omitempty"`
 }
@@ -131,6 +134,49 @@ type SummaryGroup struct {
 	CPUpper       float64 `json:"clopperPearsonUpper"`
 }
 
+// SummaryUserLevel is the report's "User-level guarantees by fault kind"
+// section: per guarantee, policy and stratum, the pods that did not get
+// the guarantee out of the pods in the stratum, with the rate and its
+// Clopper–Pearson interval; and the startup cost per policy (and
+// workload, when the scenario compares workarounds).
+type SummaryUserLevel struct {
+	Guarantees []SummaryUserGuarantee `json:"guarantees"`
+	Policies   []string               `json:"policies"`
+	Strata     []string               `json:"strata"`
+	Cells      []SummaryUserCell      `json:"cells"`
+	Startup    []SummaryUserStartup   `json:"startup,omitempty"`
+}
+
+// SummaryUserGuarantee is one user-level guarantee.
+type SummaryUserGuarantee struct {
+	ID   string `json:"id"`
+	Rule string `json:"rule"`
+}
+
+// SummaryUserCell is one guarantee × policy × stratum.
+type SummaryUserCell struct {
+	Policy     string  `json:"policy"`
+	Stratum    string  `json:"stratum"`
+	ID         string  `json:"id"`
+	Unmet      int     `json:"unmet"`
+	Pods       int     `json:"pods"`
+	Rate       float64 `json:"rate"`
+	CPLower    float64 `json:"clopperPearsonLower"`
+	CPUpper    float64 `json:"clopperPearsonUpper"`
+	Confidence float64 `json:"confidence"`
+}
+
+// SummaryUserStartup is one workload's startup latency under one policy.
+type SummaryUserStartup struct {
+	Policy     string          `json:"policy"`
+	Workload   string          `json:"workload"`
+	Metric     string          `json:"metric"`
+	N          int             `json:"n"`
+	Confidence float64         `json:"confidence"`
+	P50        SummaryQuantile `json:"p50"`
+	P90        SummaryQuantile `json:"p90"`
+}
+
 // SummaryFinding is one finding with its explanation excerpt.
 type SummaryFinding struct {
 	Policy  string   `json:"policy"`
@@ -223,6 +269,7 @@ func buildSummary(d RunData) Summary {
 		})
 	}
 	s.Groups = summaryGroups(d)
+	s.UserLevel = summaryUserLevel(d.UserLevel)
 	for i := range d.Findings {
 		f := &d.Findings[i]
 		ex := excerptLines(f)
@@ -243,6 +290,30 @@ func summaryGroups(d RunData) []SummaryGroup {
 		r := stats.Rate(min(g.ViolatingPods, g.Pods), g.Pods, DefaultConfidence)
 		out = append(out, SummaryGroup{Policy: g.Policy, Group: g.Group, Pods: g.Pods, ViolatingPods: g.ViolatingPods,
 			Rate: round6(r.Rate), CPLower: round6(r.CPLo), CPUpper: round6(r.CPHi)})
+	}
+	return out
+}
+
+func summaryUserLevel(u *UserLevel) *SummaryUserLevel {
+	if u == nil || len(u.Cells) == 0 {
+		return nil // the report has no section either
+	}
+	out := &SummaryUserLevel{Policies: nonNil(u.Policies), Strata: nonNil(u.Strata), Cells: []SummaryUserCell{}}
+	for _, g := range u.Guarantees {
+		out.Guarantees = append(out.Guarantees, SummaryUserGuarantee(g))
+	}
+	for _, c := range u.Cells {
+		r := c.Rate()
+		out.Cells = append(out.Cells, SummaryUserCell{Policy: c.Policy, Stratum: c.Stratum, ID: c.ID, Unmet: c.K, Pods: c.N,
+			Rate: round6(r.Rate), CPLower: round6(r.CPLo), CPUpper: round6(r.CPHi), Confidence: DefaultConfidence})
+	}
+	for _, st := range u.Startup {
+		conf := st.P50.Confidence
+		if conf <= 0 {
+			conf = DefaultConfidence
+		}
+		out.Startup = append(out.Startup, SummaryUserStartup{Policy: st.Policy, Workload: st.Workload, Metric: st.Metric, N: st.N,
+			Confidence: conf, P50: quantile(st.P50), P90: quantile(st.P90)})
 	}
 	return out
 }

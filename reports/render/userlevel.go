@@ -71,12 +71,18 @@ func (u *UserLevel) Cell(policy, stratum, id string) UserCell {
 }
 
 // userRate formats k/n with its rate and Clopper–Pearson 95% interval.
+// Rate is the cell's rate of unmet guarantees with its Clopper–Pearson
+// interval (report.md, report.html and summary.json show this one).
+func (c UserCell) Rate() stats.RateSummary {
+	return stats.Rate(c.K, c.N, DefaultConfidence)
+}
+
 func userRate(c UserCell) string {
 	if c.N == 0 {
 		return "·"
 	}
-	lo, hi := stats.ClopperPearson(c.K, c.N, DefaultConfidence)
-	return fmt.Sprintf("%d/%d %s [%s, %s]", c.K, c.N, fmtPct(float64(c.K)/float64(c.N)), fmtPct(lo), fmtPct(hi))
+	r := c.Rate()
+	return fmt.Sprintf("%d/%d %s [%s, %s]", c.K, c.N, fmtPct(r.Rate), fmtPct(r.CPLo), fmtPct(r.CPHi))
 }
 
 // UserStartupMetrics are the startup cost the section compares.
@@ -309,11 +315,11 @@ func userLevelPlot(u *UserLevel, g UserGuarantee) (string, error) {
 			if c.N == 0 {
 				continue
 			}
-			lo, hi := stats.ClopperPearson(c.K, c.N, DefaultConfidence)
-			r := float64(c.K) / float64(c.N)
+			rs := c.Rate()
+			r := rs.Rate
 			x := float64(s) - width/2 + width*(float64(i)+0.5)/float64(n)
 			pts = append(pts, plotter.XY{X: x, Y: r})
-			errs = append(errs, struct{ Low, High float64 }{r - lo, hi - r})
+			errs = append(errs, struct{ Low, High float64 }{r - rs.CPLo, rs.CPHi - r})
 		}
 		if len(pts) == 0 {
 			continue

@@ -2,8 +2,11 @@ package render
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/sidebench/sidebench/reports/stats"
 )
 
 func userLevelData() RunData {
@@ -72,5 +75,54 @@ func TestNoUserLevelSection(t *testing.T) {
 	}
 	if strings.Contains(md.String(), "User-level") {
 		t.Error("a section without data")
+	}
+}
+
+// TestUserLevelInSummary: summary.json carries the user-level section with
+// the numbers report.md shows (one computation: UserCell.Rate), startup
+// cost included, and reading it back renders the same report.md.
+func TestUserLevelInSummary(t *testing.T) {
+	d := userLevelData()
+	d.UserLevel.Startup = []UserStartup{{Policy: "kep753", Workload: "mesh", Metric: "pod_startup", N: 40,
+		P50: stats.QuantileSummary([]float64{100, 200, 300, 400}, 0.5, DefaultConfidence), P90: stats.QuantileSummary([]float64{100, 200, 300, 400}, 0.9, DefaultConfidence)}}
+	var js, md bytes.Buffer
+	if err := WriteSummaryJSON(&js, d); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteMarkdown(&md, d); err != nil {
+		t.Fatal(err)
+	}
+	s, err := ReadSummaryJSON(bytes.NewReader(js.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := s.UserLevel
+	if u == nil || len(u.Cells) != len(d.UserLevel.Cells) || len(u.Guarantees) != 2 || len(u.Startup) != 1 {
+		t.Fatalf("summary.json user-level section: %+v", u)
+	}
+	for _, c := range u.Cells {
+		cell := fmt.Sprintf("%d/%d %s [%s, %s]", c.Unmet, c.Pods, fmtPct(c.Rate), fmtPct(c.CPLower), fmtPct(c.CPUpper))
+		if !strings.Contains(md.String(), "| "+c.Stratum+" | "+c.Policy+" | ") || !strings.Contains(md.String(), cell) {
+			t.Errorf("summary.json cell %s/%s/%s = %q is not in report.md", c.Policy, c.Stratum, c.ID, cell)
+		}
+	}
+	var md2 bytes.Buffer
+	if err := WriteMarkdown(&md2, s.RunData()); err != nil {
+		t.Fatal(err)
+	}
+	sect := func(b []byte) string {
+		x := string(b)
+		i := strings.Index(x, "## User-level")
+		if i < 0 {
+			return ""
+		}
+		return x[i:]
+	}
+	if a, b := sect(md.Bytes()), sect(md2.Bytes()); a == "" || a != b {
+		t.Errorf("the user-level section changed on a round trip through summary.json:\n%s\n---\n%s", a, b)
+	}
+	var none bytes.Buffer
+	if err := WriteSummaryJSON(&none, RunData{Scenario: "s"}); err != nil || strings.Contains(none.String(), "userLevel") {
+		t.Errorf("a run without the section has one in summary.json: %v", err)
 	}
 }
