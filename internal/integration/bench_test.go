@@ -19,21 +19,8 @@ import (
 // container, 2 sidecars with startup probes and 1 main, deleted with grace
 // after their lifetime, about 10,000 alive at once.
 func benchConfig(b *testing.B, faults string) (*sim.Config, uint64) {
-	text := fmt.Sprintf(`apiVersion: sidebench.dev/v1alpha1
-kind: Scenario
-metadata: {name: bench}
-seed: 1
-policies: [kep753]
-cluster: {nodes: 400, podsPerNode: 30}
-workloads:
-- name: web
-  count: 100000
-  arrival: {type: poisson, rate: 2000}
-  lifetime: uniform(min=4s, max=6s)
-%s
-faults: %s
-trials: 1
-`, sidecarPod, faults)
+	text := oneWorkload{name: "bench", seed: 1, nodes: 400, perNode: 30, count: 100000,
+		arrival: "{type: poisson, rate: 2000}", lifetime: "uniform(min=4s, max=6s)", pod: sidecarPod, faults: faults}.text()
 	cfg, t := compileTrial(b, text, "", 0)
 	return cfg, t.Seed
 }
@@ -175,21 +162,8 @@ func (r *recordSink) Write(e *history.Event) error {
 // load), stage by stage, in CPU time per lifecycle: what each part of
 // the pipeline behind the sim costs, with the sim's cost out of the way.
 func BenchmarkConsume(b *testing.B) {
-	text := fmt.Sprintf(`apiVersion: sidebench.dev/v1alpha1
-kind: Scenario
-metadata: {name: consume}
-seed: 1
-policies: [kep753]
-cluster: {nodes: 100, podsPerNode: 30}
-workloads:
-- name: web
-  count: 20000
-  arrival: {type: poisson, rate: 600}
-  lifetime: uniform(min=2s, max=6s)
-%s
-faults: %s
-trials: 1
-`, sidecarPod, mixedFaults)
+	text := oneWorkload{name: "consume", seed: 1, nodes: 100, perNode: 30, count: 20000,
+		arrival: "{type: poisson, rate: 600}", lifetime: "uniform(min=2s, max=6s)", pod: sidecarPod, faults: mixedFaults}.text()
 	cfg, tr := compileTrial(b, text, "", 0)
 	events, pods := recordTrial(b, cfg, tr.Seed)
 	feed := func(s history.Sink) {

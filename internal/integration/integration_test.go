@@ -103,6 +103,43 @@ func compileTrial(tb testing.TB, text, pol string, n int) (*sim.Config, scenario
 	return nil, scenario.Trial{}
 }
 
+// oneWorkload is a one-trial scenario of a single workload "web" whose
+// pod (sidecarPod or a variant, behaviours included) arrives as arrival
+// says: the shape of the scenarios the tests and benchmarks here compile.
+type oneWorkload struct {
+	name     string
+	seed     int
+	policies string // the YAML list's items, "kep753" if empty
+	nodes    int
+	perNode  int
+	count    int
+	arrival  string
+	lifetime string
+	pod      string
+	faults   string
+}
+
+func (w oneWorkload) text() string {
+	if w.policies == "" {
+		w.policies = "kep753"
+	}
+	return fmt.Sprintf(`apiVersion: sidebench.dev/v1alpha1
+kind: Scenario
+metadata: {name: %s}
+seed: %d
+policies: [%s]
+cluster: {nodes: %d, podsPerNode: %d}
+workloads:
+- name: web
+  count: %d
+  arrival: %s
+  lifetime: %s
+%s
+faults: %s
+trials: 1
+`, w.name, w.seed, w.policies, w.nodes, w.perNode, w.count, w.arrival, w.lifetime, w.pod, w.faults)
+}
+
 // sidecarPod is the shape most tests use: init, sidecar with a startup
 // probe and a preStop hook, a second sidecar, and a main.
 const sidecarPod = `
@@ -196,21 +233,8 @@ func TestBugReplicasAreCaught(t *testing.T) {
 				pod = strings.Replace(pod, "terminationGracePeriodSeconds: 20", "terminationGracePeriodSeconds: 20\n      restartPolicy: "+tc.restart, 1)
 				pod = strings.Replace(pod, "    setup: {runTime: 500ms}", "    setup: {runTime: 500ms}\n    app: {runTime: 40s}", 1)
 			}
-			text := fmt.Sprintf(`apiVersion: sidebench.dev/v1alpha1
-kind: Scenario
-metadata: {name: bug-%s}
-seed: 753
-policies: [kep753, kep753+bug:%s]
-cluster: {nodes: 2, podsPerNode: 20}
-workloads:
-- name: web
-  count: 20
-  arrival: {type: constant, rate: 4}
-  lifetime: uniform(min=20s, max=30s)
-%s
-faults: %s
-trials: 1
-`, tc.bug, tc.bug, pod, faults)
+			text := oneWorkload{name: "bug-" + tc.bug, seed: 753, policies: "kep753, kep753+bug:" + tc.bug, nodes: 2, perNode: 20,
+				count: 20, arrival: "{type: constant, rate: 4}", lifetime: "uniform(min=20s, max=30s)", pod: pod, faults: faults}.text()
 			buggy := runTrial(t, text, "kep753+bug:"+tc.bug, 0)
 			found := buggy.byID(tc.class)[tc.wantID]
 			if len(found) == 0 {
@@ -319,21 +343,9 @@ func TestNoFalsePositivesUnderMixedFaults(t *testing.T) {
 		}
 		count = n
 	}
-	text := fmt.Sprintf(`apiVersion: sidebench.dev/v1alpha1
-kind: Scenario
-metadata: {name: mixed-faults}
-seed: 42
-policies: [kep753]
-cluster: {nodes: 50, podsPerNode: 30}
-workloads:
-- name: web
-  count: %d
-  arrival: {type: poisson, rate: 300}
-  lifetime: uniform(min=2s, max=6s)
-%s%s
-faults: %s
-trials: 1
-`, count, strings.Replace(sidecarPod, "    proxy: {startupAfter: 1s, preStop: 500ms}\n", "", 1), mixedBehaviors, mixedFaults)
+	text := oneWorkload{name: "mixed-faults", seed: 42, nodes: 50, perNode: 30, count: count,
+		arrival: "{type: poisson, rate: 300}", lifetime: "uniform(min=2s, max=6s)",
+		pod: strings.Replace(sidecarPod, "    proxy: {startupAfter: 1s, preStop: 500ms}\n", "", 1) + mixedBehaviors, faults: mixedFaults}.text()
 	o := runTrial(t, text, "kep753", 0)
 	if o.pods < count {
 		t.Fatalf("only %d lifecycles checked, want >= %d", o.pods, count)
@@ -554,22 +566,10 @@ trials: 1
 // shutdowns) is clean, and one mutation per invariant — the break a buggy
 // kubelet or backend would write — is caught as that invariant.
 func TestMutatedHistoriesAreCaught(t *testing.T) {
-	text := fmt.Sprintf(`apiVersion: sidebench.dev/v1alpha1
-kind: Scenario
-metadata: {name: mutations}
-seed: 16
-policies: [kep753]
-cluster: {nodes: 10, podsPerNode: 30}
-workloads:
-- name: web
-  count: 3000
-  arrival: {type: poisson, rate: 100}
-  lifetime: uniform(min=5s, max=15s)
-%s
-faults: %s
-trials: 1
-`, sidecarPod, strings.Replace(mixedFaults, "probe: liveness, window: 3s, schedule: {type: poisson, rate: 0.2}",
-		"probe: liveness, window: 6s, schedule: {type: poisson, rate: 2}", 1))
+	text := oneWorkload{name: "mutations", seed: 16, nodes: 10, perNode: 30, count: 3000,
+		arrival: "{type: poisson, rate: 100}", lifetime: "uniform(min=5s, max=15s)", pod: sidecarPod,
+		faults: strings.Replace(mixedFaults, "probe: liveness, window: 3s, schedule: {type: poisson, rate: 0.2}",
+			"probe: liveness, window: 6s, schedule: {type: poisson, rate: 2}", 1)}.text()
 	// Liveness failures often and long enough (6 s > failureThreshold 3 ×
 	// period 1 s) that the run has liveness kills for the INV-P5 mutation
 	// whatever the seed's timing.
