@@ -120,7 +120,7 @@ type Aggregate struct {
 	Mixed      bool
 	hashes     map[string]string
 	// user holds each row's user-level counts (userlevel.go).
-	user map[*Row]*userTally
+	user map[*Row]*userCounts
 	// figs is each scenario's figure data (figures.go).
 	figs map[string]*scenarioFigures
 }
@@ -424,12 +424,12 @@ func (a *Aggregate) loadCommitted(dir string, info rundir.Info) (int, error) {
 // and the distributions are rebuilt from every pod's record.
 func (a *Aggregate) loadLegacy(v *rundir.View, entries iter.Seq[*rundir.Entry], add func(*rundir.Entry, *rundir.TrialStats)) error {
 	lat := map[trialID]*metrics.Aggregator{}
-	user := map[trialID]*userCollector{}
+	user := map[trialID]*userCounts{}
 	if err := v.EachPod(func(r *metrics.Record) error {
 		id := trialID{r.Scenario, r.Policy, r.Trial, r.Seed}
 		if lat[id] == nil {
 			lat[id] = metrics.NewAggregator(metrics.Options{})
-			user[id] = newUserCollector(comparesWorkarounds(a.byName[r.Scenario]))
+			user[id] = newUserCounts(comparesWorkarounds(a.byName[r.Scenario]))
 		}
 		lat[id].Add(r)
 		user[id].add(r)

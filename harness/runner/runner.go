@@ -490,7 +490,7 @@ func (o *Options) runTrial(ctx context.Context, d *rundir.Dir, t scenario.Trial,
 	rw := metrics.NewRecordWriter(&podsBuf)
 	pods, retained := 0, 0
 	var hookErr error
-	user := newUserCollector(comparesWorkarounds(t.Scenario))
+	user := newUserCounts(comparesWorkarounds(t.Scenario))
 	onPod := func(meta *history.Meta, pod string, evs []history.Event, v check.PodVerdict) {
 		rec := metrics.FromEvents(meta, pod, evs)
 		rec.Unmet = v.Unmet

@@ -55,37 +55,54 @@ func isUserLevel(id string) bool {
 	return false
 }
 
-// userCollector gathers one trial's user-level counts from its pods'
-// records as they are checked (rundir.UserStats: kept with the trial's
-// stats, so that the counts cover every pod whatever the retention).
-type userCollector struct {
+// userCounts are user-level counts per stratum and startup latency
+// histograms per (workload, metric): one trial's, collected from its pods'
+// records as they are checked (kept with the trial's stats as
+// rundir.UserStats, so that they cover every pod whatever the retention),
+// or one scenario × policy's, merged from its trials'.
+type userCounts struct {
+	// perWorkload: add collects per-workload startup latencies (the
+	// scenario compares workarounds: a workload's own startup cost is the
+	// debate's, and the Latency section pools workloads).
 	perWorkload bool
-	st          rundir.UserStats
+	pods        map[string]int            // stratum → pods
+	unmet       map[string]map[string]int // stratum → guarantee → pods
 	startup     map[[2]string]*stats.Hist // (workload, metric) → ms
 }
 
-// newUserCollector collects per-workload startup latencies when
-// perWorkload (the scenario compares workarounds: a workload's own startup
-// cost is the debate's, and the Latency section pools workloads).
-func newUserCollector(perWorkload bool) *userCollector {
-	return &userCollector{perWorkload: perWorkload, st: rundir.UserStats{Pods: map[string]int{}}}
+func newUserCounts(perWorkload bool) *userCounts {
+	return &userCounts{perWorkload: perWorkload, pods: map[string]int{}}
+}
+
+func (c *userCounts) addUnmet(stratum, id string, n int) {
+	if c.unmet == nil {
+		c.unmet = map[string]map[string]int{}
+	}
+	if c.unmet[stratum] == nil {
+		c.unmet[stratum] = map[string]int{}
+	}
+	c.unmet[stratum][id] += n
+}
+
+func (c *userCounts) hist(workload, metric string) *stats.Hist {
+	k := [2]string{workload, metric}
+	h := c.startup[k]
+	if h == nil {
+		if c.startup == nil {
+			c.startup = map[[2]string]*stats.Hist{}
+		}
+		h = &stats.Hist{}
+		c.startup[k] = h
+	}
+	return h
 }
 
 // add counts one pod; rec.Unmet must be set.
-func (c *userCollector) add(rec *metrics.Record) {
+func (c *userCounts) add(rec *metrics.Record) {
 	if c.perWorkload && !rec.Faulted {
 		for _, m := range render.UserStartupMetrics {
 			if v, ok := rec.Latency(m); ok {
-				k := [2]string{rec.Workload, m}
-				h := c.startup[k]
-				if h == nil {
-					if c.startup == nil {
-						c.startup = map[[2]string]*stats.Hist{}
-					}
-					h = &stats.Hist{}
-					c.startup[k] = h
-				}
-				h.Add(v)
+				c.hist(rec.Workload, m).Add(v)
 			}
 		}
 	}
@@ -98,26 +115,41 @@ func (c *userCollector) add(rec *metrics.Record) {
 		strata[1] = render.StratumSeveral
 	}
 	for _, s := range strata {
-		c.st.Pods[s]++
+		c.pods[s]++
 		for _, id := range rec.Unmet {
-			if c.st.Unmet == nil {
-				c.st.Unmet = map[string]map[string]int{}
-			}
-			if c.st.Unmet[s] == nil {
-				c.st.Unmet[s] = map[string]int{}
-			}
-			c.st.Unmet[s][id]++
+			c.addUnmet(s, id, 1)
 		}
 	}
 }
 
-// stats returns the trial's counts, startups in (workload, metric order).
-func (c *userCollector) stats() *rundir.UserStats {
-	st := c.st
+// merge adds one trial's counts (nil: none).
+func (c *userCounts) merge(u *rundir.UserStats) {
+	if u == nil {
+		return
+	}
+	for s, n := range u.Pods {
+		c.pods[s] += n
+	}
+	for s, m := range u.Unmet {
+		for id, n := range m {
+			c.addUnmet(s, id, n)
+		}
+	}
+	for _, su := range u.Startup {
+		if su.Ms != nil {
+			c.hist(su.Workload, su.Metric).Merge(su.Ms)
+		}
+	}
+}
+
+// stats returns the counts as a trial's, startups in (workload, metric)
+// order.
+func (c *userCounts) stats() *rundir.UserStats {
+	st := &rundir.UserStats{Pods: c.pods, Unmet: c.unmet}
 	for _, k := range sortedStartupKeys(c.startup) {
 		st.Startup = append(st.Startup, rundir.UserStartup{Workload: k[0], Metric: k[1], Ms: c.startup[k]})
 	}
-	return &st
+	return st
 }
 
 func sortedStartupKeys[V any](m map[[2]string]V) [][2]string {
@@ -134,53 +166,18 @@ func sortedStartupKeys[V any](m map[[2]string]V) [][2]string {
 	return keys
 }
 
-// userTally is one scenario × policy's user-level counts, summed over
-// its trials.
-type userTally struct {
-	pods    map[string]int            // stratum → pods
-	unmet   map[string]map[string]int // stratum → guarantee → pods
-	startup map[[2]string]*stats.Hist // (workload, metric) → ms
-}
-
-// addUserLevel folds one trial's user-level counts into row r's tally (u
-// nil: a trial without them, counted as a row all the same).
+// addUserLevel folds one trial's user-level counts into row r's (u nil:
+// a trial without them, counted as a row all the same).
 func (a *Aggregate) addUserLevel(r *Row, u *rundir.UserStats) {
 	if a.user == nil {
-		a.user = map[*Row]*userTally{}
+		a.user = map[*Row]*userCounts{}
 	}
 	t := a.user[r]
 	if t == nil {
-		t = &userTally{pods: map[string]int{}, unmet: map[string]map[string]int{}}
+		t = newUserCounts(false)
 		a.user[r] = t
 	}
-	if u == nil {
-		return
-	}
-	for s, n := range u.Pods {
-		t.pods[s] += n
-	}
-	for s, m := range u.Unmet {
-		if t.unmet[s] == nil {
-			t.unmet[s] = map[string]int{}
-		}
-		for id, n := range m {
-			t.unmet[s][id] += n
-		}
-	}
-	for _, su := range u.Startup {
-		if su.Ms == nil {
-			continue
-		}
-		k := [2]string{su.Workload, su.Metric}
-		if t.startup == nil {
-			t.startup = map[[2]string]*stats.Hist{}
-		}
-		if h := t.startup[k]; h != nil {
-			h.Merge(su.Ms)
-		} else {
-			t.startup[k] = su.Ms.Clone()
-		}
-	}
+	t.merge(u)
 }
 
 // userLevel returns scenario scen's user-level section, or nil when its
