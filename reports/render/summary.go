@@ -248,7 +248,7 @@ func buildSummary(d RunData) Summary {
 	for _, l := range d.Latencies {
 		s.Latencies = append(s.Latencies, SummaryLatency{
 			Policy: l.Policy, Metric: l.Metric, Unit: "ms", N: l.N, FaultedExcluded: l.FaultedExcluded,
-			Confidence: confidenceOf(l), P50: quantile(l.P50), P90: quantile(l.P90), P99: quantile(l.P99),
+			Confidence: confidenceOf(l.P50), P50: quantile(l.P50), P90: quantile(l.P90), P99: quantile(l.P99),
 		})
 	}
 	for _, r := range d.Invariants {
@@ -308,19 +308,17 @@ func summaryUserLevel(u *UserLevel) *SummaryUserLevel {
 			Rate: round6(r.Rate), CPLower: round6(r.CPLo), CPUpper: round6(r.CPHi), Confidence: DefaultConfidence})
 	}
 	for _, st := range u.Startup {
-		conf := st.P50.Confidence
-		if conf <= 0 {
-			conf = DefaultConfidence
-		}
 		out.Startup = append(out.Startup, SummaryUserStartup{Policy: st.Policy, Workload: st.Workload, Metric: st.Metric, N: st.N,
-			Confidence: conf, P50: quantile(st.P50), P90: quantile(st.P90)})
+			Confidence: confidenceOf(st.P50), P50: quantile(st.P50), P90: quantile(st.P90)})
 	}
 	return out
 }
 
-func confidenceOf(l Latency) float64 {
-	if l.P50.Confidence > 0 {
-		return l.P50.Confidence
+// confidenceOf is a quantile estimate's confidence level (the default
+// for an estimate without samples).
+func confidenceOf(s stats.Summary) float64 {
+	if s.Confidence > 0 {
+		return s.Confidence
 	}
 	return DefaultConfidence
 }
