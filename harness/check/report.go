@@ -61,11 +61,6 @@ type Report struct {
 	Errors        []PodError `json:"errors,omitempty"`
 	Warnings      []string   `json:"warnings,omitempty"`
 	FindingsCap   int        `json:"findingsCap"`
-	// UserUnmet lists, for each pod that failed a user-level guarantee,
-	// the IDs of the guarantees it failed (in registry order): the
-	// per-pod facts behind the user-level rates by fault kind (pods.jsonl
-	// carries them).
-	UserUnmet map[string][]string `json:"-"`
 	// GroupViolatingPods counts, per invariant group (InvariantGroup), the
 	// pods with at least one violation of an invariant of the group.
 	GroupViolatingPods map[string]int `json:"groupViolatingPods,omitempty"`
@@ -160,12 +155,6 @@ func (a *aggregator) fold(res *podResult) {
 		case Unmet:
 			row.Unmet++
 			cell.Unmet++
-			if r.UserUnmet == nil {
-				r.UserUnmet = map[string][]string{}
-			}
-			if ids := r.UserUnmet[f.Pod]; !slices.Contains(ids, row.ID) {
-				r.UserUnmet[f.Pod] = append(ids, row.ID)
-			}
 		default:
 			row.Bounds++
 			cell.Bounds++

@@ -128,7 +128,9 @@ func TestUserGuarantees(t *testing.T) { runCases(t, userCases()) }
 func TestUserGuaranteesChangeNoVerdict(t *testing.T) {
 	ev := newPod("svc", svcNative()).at(0).created().at(10).sandbox().
 		at(20).req("proxy").req("app").at(200).running("proxy").running("app").at(1200).serving("proxy").events()
-	rep := CheckEvents(append([]history.Event{{Kind: history.RunMeta, Meta: testMeta}}, ev...), Workers(1))
+	unmet := map[string][]string{} // what the run hook sees (PodVerdict.Unmet → pods.jsonl)
+	rep := CheckEvents(append([]history.Event{{Kind: history.RunMeta, Meta: testMeta}}, ev...), Workers(1),
+		OnPod(func(_ *history.Meta, pod string, _ []history.Event, v PodVerdict) { unmet[pod] = v.Unmet }))
 	row := rep.Row("USER-APP-PROXY")
 	if row == nil || row.Unmet != 1 || row.Violations != 0 || row.Level != User {
 		t.Fatalf("row: %+v", row)
@@ -140,8 +142,8 @@ func TestUserGuaranteesChangeNoVerdict(t *testing.T) {
 			}
 		}
 	}
-	if got := rep.UserUnmet["default/svc"]; len(got) != 1 || got[0] != "USER-APP-PROXY" {
-		t.Errorf("UserUnmet = %v", rep.UserUnmet)
+	if got := unmet["default/svc"]; len(got) != 1 || got[0] != "USER-APP-PROXY" {
+		t.Errorf("PodVerdict.Unmet = %v", unmet)
 	}
 }
 
