@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -182,7 +183,7 @@ type PodFindings struct {
 	Trial            int
 	Pod              string
 	Seed             uint64
-	rank             int // the worst class: 0 violation, 1 degradation, 2 bound
+	rank             int // the worst class (render.ClassRank)
 	first            int64
 	What             []string // "ID class", each once, in the order found
 }
@@ -197,32 +198,47 @@ type Listing struct {
 // of a trial and policy, ordered by worst class, policy, trial and first
 // finding.
 func List(dir string) (*Listing, error) {
-	type podKey struct {
-		scenario, policy string
-		trial            int
-		pod              string
-	}
-	byPod := map[podKey]*PodFindings{}
-	l := &Listing{}
-	err := rundir.EachFinding(dir, func(fr *rundir.FindingRecord) error {
-		l.Findings++
-		k := podKey{fr.Scenario, fr.Policy, fr.Trial, fr.Pod}
-		p := byPod[k]
-		if p == nil {
-			p = &PodFindings{Scenario: fr.Scenario, Policy: fr.Policy, Trial: fr.Trial, Pod: fr.Pod, Seed: fr.Seed, rank: 3, first: fr.T}
-			byPod[k] = p
-			l.Pods = append(l.Pods, p)
-		}
-		p.rank = min(p.rank, classRank(fr.Class))
-		p.first = min(p.first, fr.T)
-		if w := fr.ID + " " + fr.Class; !slices.Contains(p.What, w) {
-			p.What = append(p.What, w)
-		}
-		return nil
-	})
-	if err != nil {
+	var c lister
+	if err := rundir.EachFinding(dir, c.add); err != nil {
 		return nil, err
 	}
+	return c.listing(), nil
+}
+
+// lister gathers findings by pod (List without the file).
+type lister struct {
+	l     Listing
+	byPod map[podKey]*PodFindings
+}
+
+type podKey struct {
+	scenario, policy string
+	trial            int
+	pod              string
+}
+
+func (c *lister) add(fr *rundir.FindingRecord) error {
+	if c.byPod == nil {
+		c.byPod = map[podKey]*PodFindings{}
+	}
+	c.l.Findings++
+	k := podKey{fr.Scenario, fr.Policy, fr.Trial, fr.Pod}
+	p := c.byPod[k]
+	if p == nil {
+		p = &PodFindings{Scenario: fr.Scenario, Policy: fr.Policy, Trial: fr.Trial, Pod: fr.Pod, Seed: fr.Seed, rank: math.MaxInt, first: fr.T}
+		c.byPod[k] = p
+		c.l.Pods = append(c.l.Pods, p)
+	}
+	p.rank = min(p.rank, render.ClassRank(fr.Class))
+	p.first = min(p.first, fr.T)
+	if w := fr.ID + " " + fr.Class; !slices.Contains(p.What, w) {
+		p.What = append(p.What, w)
+	}
+	return nil
+}
+
+func (c *lister) listing() *Listing {
+	l := &c.l
 	sort.SliceStable(l.Pods, func(i, j int) bool {
 		a, b := l.Pods[i], l.Pods[j]
 		if a.rank != b.rank {
@@ -236,7 +252,7 @@ func List(dir string) (*Listing, error) {
 		}
 		return a.first < b.first
 	})
-	return l, nil
+	return l
 }
 
 // WriteListing renders a Listing of run directory dir, at most max pods
@@ -262,14 +278,4 @@ func WriteListing(w io.Writer, dir string, l *Listing, max int) {
 	}
 	p := shown[0]
 	fmt.Fprintf(w, "timeline of one: sidebench explain %s --pod %s --trial %d --policy %s\n", dir, p.Pod, p.Trial, p.Policy)
-}
-
-func classRank(c string) int {
-	switch c {
-	case "violation":
-		return 0
-	case "degradation":
-		return 1
-	}
-	return 2
 }

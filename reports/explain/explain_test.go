@@ -2,11 +2,14 @@ package explain
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/sidebench/sidebench/harness/check"
 	"github.com/sidebench/sidebench/harness/history"
 	"github.com/sidebench/sidebench/harness/rundir"
+	"github.com/sidebench/sidebench/reports/render"
 )
 
 // TestTimelinePlacesFindingsAfterTheirInstant: a finding is printed after
@@ -52,5 +55,54 @@ func TestTimelinePlacesFindingsAfterTheirInstant(t *testing.T) {
 	}
 	if !strings.Contains(out, "findings:\n  ") {
 		t.Errorf("no findings section:\n%s", out)
+	}
+}
+
+// TestClassRankIsTheCheckerOrder: explain and the report rank finding
+// classes with render.ClassRank, which must be check.Class's order
+// (render cannot import the checker to use it).
+func TestClassRankIsTheCheckerOrder(t *testing.T) {
+	for c := check.Violation; c <= check.Unmet; c++ {
+		if got := render.ClassRank(c.String()); got != int(c) {
+			t.Errorf("render.ClassRank(%q) = %d, check.Class order is %d", c, got, int(c))
+		}
+	}
+	if got := render.ClassRank("no-such-class"); got <= int(check.Unmet) {
+		t.Errorf("an unknown class ranks %d, before a known one", got)
+	}
+}
+
+// TestListOrdersPodsByWorstClass: a pod's rank is its worst finding, and
+// pods list violations, degradations, missed bounds, then unmet user-level
+// guarantees, whatever the order of the findings file (before, explain
+// ranked a missed bound and an unmet guarantee alike, so they listed in
+// policy order).
+func TestListOrdersPodsByWorstClass(t *testing.T) {
+	// The policies sort opposite to the classes, so a tie in rank shows.
+	policy := map[string]string{"unmet": "a", "bound": "b", "mixed": "c", "violation": "d"}
+	rec := func(pod, class string) *rundir.FindingRecord {
+		return &rundir.FindingRecord{Scenario: "s", Policy: policy[pod], Trial: 1, Pod: pod, ID: "INV-X", Class: class, T: 1}
+	}
+	var c lister
+	for _, fr := range []*rundir.FindingRecord{
+		rec("unmet", "unmet"),
+		rec("bound", "bound-exceeded"),
+		rec("mixed", "unmet"), rec("mixed", "degradation"),
+		rec("violation", "violation"),
+	} {
+		if err := c.add(fr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := c.listing()
+	var got []string
+	for _, p := range l.Pods {
+		got = append(got, p.Pod)
+	}
+	if want := []string{"violation", "mixed", "bound", "unmet"}; !slices.Equal(got, want) {
+		t.Errorf("pods listed %v, want %v", got, want)
+	}
+	if l.Findings != 5 {
+		t.Errorf("Findings = %d, want 5", l.Findings)
 	}
 }

@@ -129,7 +129,7 @@ func normalizeFigures(d *RunData, pidx func(string) int) {
 	d.FindingPoints = slices.Clone(d.FindingPoints)
 	slices.SortStableFunc(d.FindingPoints, func(a, b FindingPoint) int {
 		return cmp.Or(cmp.Compare(pidx(a.Policy), pidx(b.Policy)), cmp.Compare(a.Trial, b.Trial), cmp.Compare(a.T, b.T),
-			naturalCompare(a.ID, b.ID), cmp.Compare(classRank(a.Class), classRank(b.Class)))
+			naturalCompare(a.ID, b.ID), cmp.Compare(ClassRank(a.Class), ClassRank(b.Class)))
 	})
 	d.LatencyLimits = slices.Clone(d.LatencyLimits)
 	slices.SortStableFunc(d.LatencyLimits, func(a, b LatencyLimit) int {

@@ -334,6 +334,7 @@ const (
 	ClassViolation   = "violation"
 	ClassDegradation = "degradation"
 	ClassBound       = "bound-exceeded"
+	ClassUnmet       = "unmet"
 )
 
 // normalize returns a copy of d with derived fields filled and every list
@@ -370,7 +371,7 @@ func normalize(d RunData) RunData {
 	})
 	out.Findings = slices.Clone(d.Findings)
 	slices.SortStableFunc(out.Findings, func(a, b Finding) int {
-		return cmp.Or(cmp.Compare(classRank(a.Class), classRank(b.Class)), cmp.Compare(pidx(a.Policy), pidx(b.Policy)),
+		return cmp.Or(cmp.Compare(ClassRank(a.Class), ClassRank(b.Class)), cmp.Compare(pidx(a.Policy), pidx(b.Policy)),
 			naturalCompare(a.ID, b.ID), cmp.Compare(a.Pod, b.Pod), cmp.Compare(a.Trial, b.Trial), cmp.Compare(a.T, b.T))
 	})
 	out.Verdicts = slices.Clone(d.Verdicts)
@@ -424,7 +425,11 @@ func metricIndex(m string) int {
 	return len(knownMetrics)
 }
 
-func classRank(c string) int {
+// ClassRank orders finding classes worst first: violation, degradation,
+// bound-exceeded, unmet, then any other. It is the order of check.Class
+// (a test in reports/explain holds the two together; render does not
+// import the checker).
+func ClassRank(c string) int {
 	switch c {
 	case ClassViolation:
 		return 0
@@ -432,8 +437,10 @@ func classRank(c string) int {
 		return 1
 	case ClassBound:
 		return 2
+	case ClassUnmet:
+		return 3
 	}
-	return 3
+	return 4
 }
 
 // compareFault orders the column of findings no fault explains first

@@ -197,7 +197,7 @@ func runTimelineFigure(d RunData) (fig figure, ok bool, err error) {
 		pts[k] = append(pts[k], plotter.XY{X: x(f.T), Y: y(laneOfFinding(f)) + off(k.idx)})
 	}
 	slices.SortFunc(order, func(a, b skey) int {
-		if c := classRank(b.class) - classRank(a.class); c != 0 {
+		if c := ClassRank(b.class) - ClassRank(a.class); c != 0 {
 			return c // violations drawn last, on top
 		}
 		return a.idx - b.idx
