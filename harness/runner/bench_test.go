@@ -62,11 +62,15 @@ type runStats struct {
 
 // runOnce runs s through runner.Run into a fresh directory under dir.
 func runOnce(b testing.TB, s *scenario.Scenario, parallel int, dir string) runStats {
+	return runWith(b, s, Options{Parallel: parallel}, dir)
+}
+
+// runWith is runOnce with o's Parallel and unexported knobs.
+func runWith(b testing.TB, s *scenario.Scenario, o Options, dir string) runStats {
 	b.Helper()
 	out := filepath.Join(dir, fmt.Sprintf("run-%d", time.Now().UnixNano()))
 	reset := perfstat.ResetPeakRSS()
-	o := Options{Backend: simbackend.Backend{Version: "bench"}, BackendName: "sim", Parallel: parallel,
-		Build: version.Info{Version: "bench"}}
+	o.Backend, o.BackendName, o.Build = simbackend.Backend{Version: "bench"}, "sim", version.Info{Version: "bench"}
 	start, cpu0 := time.Now(), perfstat.CPUTime()
 	res, err := Run(context.Background(), o, []Job{{Scenario: s, Dir: out}})
 	st := runStats{wall: time.Since(start), cpu: perfstat.CPUTime() - cpu0, rss: -1}
@@ -170,6 +174,36 @@ func BenchmarkRunParallel(b *testing.B) {
 	if r2 > 0 {
 		b.ReportMetric(float64(r2)/(1<<20), "peak-RSS-MiB-p2")
 	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkRunParallelTrials is BenchmarkRunParallel with every trial on
+// one goroutine in both modes (no pipeline): how independent trials
+// scale over the cores, apart from the pipelining that already spreads a
+// --parallel 1 trial over them. speedup is wall(p1) / wall(p2) and
+// cpu-ratio CPU(p2) / CPU(p1), as there; lifecycles/cpu-s compares both
+// modes' CPU cost with the pipelined ones'.
+func BenchmarkRunParallelTrials(b *testing.B) {
+	s := shipped(b, "certify", 50_000, 4)
+	dir := b.TempDir()
+	var w1, w2, c1, c2 time.Duration
+	pods := 0
+	for b.Loop() {
+		s1 := runWith(b, s, Options{Parallel: 1, serialTrials: true}, dir)
+		s2 := runWith(b, s, Options{Parallel: 2, serialTrials: true}, dir)
+		w1 += s1.wall
+		w2 += s2.wall
+		c1 += s1.cpu
+		c2 += s2.cpu
+		pods += s1.pods
+	}
+	b.ReportMetric(w1.Seconds()/w2.Seconds(), "speedup")
+	b.ReportMetric(c2.Seconds()/c1.Seconds(), "cpu-ratio")
+	b.ReportMetric(w1.Seconds()/float64(b.N), "wall-s-p1")
+	b.ReportMetric(w2.Seconds()/float64(b.N), "wall-s-p2")
+	b.ReportMetric(c1.Seconds()/w1.Seconds(), "cores-p1")
+	b.ReportMetric(c2.Seconds()/w2.Seconds(), "cores-p2")
+	b.ReportMetric(float64(pods)/c1.Seconds(), "lifecycles/cpu-s-p1")
 	b.ReportMetric(0, "ns/op")
 }
 

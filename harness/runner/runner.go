@@ -84,6 +84,9 @@ type Options struct {
 	// the trial is taken from the source, makes a soak's length a
 	// function of its clock alone.
 	admit func() bool
+	// serialTrials runs every trial on one goroutine even when there are
+	// cores to spare (BenchmarkRunParallelTrials: how trials alone scale).
+	serialTrials bool
 }
 
 func (o *Options) logf(format string, args ...any) {
@@ -297,7 +300,7 @@ func (o *Options) execute(parent context.Context, d *rundir.Dir, agg *Aggregate,
 	// BenchmarkConsume). Parallel trials that fill the cores run each on
 	// one goroutine instead: the stages' hand-offs would only add work.
 	procs := runtime.GOMAXPROCS(0)
-	pipeline := procs > par
+	pipeline := procs > par && !o.serialTrials
 	checkWorkers := max(procs/par-2, 1)
 	type job struct {
 		seq int
