@@ -80,19 +80,28 @@ func BenchmarkSimChecked(b *testing.B) {
 // runChecked runs a trial with the streaming checker, as `sidebench run`
 // checks: the sim's events handed to another goroutine, partitioned per
 // pod, every checker on every pod (workers checker goroutines; 1: on the
-// partitioning goroutine, as the runner does on two cores).
+// partitioning goroutine, as the runner does on two cores). workers 0 is
+// a trial that is not pipelined (the runner's when parallel trials fill
+// the cores): partitioning and checking on the sim's goroutine.
 func runChecked(b *testing.B, cfg *sim.Config, seed uint64, workers int) {
-	runner := check.NewRunner(check.Workers(workers))
+	runner := check.NewRunner(check.Workers(max(workers, 1)))
 	part := history.NewPartitioner(func(meta *history.Meta, pod string, events []history.Event) error {
 		runner.Add(meta, pod, events)
 		return nil
 	})
-	async := history.NewAsyncSink(part, 0)
-	if _, err := sim.Run(context.Background(), cfg, seed, async); err != nil {
+	var sink history.Sink = part
+	var async *history.AsyncSink
+	if workers > 0 {
+		async = history.NewAsyncSink(part, 0)
+		sink = async
+	}
+	if _, err := sim.Run(context.Background(), cfg, seed, sink); err != nil {
 		b.Fatal(err)
 	}
-	if err := async.Close(); err != nil {
-		b.Fatal(err)
+	if async != nil {
+		if err := async.Close(); err != nil {
+			b.Fatal(err)
+		}
 	}
 	if err := part.Close(); err != nil {
 		b.Fatal(err)
@@ -111,9 +120,14 @@ func BenchmarkCheckingCost(b *testing.B) {
 	for _, tc := range []struct{ name, faults string }{{"faults=none", "[]"}, {"faults=mixed", mixedFaults}} {
 		// workers=1 is what the runner gives a trial on two cores (the
 		// checking synchronous in the partitioning goroutine); more
-		// workers hand pods to checker goroutines.
-		for _, workers := range []int{1, runtime.GOMAXPROCS(0)} {
-			b.Run(fmt.Sprintf("%s/workers=%d", tc.name, workers), func(b *testing.B) {
+		// workers hand pods to checker goroutines; serial is a trial
+		// that is not pipelined (no hand-off between goroutines).
+		for _, workers := range []int{0, 1, runtime.GOMAXPROCS(0)} {
+			name := fmt.Sprintf("%s/workers=%d", tc.name, workers)
+			if workers == 0 {
+				name = tc.name + "/serial"
+			}
+			b.Run(name, func(b *testing.B) {
 				cfg, seed := benchConfig(b, tc.faults)
 				var simCPU, chkCPU, simWall, chkWall time.Duration
 				for b.Loop() {
