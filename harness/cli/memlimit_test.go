@@ -80,3 +80,25 @@ func TestMemoryLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryLimitOnResume: soak --resume sets the limit too (the nightly
+// soak's pod resumes after a restart), and says where it comes from.
+func TestMemoryLimitOnResume(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "soak")
+	if _, errOut, code := run(t, "soak", "--quiet", "--duration", "1ms", "--out", dir, "testdata/tiny.yaml"); code == ExitUsage || code == ExitInternal {
+		t.Fatalf("soak: exit %d: %s", code, errOut)
+	}
+	m := &fakeMemory{cgroup: 1 << 30}
+	d := defaultDeps()
+	d.memory = m.memoryEnv()
+	_, errOut, code := runDeps(t, context.Background(), d, "soak", "--progress", "plain", "--resume", dir, "--duration", "1ms")
+	if code == ExitUsage || code == ExitInternal {
+		t.Fatalf("resume: exit %d: %s", code, errOut)
+	}
+	if len(m.set) != 1 || m.set[0] != 966367641 {
+		t.Errorf("soft limits set %v, want [966367641]", m.set)
+	}
+	if want := "sidebench: Go soft memory limit 921.6 MiB (90% of the cgroup's memory limit"; !strings.Contains(errOut, want) {
+		t.Errorf("stderr %q, want %q", errOut, want)
+	}
+}
