@@ -268,6 +268,12 @@ and measured, and its counts and latency distribution kept
 all. --max-disk SIZE stops before a commit would take the directory past
 SIZE: what was committed stays, the run is partial and says why.
 
+Memory: a scenario whose estimated memory exceeds the budget (--max-memory,
+default the machine's memory) is refused before anything runs. The Go
+runtime's soft memory limit is set to 90% of --max-memory; without it and
+without GOMEMLIMIT, to 90% of the cgroup's memory limit if there is one
+(a container's), so that the garbage collector runs before the OOM killer.
+
 Sharding: --shard I/N runs the trials whose index in the run (policy by
 policy, trial by trial) is I modulo N; --shards N takes I from
 $JOB_COMPLETION_INDEX (an Indexed Job's completion index). The N shards
@@ -371,7 +377,9 @@ func runRun(cmd *cobra.Command, streams IOStreams, d deps, f *runFlags, files []
 	if len(todo) == 0 {
 		return usageErr("no scenario to run")
 	}
-	if err := f.checkBudget(streams, d.memory, todo); err != nil {
+	budgetStreams := streams
+	budgetStreams.ErrOut = stderr // through the progress display
+	if err := f.checkBudget(budgetStreams, d.memory, todo); err != nil {
 		return err
 	}
 	if err := f.prepare(cmd, todo); err != nil {
