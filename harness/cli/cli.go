@@ -87,9 +87,12 @@ type deps struct {
 	// newBackend is the composition root: a backend name and the flags
 	// give a Backend.
 	newBackend func(name string, f *backendFlags, log io.Writer) (backend.Backend, error)
+	// memory is where run and soak find and set the Go runtime's soft
+	// memory limit.
+	memory memoryEnv
 }
 
-func defaultDeps() deps { return deps{newBackend: newBackend} }
+func defaultDeps() deps { return deps{newBackend: newBackend, memory: processMemory()} }
 
 func runWith(ctx context.Context, streams IOStreams, d deps, args []string) int {
 	root := newRootCommand(streams, d)
@@ -170,7 +173,7 @@ func newRootCommand(streams IOStreams, d deps) *cobra.Command {
 	root.AddCommand(
 		newRunCommand(streams, d),
 		newSoakCommand(streams, d),
-		newValidateCommand(streams),
+		newValidateCommand(streams, d),
 		newCheckCommand(streams),
 		newExplainCommand(streams),
 		newCompareCommand(streams),

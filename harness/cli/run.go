@@ -134,7 +134,7 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.parallel, "parallel", 1, "trials run at once")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print only the result")
 	fl.BoolVar(&f.strict, "strict", false, "fail (exit 1) on INSUFFICIENT DATA and on a partial run's verdicts")
-	fl.StringVar(&f.maxMemory, "max-memory", "", "memory budget a scenario's estimate must fit, e.g. 8GiB (default: the machine's memory)")
+	fl.StringVar(&f.maxMemory, "max-memory", "", maxMemoryUsage)
 	fl.StringVar(&f.progress, "progress", "auto", "progress display: auto (bars on a terminal, plain lines otherwise or when CI is set), bars, plain")
 	fl.DurationVar(&f.progressInterval, "progress-interval", 10*time.Second, "period of plain progress lines")
 	_ = fl.MarkHidden("progress-interval")
@@ -157,32 +157,6 @@ func (f *runFlags) check() error {
 		}
 	}
 	return f.storage(&runner.Options{})
-}
-
-// checkBudget refuses, before anything runs, a scenario whose estimated
-// memory does not fit the budget (the machine's memory, or --max-memory):
-// every file is reported, then exit 2.
-func (f *runFlags) checkBudget(streams IOStreams, scens []*scenario.Scenario) error {
-	b := scenario.DefaultBudget()
-	b.Parallel = f.parallel
-	if f.maxMemory != "" {
-		n, err := scenario.ParseBytes(f.maxMemory)
-		if err != nil {
-			return usageErr("--max-memory: %v", err)
-		}
-		b.Bytes, b.Source = n, "--max-memory"
-	}
-	bad := false
-	for _, s := range scens {
-		if err := s.CheckBudget(b); err != nil {
-			fmt.Fprintln(streams.ErrOut, err)
-			bad = true
-		}
-	}
-	if bad {
-		return silent(ExitUsage)
-	}
-	return nil
 }
 
 func (f *runFlags) reporter(w io.Writer) (*progress.Reporter, error) {
@@ -294,6 +268,12 @@ and measured, and its counts and latency distribution kept
 all. --max-disk SIZE stops before a commit would take the directory past
 SIZE: what was committed stays, the run is partial and says why.
 
+Memory: a scenario whose estimated memory exceeds the budget (--max-memory,
+default the machine's memory) is refused before anything runs. The Go
+runtime's soft memory limit is set to 90% of --max-memory; without it and
+without GOMEMLIMIT, to 90% of the cgroup's memory limit if there is one
+(a container's), so that the garbage collector runs before the OOM killer.
+
 Sharding: --shard I/N runs the trials whose index in the run (policy by
 policy, trial by trial) is I modulo N; --shards N takes I from
 $JOB_COMPLETION_INDEX (an Indexed Job's completion index). The N shards
@@ -397,7 +377,9 @@ func runRun(cmd *cobra.Command, streams IOStreams, d deps, f *runFlags, files []
 	if len(todo) == 0 {
 		return usageErr("no scenario to run")
 	}
-	if err := f.checkBudget(streams, todo); err != nil {
+	budgetStreams := streams
+	budgetStreams.ErrOut = stderr // through the progress display
+	if err := f.checkBudget(budgetStreams, d.memory, todo); err != nil {
 		return err
 	}
 	if err := f.prepare(cmd, todo); err != nil {

@@ -127,6 +127,9 @@ func runSoak(cmd *cobra.Command, streams IOStreams, d deps, f *soakFlags, files 
 		}
 		f.seed, f.trials = info.Seed, info.Trials
 		so.Dir, so.Resume = f.resume, true
+		if err := f.checkBudget(streams, d.memory, nil); err != nil {
+			return err
+		}
 	} else {
 		if len(files) == 0 {
 			return usageErr("soak: at least one scenario file is required (or --resume DIR)")
@@ -142,7 +145,7 @@ func runSoak(cmd *cobra.Command, streams IOStreams, d deps, f *soakFlags, files 
 		if name == "" {
 			name = backendName("", scens[0])
 		}
-		if err := f.checkBudget(streams, scens); err != nil {
+		if err := f.checkBudget(streams, d.memory, scens); err != nil {
 			return err
 		}
 		so.Dir = f.out

@@ -11,7 +11,7 @@ import (
 	"github.com/sidebench/sidebench/harness/scenario"
 )
 
-func newValidateCommand(streams IOStreams) *cobra.Command {
+func newValidateCommand(streams IOStreams, d deps) *cobra.Command {
 	var maxMemory string
 	cmd := &cobra.Command{
 		Use:   "validate FILE...",
@@ -22,19 +22,17 @@ the closest valid name. A scenario whose estimated memory (live pods, nodes,
 the longest pod history, what a run keeps per trial) exceeds the memory
 budget is refused, naming the field that drives the estimate; the budget is
 the machine's memory (or the cgroup's or address-space limit, if lower)
-unless --max-memory sets another. Exit code 2 if any file is invalid. A
+unless --max-memory sets another. Under a Go soft memory limit (run's
+--max-memory, GOMEMLIMIT or the cgroup's limit) the estimate leaves out the
+garbage collector's headroom. Exit code 2 if any file is invalid. A
 Kubernetes manifest (Pod, Deployment, Job...) is refused with the 'sidebench
 init' command that wraps it. Warnings (exit 0) name what a valid scenario
 likely leaves out, such as a probe-gated sidecar without a behaviour.`,
 		Args: atLeastOne("scenario file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			budget := scenario.DefaultBudget()
-			if maxMemory != "" {
-				b, err := scenario.ParseBytes(maxMemory)
-				if err != nil {
-					return usageErr("validate: --max-memory: %v", err)
-				}
-				budget.Bytes, budget.Source = b, "--max-memory"
+			budget, _, err := memoryBudget(maxMemory, 1, d.memory)
+			if err != nil {
+				return err
 			}
 			bad := 0
 			for _, f := range args {
@@ -70,7 +68,7 @@ likely leaves out, such as a probe-gated sidecar without a behaviour.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&maxMemory, "max-memory", "", "memory budget, e.g. 8GiB (default: the machine's memory)")
+	cmd.Flags().StringVar(&maxMemory, "max-memory", "", "memory budget, e.g. 1GiB, as run's --max-memory (default: the machine's memory)")
 	return cmd
 }
 

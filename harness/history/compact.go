@@ -1,5 +1,7 @@
 package history
 
+import "encoding/binary"
+
 // The Partitioner holds every live pod's events until the pod finishes.
 // An Event is 304 bytes with a dozen strings; holding and copying those
 // was the partitioner's cost (five cold cache lines written per event and
@@ -10,8 +12,14 @@ package history
 // is delivered. What does not fit the compact form (fault events,
 // resources, the spec, free-text messages) is kept as a whole Event
 // beside the records.
+//
+// The records are stored encoded, one after the other in a byte slice
+// (appendRec, recReader): the sequence number and time as deltas from the
+// pod's previous record, the rest as varints present only when not zero.
+// A record takes 9-12 bytes instead of 56 (a sequence number and a rec):
+// the 150,000 live pods of the scale envelope held 212 MB of records.
 
-// rec is one event in a pod's buffer.
+// rec is one event in a pod's buffer, decoded.
 type rec struct {
 	t       int64
 	grace   int64
@@ -34,6 +42,7 @@ const (
 	recPhase                   // str is Phase
 	recCond                    // str is Cond
 	recProbe                   // str is Probe
+	recSpec                    // Spec is the buffer's spec (podBuf.spec)
 )
 
 // sym numbers a short string of the history's vocabulary (container
@@ -88,7 +97,8 @@ func (t *symtab) id(s string) (sym, bool) {
 // not fit (then it is kept whole).
 func (t *symtab) compact(e *Event, pb *podBuf) (r rec, ok bool) {
 	if e.CritGrace != 0 || e.CPU != 0 || e.Mem != 0 || e.CPULimit != 0 || e.MemLimit != 0 || e.CPUs != "" ||
-		e.Fault != "" || e.FaultID != 0 || e.Target != "" || e.Msg != "" || e.Spec != nil || e.Meta != nil {
+		e.Fault != "" || e.FaultID != 0 || e.Target != "" || e.Msg != "" || e.Meta != nil ||
+		(e.Spec != nil && pb.spec != nil && e.Spec != pb.spec) {
 		return r, false
 	}
 	r = rec{t: e.T, grace: e.Grace, attempt: e.Attempt, code: e.Code, oom: e.OOMScoreAdj, ext: -1, kind: e.Kind}
@@ -125,7 +135,14 @@ func (t *symtab) compact(e *Event, pb *podBuf) (r rec, ok bool) {
 	r.reason, ok2 = t.id(e.Reason)
 	r.str, ok3 = t.id(s)
 	r.result, ok4 = t.id(e.Result)
-	return r, ok1 && ok2 && ok3 && ok4
+	ok = ok1 && ok2 && ok3 && ok4
+	if ok && e.Spec != nil {
+		// A pod has one spec (pod.created's): kept once, by pointer, not
+		// in a whole event of 304 bytes.
+		pb.spec = e.Spec
+		r.flags |= recSpec
+	}
+	return r, ok
 }
 
 // expand writes the event r stands for into e.
@@ -142,6 +159,9 @@ func (t *symtab) expand(r *rec, pb *podBuf, e *Event) {
 	if r.flags&recNode != 0 {
 		e.Node = pb.node
 	}
+	if r.flags&recSpec != 0 {
+		e.Spec = pb.spec
+	}
 	switch {
 	case r.flags&recPhase != 0:
 		e.Phase = t.strs[r.str]
@@ -150,4 +170,146 @@ func (t *symtab) expand(r *rec, pb *podBuf, e *Event) {
 	case r.flags&recProbe != 0:
 		e.Probe = t.strs[r.str]
 	}
+}
+
+// Presence bits of a record's optional fields (the has byte).
+const (
+	hasGrace uint8 = 1 << iota
+	hasAttempt
+	hasCode
+	hasOOM
+	hasExt
+	hasCtr
+	hasReason
+	hasResult
+)
+
+// maxRecBytes bounds an encoded record: a sequence number and a time
+// delta of up to 10 bytes each, kind, flags and has, three 64-bit and
+// four 32-bit varints, four symbols.
+const maxRecBytes = 10 + 3 + 10 + 3*10 + 4*5 + 4*3
+
+// recBase is the state records are encoded against: the previous record's
+// sequence number and time.
+type recBase struct {
+	seq uint64
+	t   int64
+}
+
+// appendRec appends r, the event at stream position seq, to b, and moves
+// base on to it.
+func appendRec(b []byte, base *recBase, seq uint64, r *rec) []byte {
+	var has uint8
+	if r.grace != 0 {
+		has |= hasGrace
+	}
+	if r.attempt != 0 {
+		has |= hasAttempt
+	}
+	if r.code != 0 {
+		has |= hasCode
+	}
+	if r.oom != 0 {
+		has |= hasOOM
+	}
+	if r.ext >= 0 {
+		has |= hasExt
+	}
+	if r.ctr != 0 {
+		has |= hasCtr
+	}
+	if r.reason != 0 {
+		has |= hasReason
+	}
+	if r.result != 0 {
+		has |= hasResult
+	}
+	b = binary.AppendUvarint(b, seq-base.seq)
+	b = append(b, byte(r.kind), r.flags, has)
+	b = binary.AppendVarint(b, r.t-base.t)
+	base.seq, base.t = seq, r.t
+	if has&hasGrace != 0 {
+		b = binary.AppendVarint(b, r.grace)
+	}
+	if has&hasAttempt != 0 {
+		b = binary.AppendUvarint(b, uint64(r.attempt))
+	}
+	if has&hasCode != 0 {
+		b = binary.AppendVarint(b, int64(r.code))
+	}
+	if has&hasOOM != 0 {
+		b = binary.AppendVarint(b, int64(r.oom))
+	}
+	if has&hasExt != 0 {
+		b = binary.AppendUvarint(b, uint64(r.ext))
+	}
+	if has&hasCtr != 0 {
+		b = binary.AppendUvarint(b, uint64(r.ctr))
+	}
+	if has&hasReason != 0 {
+		b = binary.AppendUvarint(b, uint64(r.reason))
+	}
+	if has&hasResult != 0 {
+		b = binary.AppendUvarint(b, uint64(r.result))
+	}
+	if r.flags&(recPhase|recCond|recProbe) != 0 {
+		b = binary.AppendUvarint(b, uint64(r.str))
+	}
+	return b
+}
+
+// recReader decodes the records appendRec wrote, in order.
+type recReader struct {
+	b    []byte
+	base recBase
+}
+
+// next decodes the next record into r and returns its sequence number.
+// The caller knows how many records there are.
+func (d *recReader) next(r *rec) uint64 {
+	b := d.b
+	uv := func() uint64 {
+		v, n := binary.Uvarint(b)
+		b = b[n:]
+		return v
+	}
+	sv := func() int64 {
+		v, n := binary.Varint(b)
+		b = b[n:]
+		return v
+	}
+	d.base.seq += uv()
+	kind, flags, has := Kind(b[0]), b[1], b[2]
+	b = b[3:]
+	d.base.t += sv()
+	*r = rec{t: d.base.t, kind: kind, flags: flags, ext: -1}
+	if has&hasGrace != 0 {
+		r.grace = sv()
+	}
+	if has&hasAttempt != 0 {
+		r.attempt = uint32(uv())
+	}
+	if has&hasCode != 0 {
+		r.code = int32(sv())
+	}
+	if has&hasOOM != 0 {
+		r.oom = int32(sv())
+	}
+	if has&hasExt != 0 {
+		r.ext = int32(uv())
+	}
+	if has&hasCtr != 0 {
+		r.ctr = sym(uv())
+	}
+	if has&hasReason != 0 {
+		r.reason = sym(uv())
+	}
+	if has&hasResult != 0 {
+		r.result = sym(uv())
+	}
+	if flags&(recPhase|recCond|recProbe) != 0 {
+		r.str = sym(uv())
+	}
+	d.b = b
+	return d.base.seq
 }

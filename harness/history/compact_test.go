@@ -6,6 +6,8 @@ import (
 	"testing"
 )
 
+var sharedSpec = &PodSpec{Main: []ContainerSpec{{Name: "web", Role: "main"}}}
+
 // randomEvent is an event of pb with random fields: its own pod or none,
 // its node, none or another, the vocabulary, and now and then a field the
 // compact form does not hold.
@@ -25,7 +27,7 @@ func randomEvent(r *rand.Rand, pb *podBuf) Event {
 	case 3:
 		e.Phase, e.Cond = "Running", "Ready" // two of the shared slot
 	}
-	switch r.IntN(12) {
+	switch r.IntN(16) {
 	case 0:
 		e.Fault, e.FaultID, e.Target = "gc", uint32(r.IntN(9)+1), "node node-1"
 	case 1:
@@ -36,6 +38,8 @@ func randomEvent(r *rand.Rand, pb *podBuf) Event {
 		e.CritGrace, e.CPUs = 5e9, "2-3"
 	case 4:
 		e.Spec = &PodSpec{Main: []ContainerSpec{{Name: "app", Role: "main"}}}
+	case 6, 7:
+		e.Spec = sharedSpec // the pod's one spec, as pod.created has it
 	case 5:
 		e.Meta = &Meta{Seed: 7}
 	}
@@ -50,21 +54,51 @@ func TestCompactRoundTrip(t *testing.T) {
 	pb := &podBuf{name: "default/web-7", node: "node-1"}
 	p := &Partitioner{syms: syms}
 	var want []Event
+	var seqs []uint64
 	compact := 0
 	for i := 0; i < 20000; i++ {
 		e := randomEvent(r, pb)
+		if r.IntN(8) == 0 {
+			e.T = -e.T // times and their deltas of either sign
+		}
 		want = append(want, e)
+		p.seq += uint64(1 + r.IntN(3)*r.IntN(1<<20)) // gaps of any size
+		seqs = append(seqs, p.seq)
+		ext := len(pb.ext)
 		p.addOwn(pb, &e)
-		if pb.own[len(pb.own)-1].ext < 0 {
+		if len(pb.ext) == ext {
 			compact++
 		}
 	}
-	for i := range pb.own {
+	if pb.nown != len(want) {
+		t.Fatalf("%d records for %d events", pb.nown, len(want))
+	}
+	rd := recReader{b: pb.own}
+	for i := range pb.nown {
 		var got Event
-		p.syms.expand(&pb.own[i].rec, pb, &got)
+		var rc rec
+		if seq := rd.next(&rc); seq != seqs[i] {
+			t.Fatalf("event %d: seq %d, want %d", i, seq, seqs[i])
+		}
+		p.syms.expand(&rc, pb, &got)
 		if got.String() != want[i].String() || got.Spec != want[i].Spec || got.Meta != want[i].Meta {
 			t.Fatalf("event %d:\n got %s\nwant %s", i, got.String(), want[i].String())
 		}
+	}
+	if len(rd.b) != 0 {
+		t.Fatalf("%d bytes left after the last record", len(rd.b))
+	}
+	if perEvent := float64(len(pb.own)) / float64(pb.nown); perEvent > 16 {
+		t.Errorf("%.1f bytes per record, want at most 16", perEvent)
+	}
+	specs := 0
+	for i := range want {
+		if want[i].Spec == sharedSpec {
+			specs++
+		}
+	}
+	if pb.spec == nil || specs == 0 {
+		t.Fatal("no event with a spec was compacted")
 	}
 	if compact < len(want)/5 || compact == len(want) {
 		t.Fatalf("%d of %d events compact: the test does not exercise both forms", compact, len(want))

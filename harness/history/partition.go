@@ -83,7 +83,7 @@ type Partitioner struct {
 	skip map[string]struct{}
 
 	// Recycled own-event buffers of delivered pods.
-	free      [][]crec
+	free      [][]byte
 	freeBytes int64
 	freeLogs  []*sharedLog // node logs of nodes without live pods
 
@@ -107,19 +107,8 @@ type seqEvent struct {
 	ev  Event
 }
 
-// crec is a pod's own event in memory: its position in the stream and
-// its compact record (compact.go).
-type crec struct {
-	seq uint64
-	rec
-}
-
-// crecSize and eventSize are the memory a buffered own event takes in its
-// compact form and kept whole.
-const (
-	crecSize  = int64(unsafe.Sizeof(crec{}))
-	eventSize = int64(unsafe.Sizeof(Event{}))
-)
+// eventSize is the memory a buffered own event kept whole takes.
+const eventSize = int64(unsafe.Sizeof(Event{}))
 
 // sharedLog holds the node-level or cluster-wide events live pods may see.
 // Entry i has the absolute index base+i; a pod remembers the absolute
@@ -172,8 +161,13 @@ type podBuf struct {
 	name string
 	node string
 	seq  uint64 // order of first appearance, for deterministic delivery
-	own  []crec
-	ext  []Event // own events kept whole (compact.go), indexed by their records
+	// own holds the pod's own events in memory, nown encoded records
+	// (compact.go: appendRec) written against ownBase.
+	own     []byte
+	nown    int
+	ownBase recBase
+	ext     []Event  // own events kept whole (compact.go), indexed by their records
+	spec    *PodSpec // the Spec of the compact records with recSpec
 	// bytes is what own costs in memory: its capacity, the events kept
 	// whole, plus Msg texts (other strings are interned by the Reader or
 	// numbered, specs shared).
@@ -303,44 +297,50 @@ func (p *Partitioner) Write(e *Event) error {
 
 // addOwn appends e, an event of pb's own, to its buffer.
 func (p *Partitioner) addOwn(pb *podBuf, e *Event) {
-	if len(pb.own) == cap(pb.own) {
-		p.grow(pb)
-	}
 	r, ok := p.syms.compact(e, pb)
 	if !ok {
-		r = rec{ext: int32(len(pb.ext))}
+		r = rec{t: e.T, ext: int32(len(pb.ext))}
 		pb.ext = append(pb.ext, *e)
 		m := eventSize + int64(len(e.Msg))
 		pb.bytes += m
 		p.buffered += m
 	}
-	pb.own = append(pb.own, crec{p.seq, r})
+	var enc [maxRecBytes]byte
+	b := appendRec(enc[:0], &pb.ownBase, p.seq, &r)
+	if cap(pb.own)-len(pb.own) < len(b) {
+		p.grow(pb, len(b))
+	}
+	pb.own = append(pb.own, b...)
+	pb.nown++
 }
 
-// grow gives pb's full buffer more room, recycling a delivered pod's
-// buffer when one is free. Memory is accounted by capacity.
-func (p *Partitioner) grow(pb *podBuf) {
-	var next []crec
-	if n := len(p.free); n > 0 && cap(p.free[n-1]) > cap(pb.own) {
+// grow gives pb's buffer room for need more bytes, recycling a delivered
+// pod's buffer when one is free. It grows by half (a pod's records take a
+// few hundred bytes: doubling would leave a quarter of them unused on
+// average), to the allocator's size class. Memory is accounted by
+// capacity.
+func (p *Partitioner) grow(pb *podBuf, need int) {
+	var next []byte
+	if n := len(p.free); n > 0 && cap(p.free[n-1])-len(pb.own) >= need {
 		next, p.free = p.free[n-1], p.free[:n-1]
-		p.freeBytes -= int64(cap(next)) * crecSize
+		p.freeBytes -= int64(cap(next))
 	} else {
-		next = make([]crec, 0, max(2*cap(pb.own), 16))
+		next = slices.Grow([]byte(nil), max(len(pb.own)+need, cap(pb.own)*3/2, 64))
 	}
 	next = append(next, pb.own...)
 	p.recycle(pb.own)
-	delta := int64(cap(next)-cap(pb.own)) * crecSize
+	delta := int64(cap(next) - cap(pb.own))
 	pb.own = next
 	pb.bytes += delta
 	p.buffered += delta
 }
 
 // recycle keeps a buffer for reuse, within maxFreeBytes.
-func (p *Partitioner) recycle(b []crec) {
+func (p *Partitioner) recycle(b []byte) {
 	if cap(b) == 0 {
 		return
 	}
-	size := int64(cap(b)) * crecSize // no pointers: nothing to clear
+	size := int64(cap(b)) // no pointers: nothing to clear
 	if p.freeBytes+size <= maxFreeBytes {
 		p.free = append(p.free, b[:0])
 		p.freeBytes += size
@@ -466,13 +466,15 @@ func (p *Partitioner) finish(pb *podBuf, end *Event) {
 // in p.scratch.
 func (p *Partitioner) expandOwn(pb *podBuf) []seqEvent {
 	out := p.scratch[:0]
-	if cap(out) < len(pb.own) {
-		out = make([]seqEvent, 0, len(pb.own))
+	if cap(out) < pb.nown {
+		out = make([]seqEvent, 0, pb.nown)
 	}
-	out = out[:len(pb.own)]
-	for i := range pb.own {
-		out[i].seq = pb.own[i].seq
-		p.syms.expand(&pb.own[i].rec, pb, &out[i].ev)
+	out = out[:pb.nown]
+	rd := recReader{b: pb.own}
+	var r rec
+	for i := range out {
+		out[i].seq = rd.next(&r)
+		p.syms.expand(&r, pb, &out[i].ev)
 	}
 	if cap(out) <= 1<<16 {
 		p.scratch = out[:0] // reused as is, like out
@@ -499,9 +501,18 @@ func (p *Partitioner) assemble(pb *podBuf) ([]Event, error) {
 		}
 	}
 	clusterSeq, clusterEv = p.cluster.since(pb.clusterFrom)
-	nsp, own := len(spilled), pb.own
+	nsp := len(spilled)
+	// The compact own events are decoded one at a time: cur is the next
+	// one, at position curSeq, and ownLeft counts it and those after it.
+	rd := recReader{b: pb.own}
+	var cur rec
+	var curSeq uint64
+	ownLeft := pb.nown
+	if ownLeft > 0 {
+		curSeq = rd.next(&cur)
+	}
 	out := p.out[:0]
-	if n := nsp + len(own) + len(nodeEv) + len(clusterEv); cap(out) < n {
+	if n := nsp + pb.nown + len(nodeEv) + len(clusterEv); cap(out) < n {
 		out = make([]Event, 0, n)
 	}
 	const done = uint64(1<<64 - 1)
@@ -515,14 +526,14 @@ func (p *Partitioner) assemble(pb *podBuf) ([]Event, error) {
 	upTo := func(seq []uint64, i int, limit uint64) int {
 		return sort.Search(len(seq)-i, func(k int) bool { return seq[i+k] >= limit })
 	}
-	i, j, k := 0, 0, 0 // i counts spilled, then compact own events
+	i, j, k := 0, 0, 0 // i counts spilled events
 	for {
 		so, sn, sc := done, next(nodeSeq, j), next(clusterSeq, k)
 		switch {
 		case i < nsp:
 			so = spilled[i].seq
-		case i-nsp < len(own):
-			so = own[i-nsp].seq
+		case ownLeft > 0:
+			so = curSeq
 		}
 		switch {
 		case so == done && sn == done && sc == done:
@@ -530,11 +541,14 @@ func (p *Partitioner) assemble(pb *podBuf) ([]Event, error) {
 		case so < sn && so < sc:
 			if i < nsp {
 				out = append(out, spilled[i].ev)
+				i++
 			} else {
 				out = out[:len(out)+1]
-				p.syms.expand(&own[i-nsp].rec, pb, &out[len(out)-1])
+				p.syms.expand(&cur, pb, &out[len(out)-1])
+				if ownLeft--; ownLeft > 0 {
+					curSeq = rd.next(&cur)
+				}
 			}
-			i++
 		case sn < sc:
 			n := upTo(nodeSeq, j, min(so, sc))
 			out = append(out, nodeEv[j:j+n]...)
@@ -580,7 +594,7 @@ func (p *Partitioner) spillAll() {
 	}
 	p.spills++
 	for _, pb := range p.pods {
-		if len(pb.own) == 0 {
+		if pb.nown == 0 {
 			continue
 		}
 		c, err := p.spill.write(p.expandOwn(pb))
@@ -590,7 +604,7 @@ func (p *Partitioner) spillAll() {
 		}
 		pb.spilled = append(pb.spilled, c)
 		p.recycle(pb.own)
-		pb.own = nil
+		pb.own, pb.nown, pb.ownBase = nil, 0, recBase{}
 		clear(pb.ext)
 		pb.ext = pb.ext[:0]
 		p.buffered -= pb.bytes

@@ -520,3 +520,56 @@ func TestPipelineStagesSeeEverything(t *testing.T) {
 		t.Fatalf("Close = %v, want the first stage's %v", err, errLate)
 	}
 }
+
+// TestPartitionLivePodBytes: what the Partitioner holds for a live pod of
+// the scale envelope (pod.created with its spec, scheduling, three
+// containers starting, probes, conditions: 24 own events) is a few
+// hundred bytes. With a 56-byte record per event in a doubling array, and
+// pod.created kept as a whole 304-byte Event, it was 2.1 KB: 212 MB of
+// the envelope's 150,000 live pods (docs/performance.md, "Memory budget").
+func TestPartitionLivePodBytes(t *testing.T) {
+	const pods = 1000
+	spec := &PodSpec{Main: []ContainerSpec{{Name: "app", Role: "main"}}}
+	var want []delivery
+	p := NewPartitioner(collect(&want), SpillAfter(0))
+	p.Write(&Event{Kind: RunMeta, Meta: &Meta{}})
+	var seq int64
+	tick := func() int64 { seq += 1 + seq%7*1e6; return seq }
+	for i := range pods {
+		pod, node := fmt.Sprintf("default/fleet-%d", i), fmt.Sprintf("node-%d", i%50)
+		evs := []Event{
+			{Kind: PodCreated, Pod: pod, Spec: spec},
+			{Kind: PodScheduled, Pod: pod, Node: node},
+			{Kind: PodCondition, Pod: pod, Node: node, Cond: "PodScheduled", Value: true},
+			{Kind: SandboxCreated, Pod: pod, Node: node},
+		}
+		for _, c := range []string{"proxy", "logs", "app"} {
+			evs = append(evs,
+				Event{Kind: ContainerStartRequested, Pod: pod, Node: node, Container: c, Attempt: 1},
+				Event{Kind: ContainerRunning, Pod: pod, Node: node, Container: c, Attempt: 1},
+				Event{Kind: ProbeResult, Pod: pod, Node: node, Container: c, Probe: "startup", Result: "success"},
+				Event{Kind: ContainerStarted, Pod: pod, Node: node, Container: c, Value: true},
+				Event{Kind: ContainerReady, Pod: pod, Node: node, Container: c, Value: true})
+		}
+		evs = append(evs,
+			Event{Kind: PodCondition, Pod: pod, Node: node, Cond: "Initialized", Value: true},
+			Event{Kind: PodCondition, Pod: pod, Node: node, Cond: "Ready", Value: true},
+			Event{Kind: PodPhase, Pod: pod, Node: node, Phase: "Running"},
+			Event{Kind: PodCondition, Pod: pod, Node: node, Cond: "ContainersReady", Value: true},
+			Event{Kind: PodPhase, Pod: pod, Node: node, Phase: "Running", Reason: "Started"})
+		for k := range evs {
+			evs[k].T = tick()
+			p.Write(&evs[k])
+		}
+	}
+	perPod := p.buffered / pods
+	t.Logf("%d bytes per live pod", perPod)
+	if perPod > 320 {
+		t.Errorf("%d bytes of own events held per live pod, want at most 320", perPod)
+	}
+	// And each comes back whole, spec included.
+	p.Close()
+	if len(want) != pods || len(want[0].events) != 24 || want[0].events[0].Spec != spec {
+		t.Fatalf("%d pods delivered, the first with %d events", len(want), len(want[0].events))
+	}
+}

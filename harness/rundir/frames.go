@@ -87,8 +87,11 @@ func (w *FrameWriter) Close() error {
 // SpillAt is the size from which a Segment moves from memory to a file in
 // .segments/: a trial's compressed history is usually far smaller (a
 // soak's trial keeps a few pods), and held in memory it is written to the
-// run directory once, at its commit, instead of written then copied.
-const SpillAt = 32 << 20
+// run directory once, at its commit, instead of written then copied. Its
+// buffer doubles as it grows: at 32 MiB it held up to 64 MiB (96 MiB while
+// it grew) of the scale envelope's peak, for a copy that costs
+// milliseconds.
+const SpillAt = 8 << 20
 
 // Segment holds one compressed part of a trial in flight: in memory, or
 // past SpillAt in a file of .segments/ (removed on commit, on Close, and

@@ -118,7 +118,17 @@ type Budget struct {
 	// ExpandsTrials: the run materialises every trial (policies × trials)
 	// up front, as scenario.Expand does.
 	ExpandsTrials bool
+	// SoftLimit: the Go runtime's soft memory limit is at most Bytes
+	// (`run` sets it from --max-memory or the cgroup's limit), so the
+	// collector holds the heap near the live heap instead of letting it
+	// grow to twice that (GOGC=100), the headroom the measured costs
+	// include: the estimate is divided by gcHeadroom.
+	SoftLimit bool
 }
+
+// gcHeadroom is how much of a measured cost is the collector's headroom
+// at GOGC=100: the heap grows to twice the live heap.
+const gcHeadroom = 2
 
 // DefaultBudget is the budget of a run today: the machine's memory (see
 // MachineMemory), one trial at a time, the run's per-pod records and the
@@ -325,6 +335,11 @@ func (s *Scenario) CheckBudget(b Budget) error {
 	}
 	c := s.EstimateCost(b)
 	total := c.Bytes(b.Parallel)
+	limited := ""
+	if b.SoftLimit {
+		total /= gcHeadroom
+		limited = " with the garbage collector held to the soft memory limit"
+	}
 	if total <= float64(b.Bytes) {
 		return nil
 	}
@@ -338,8 +353,8 @@ func (s *Scenario) CheckBudget(b Budget) error {
 	if b.Parallel > 1 && top.PerTrial {
 		par = fmt.Sprintf(", for each of %d trials at once", b.Parallel)
 	}
-	e.add(top.Path, "needs about %s of memory: %s%s; the scenario needs about %s in all, more than the %s of %s (lower this value, or set another budget with --max-memory)",
-		fmtBytes(top.Bytes), top.What, par, fmtBytes(total), fmtBytes(float64(b.Bytes)), src)
+	e.add(top.Path, "needs about %s of memory: %s%s; the scenario needs about %s in all%s, more than the %s of %s (lower this value, or set another budget with --max-memory)",
+		fmtBytes(top.Bytes), top.What, par, fmtBytes(total), limited, fmtBytes(float64(b.Bytes)), src)
 	return e.err()
 }
 

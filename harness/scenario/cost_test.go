@@ -137,3 +137,29 @@ func TestMachineMemory(t *testing.T) {
 		t.Fatalf("MachineMemory() = %d, %q on a machine with /proc/meminfo", b, src)
 	}
 }
+
+// TestSoftLimitBudget: under a Go soft memory limit within the budget the
+// estimate leaves out the collector's headroom (GOGC=100 lets the heap
+// reach twice the live heap), so the scale envelope, about 1.7 GiB at
+// GOGC=100 with a live heap of about 650 MB, fits a 1 GiB budget only with
+// the limit.
+func TestSoftLimitBudget(t *testing.T) {
+	s, err := LoadShipped("scale-envelope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := testBudget
+	b.Bytes, b.Source = 1<<30, "--max-memory"
+	err = s.CheckBudget(b)
+	if err == nil || strings.Contains(err.Error(), "soft memory limit") {
+		t.Fatalf("1 GiB without a soft limit: %v; want refused", err)
+	}
+	b.SoftLimit = true
+	if err := s.CheckBudget(b); err != nil {
+		t.Errorf("1 GiB with a soft limit: %v", err)
+	}
+	b.Bytes = 512 << 20
+	if err := s.CheckBudget(b); err == nil || !strings.Contains(err.Error(), "with the garbage collector held to the soft memory limit") {
+		t.Errorf("512 MiB with a soft limit: %v; want refused, saying the estimate assumed the limit", err)
+	}
+}

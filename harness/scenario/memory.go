@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/sidebench/sidebench/internal/memlimit"
 )
 
 // MachineMemory returns the memory a sidebench process may use, and where
@@ -57,15 +59,9 @@ func memTotal() int64 {
 	return 0
 }
 
+// cgroupMax is the memory limit of the process's cgroup (v2), 0 if none.
 func cgroupMax() int64 {
-	b, err := os.ReadFile("/sys/fs/cgroup/memory.max")
-	if err != nil {
-		return 0
-	}
-	v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	if err != nil {
-		return 0 // "max"
-	}
+	v, _ := memlimit.CgroupLimit(os.DirFS("/"))
 	return v
 }
 
@@ -91,3 +87,7 @@ func ParseBytes(s string) (int64, error) {
 	}
 	return int64(v * mult), nil
 }
+
+// FormatBytes writes a memory size in binary units, as messages show it
+// ("921.6 MiB").
+func FormatBytes(n int64) string { return fmtBytes(float64(n)) }
