@@ -19,7 +19,7 @@ func TestHotStateSizes(t *testing.T) {
 		size, max uintptr
 	}{
 		{"sim pod", unsafe.Sizeof(pod{}), 320},
-		{"sim ctr", unsafe.Sizeof(ctr{}), 288},
+		{"sim ctr", unsafe.Sizeof(ctr{}), 272},
 		{"kubelet.Machine", unsafe.Sizeof(kubelet.Machine{}), 272},
 		{"api.ContainerObs", unsafe.Sizeof(api.ContainerObs{}), 200},
 		{"api.ContainerRecord", unsafe.Sizeof(api.ContainerRecord{}), 112},

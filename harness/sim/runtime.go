@@ -55,7 +55,7 @@ func (e *engine) act(p *pod, a *api.Action) {
 		cs.pgen++
 		latency := e.drawAttempt(p, c, a.Attempt, cs)
 		cs.starting, cs.stopping, cs.preStopOn, cs.postStartOn, cs.startupOK = true, false, false, false, false
-		cs.probe = [3]probeState{}
+		cs.probe = probes{}
 		// A new record; the runtime keeps the exited one before it (the
 		// container GC keeps the newest dead container of each name).
 		p.cs[c].rec = p.cs[c].rec.Succeed(api.ContainerRecord{State: api.StateCreated, Attempt: a.Attempt,
@@ -302,7 +302,7 @@ func (e *engine) exitContainer(p *pod, c int, code int32, reason api.Reason) {
 	cs.gen++
 	cs.pgen++
 	cs.hgen++
-	cs.probe = [3]probeState{}
+	cs.probe = probes{}
 	cs.starting, cs.stopping, cs.postStartOn, cs.startupOK = false, false, false, false
 	preStop := cs.preStopOn
 	cs.preStopOn = false

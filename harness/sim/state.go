@@ -86,11 +86,14 @@ type node struct {
 	freeCPUs kubelet.CPUSet
 }
 
-type probeState struct {
-	result     api.ProbeResult
-	lastOK     bool
-	succ, fail int32
-	last       int64 // time of the last probe; 0 = none yet
+// probes is the prober's state of a container's three probes, indexed
+// by api.ProbeKind: arrays rather than three structs, which would carry 6
+// bytes of padding each (TestHotStateSizes).
+type probes struct {
+	last       [3]int64 // time of the last probe; 0 = none yet
+	succ, fail [3]int32 // consecutive successes and failures
+	result     [3]api.ProbeResult
+	lastOK     [3]bool
 }
 
 // ctr is the sim state of one container of a pod: the runtime's process
@@ -115,7 +118,7 @@ type ctr struct {
 	rec                          api.ContainerRecord // the runtime's latest record
 
 	plan  plan
-	probe [3]probeState
+	probe probes
 }
 
 // ctrFault is the fault state of one container, allocated only for pods a
