@@ -17,9 +17,10 @@ import (
 //	fault selection    behavior.FaultKey(seed, label, index)
 
 // drawAttempt samples container c's behaviour for one attempt into its
-// compact plan and returns the start latency. It reuses the engine's RNG
+// compact plan (cs.plan and the fields of cs that go with it) and returns
+// the start latency. It reuses the engine's RNG
 // (reseeded), so it does not allocate.
-func (e *engine) drawAttempt(p *pod, c int, attempt uint32, out *plan) time.Duration {
+func (e *engine) drawAttempt(p *pod, c int, attempt uint32, cs *ctr) time.Duration {
 	ws := &e.wls[p.wl]
 	p.key.Container(p.spec.At(c).Name, attempt).Reseed(e.pcg) // behavior.ContainerKey
 	b := &defaultBehavior
@@ -27,13 +28,13 @@ func (e *engine) drawAttempt(p *pod, c int, attempt uint32, out *plan) time.Dura
 		b = &ws.cfg.Behavior[j].Behavior
 	}
 	d := b.ForAttempt(attempt).Draw(e.rnd)
-	*out = plan{
+	cs.plan = plan{
 		startupAfter: d.StartupAfter, readyAfter: d.ReadyAfter, livenessFailAfter: d.LivenessFailAfter,
 		termHandling: d.TermHandling, preStop: d.PreStop, postStart: d.PostStart, exitAfter: d.ExitAfter,
-		exitCode: d.ExitCode, termExitCode: d.TermExitCode, exitReason: reasonOf(d.ExitReason),
-		postStartFails: d.PostStartFails, preStopFails: d.PreStopFails,
+		exitCode: d.ExitCode, termExitCode: d.TermExitCode,
 	}
-	e.wireDraw(p, c, out)
+	cs.exitReason, cs.postStartFails, cs.preStopFails = reasonOf(d.ExitReason), d.PostStartFails, d.PreStopFails
+	e.wireDraw(p, c, &cs.plan)
 	return d.StartLatency
 }
 

@@ -119,7 +119,6 @@ func (e *engine) loop() {
 			ev = e.q.pop()
 			e.now = ev.t
 			e.prefetchNext()
-			e.prefetchObserved(&ev)
 		}
 		n++
 		e.res.Events++
@@ -135,15 +134,16 @@ func (e *engine) loop() {
 // so that its cache misses overlap this event's work instead of stalling
 // the next one: the pod of the next event's successors (near[1], near[2]
 // of the calendar's heap), and the machine and container of the next
-// event (whose pod was requested one event earlier).
+// event (whose pod was requested one event earlier). A reference machine
+// keeps its observed containers right after itself (kubelet's
+// newMachine), so one range covers the machine and what the planner
+// reads of every container; were they elsewhere, the prefetch would only
+// be wasted.
 func (e *engine) prefetchNext() {
 	near := e.q.near
 	for i := 1; i <= 2 && i < len(near); i++ {
 		if n := &near[i]; n.kind >= evBind {
-			a := uintptr(unsafe.Pointer(&e.pods[n.slot]))
-			prefetch(a)
-			prefetch(a + 64)
-			prefetch(a + 128)
+			prefetchLines(uintptr(unsafe.Pointer(&e.pods[n.slot])), 3)
 		}
 	}
 	if len(near) == 0 {
@@ -155,35 +155,16 @@ func (e *engine) prefetchNext() {
 	}
 	p := &e.pods[n.slot]
 	if km, ok := p.m.(*kubelet.Machine); ok {
-		a := uintptr(unsafe.Pointer(km))
-		prefetch(a)
-		prefetch(a + 64)
-		prefetch(a + 128)
-		prefetch(a + 192)
+		prefetchRange(uintptr(unsafe.Pointer(km)), unsafe.Sizeof(*km)+uintptr(len(p.cs))*unsafe.Sizeof(api.ContainerObs{}))
 	}
 	if c := int(n.c); c < len(p.cs) {
-		a := uintptr(unsafe.Pointer(&p.cs[c]))
-		prefetch(a)
-		prefetch(a + 64)
+		prefetchLines(uintptr(unsafe.Pointer(&p.cs[c])), 2)
 	}
 }
 
-// prefetchObserved starts loading the machine's view of the containers of
-// the event about to run (the planner reads every container's on each
-// step); its machine was requested one event earlier (prefetchNext).
-func (e *engine) prefetchObserved(ev *event) {
-	if ev.kind < evBind {
-		return
-	}
-	if km, ok := e.pods[ev.slot].m.(*kubelet.Machine); ok {
-		cs := km.Observed().Containers
-		if n := len(cs); n > 0 {
-			a := uintptr(unsafe.Pointer(&cs[0]))
-			for off := uintptr(0); off < uintptr(n)*unsafe.Sizeof(cs[0]); off += 64 {
-				prefetch(a + off)
-			}
-		}
-	}
+// prefetchRange prefetches every cache line of the size bytes at addr.
+func prefetchRange(addr, size uintptr) {
+	prefetchLines(addr&^63, int((addr&63+size+63)/64))
 }
 
 // done reports whether every pod was created and removed and no fault is

@@ -31,9 +31,9 @@ func (e *engine) onPodEvent(p *pod, ev *event) {
 		}
 	case evExit:
 		if ev.gen == p.cs[c].gen {
-			pl := &p.cs[c].plan
-			reason := pl.exitReason
-			e.exitContainer(p, c, pl.exitCode, reason)
+			cs := &p.cs[c]
+			reason := cs.exitReason
+			e.exitContainer(p, c, cs.plan.exitCode, reason)
 			e.wireExit(p, c, reason)
 		}
 	case evTermExit:

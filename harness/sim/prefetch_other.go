@@ -3,3 +3,5 @@
 package sim
 
 func prefetch(uintptr) {}
+
+func prefetchLines(uintptr, int) {}

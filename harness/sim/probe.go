@@ -32,7 +32,7 @@ import (
 func (e *engine) startProbes(p *pod, c int, startedAlready bool) {
 	spec := p.spec.At(c)
 	cs := &p.cs[c]
-	cs.probe = [3]probeState{}
+	cs.probe = probes{}
 	if spec.StartupProbe != nil && !startedAlready {
 		cs.startupOK = false
 		e.armProbe(p, c, api.ProbeStartup, cs.startedAt+int64(spec.StartupProbe.InitialDelay))
@@ -110,38 +110,38 @@ func (e *engine) onProbe(p *pod, c int, k api.ProbeKind) {
 	}
 	pr := p.spec.At(c).Probe(k)
 	period := int64(pr.Period)
-	ps := &cs.probe[k]
+	ps := &cs.probe
 	// Probes skipped since the last one had the last one's outcome.
-	if ps.last > 0 {
-		if skipped := (e.now-ps.last)/period - 1; skipped > 0 {
-			if ps.lastOK {
-				ps.succ += int32(min(skipped, 1<<20))
-				ps.fail = 0
+	if ps.last[k] > 0 {
+		if skipped := (e.now-ps.last[k])/period - 1; skipped > 0 {
+			if ps.lastOK[k] {
+				ps.succ[k] += int32(min(skipped, 1<<20))
+				ps.fail[k] = 0
 			} else {
-				ps.fail += int32(min(skipped, 1<<20))
-				ps.succ = 0
+				ps.fail[k] += int32(min(skipped, 1<<20))
+				ps.succ[k] = 0
 			}
 		}
 	}
 	ok := e.outcome(p, c, k)
-	ps.last, ps.lastOK = e.now, ok
+	ps.last[k], ps.lastOK[k] = e.now, ok
 	changed := false
 	if ok {
-		ps.succ++
-		ps.fail = 0
-		if ps.result != api.ProbeSuccess && ps.succ >= pr.SuccessThreshold {
-			ps.result, changed = api.ProbeSuccess, true
+		ps.succ[k]++
+		ps.fail[k] = 0
+		if ps.result[k] != api.ProbeSuccess && ps.succ[k] >= pr.SuccessThreshold {
+			ps.result[k], changed = api.ProbeSuccess, true
 		}
 	} else {
-		ps.fail++
-		ps.succ = 0
-		if ps.result != api.ProbeFailure && ps.fail >= pr.FailureThreshold {
-			ps.result, changed = api.ProbeFailure, true
+		ps.fail[k]++
+		ps.succ[k] = 0
+		if ps.result[k] != api.ProbeFailure && ps.fail[k] >= pr.FailureThreshold {
+			ps.result[k], changed = api.ProbeFailure, true
 		}
 	}
 	// Arm the next probe that can change anything (before stepping the
 	// machine: a kill it decides bumps the probe generation).
-	if k == api.ProbeStartup && ps.result == api.ProbeSuccess {
+	if k == api.ProbeStartup && ps.result[k] == api.ProbeSuccess {
 		cs.startupOK = true // the startup probe stops; the others begin
 		e.armAfterStartup(p, c)
 	} else {
@@ -158,10 +158,10 @@ func (e *engine) onProbe(p *pod, c int, k api.ProbeKind) {
 				next = e.now + n*period
 			}
 			var need int32
-			if ok && ps.result != api.ProbeSuccess {
-				need = pr.SuccessThreshold - ps.succ
-			} else if !ok && ps.result != api.ProbeFailure {
-				need = pr.FailureThreshold - ps.fail
+			if ok && ps.result[k] != api.ProbeSuccess {
+				need = pr.SuccessThreshold - ps.succ[k]
+			} else if !ok && ps.result[k] != api.ProbeFailure {
+				need = pr.FailureThreshold - ps.fail[k]
 			}
 			if need > 0 {
 				next = min(next, e.now+int64(need)*period)
@@ -176,14 +176,14 @@ func (e *engine) onProbe(p *pod, c int, k api.ProbeKind) {
 	}
 	e.emitC(history.ProbeResult, p, c)
 	e.ev.Probe = k.String()
-	e.ev.Result = ps.result.String()
+	e.ev.Result = ps.result[k].String()
 	e.write()
-	if ps.result == api.ProbeFailure && e.forced(p, c, k) && p.fx[c].forcedFault[k] != 0 {
+	if ps.result[k] == api.ProbeFailure && e.forced(p, c, k) && p.fx[c].forcedFault[k] != 0 {
 		fx := &p.fx[c]
 		e.faultEffect(int(fx.forcedIdx[k]), fx.forcedFault[k]-1, p, c, k.String()+" probe failed")
 		fx.forcedFault[k] = 0
 	}
-	e.step(p, &api.Input{Kind: api.InProbe, Container: c, Probe: k, Result: ps.result})
+	e.step(p, &api.Input{Kind: api.InProbe, Container: c, Probe: k, Result: ps.result[k]})
 }
 
 // probeActive reports whether probe k of c is being run now.
@@ -220,16 +220,16 @@ func (e *engine) rearmProbes(p *pod, c int) {
 			continue
 		}
 		pr := p.spec.At(c).Probe(k)
-		ps := &cs.probe[k]
+		ps := &cs.probe
 		first := cs.startedAt + int64(pr.InitialDelay)
 		t := first
-		if ps.last > 0 {
+		if ps.last[k] > 0 {
 			period := int64(pr.Period)
-			n := (e.now - ps.last + period - 1) / period
+			n := (e.now - ps.last[k] + period - 1) / period
 			if n < 1 {
 				n = 1
 			}
-			t = ps.last + n*period
+			t = ps.last[k] + n*period
 		} else if k != api.ProbeStartup {
 			t = max(t, e.now)
 		}

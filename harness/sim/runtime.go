@@ -53,9 +53,9 @@ func (e *engine) act(p *pod, a *api.Action) {
 		cs.gen++
 		cs.hgen++
 		cs.pgen++
-		latency := e.drawAttempt(p, c, a.Attempt, &cs.plan)
+		latency := e.drawAttempt(p, c, a.Attempt, cs)
 		cs.starting, cs.stopping, cs.preStopOn, cs.postStartOn, cs.startupOK = true, false, false, false, false
-		cs.probe = [3]probeState{}
+		cs.probe = probes{}
 		// A new record; the runtime keeps the exited one before it (the
 		// container GC keeps the newest dead container of each name).
 		p.cs[c].rec = p.cs[c].rec.Succeed(api.ContainerRecord{State: api.StateCreated, Attempt: a.Attempt,
@@ -259,7 +259,7 @@ func (e *engine) onRunning(p *pod, c int) {
 func (e *engine) onPostStartDone(p *pod, c int) {
 	cs := &p.cs[c]
 	cs.postStartOn = false
-	ok := !cs.plan.postStartFails
+	ok := !cs.postStartFails
 	e.emitC(history.ContainerPostStartDone, p, c)
 	e.ev.Value = ok
 	if !ok {
@@ -273,7 +273,7 @@ func (e *engine) onPreStopDone(p *pod, c int) {
 	cs := &p.cs[c]
 	cs.preStopOn = false
 	e.emitC(history.ContainerPreStopEnd, p, c)
-	if cs.plan.preStopFails {
+	if cs.preStopFails {
 		// FailedPreStopHook: the kubelet logs it and stops the container
 		// as it would after a successful hook (executePreStopHook).
 		e.ev.Msg = "FailedPreStopHook"
@@ -302,7 +302,7 @@ func (e *engine) exitContainer(p *pod, c int, code int32, reason api.Reason) {
 	cs.gen++
 	cs.pgen++
 	cs.hgen++
-	cs.probe = [3]probeState{}
+	cs.probe = probes{}
 	cs.starting, cs.stopping, cs.postStartOn, cs.startupOK = false, false, false, false
 	preStop := cs.preStopOn
 	cs.preStopOn = false

@@ -86,15 +86,19 @@ type node struct {
 	freeCPUs kubelet.CPUSet
 }
 
-type probeState struct {
-	result     api.ProbeResult
-	lastOK     bool
-	succ, fail int32
-	last       int64 // time of the last probe; 0 = none yet
+// probes is the prober's state of a container's three probes, indexed
+// by api.ProbeKind: arrays rather than three structs, which would carry 6
+// bytes of padding each (TestHotStateSizes).
+type probes struct {
+	last       [3]int64 // time of the last probe; 0 = none yet
+	succ, fail [3]int32 // consecutive successes and failures
+	result     [3]api.ProbeResult
+	lastOK     [3]bool
 }
 
 // ctr is the sim state of one container of a pod: the runtime's process
-// and the prober's view.
+// and the prober's view. Fields are ordered so that it packs without
+// padding (a host keeps one per container of every pod alive).
 type ctr struct {
 	// hot: generations and flags first, then the record (same cache lines)
 	gen         uint32 // process generation (start, exit, kill timers)
@@ -105,12 +109,16 @@ type ctr struct {
 	preStopOn   bool
 	postStartOn bool
 	startupOK   bool // startup probe succeeded (or none)
-	startedAt   int64
-	killAt      int64
-	rec         api.ContainerRecord // the runtime's latest record
+	// the attempt's drawn exit reason and hook failures: part of its
+	// plan, kept here where they fill the flags' padding
+	exitReason                   api.Reason
+	postStartFails, preStopFails bool
+	startedAt                    int64
+	killAt                       int64
+	rec                          api.ContainerRecord // the runtime's latest record
 
 	plan  plan
-	probe [3]probeState
+	probe probes
 }
 
 // ctrFault is the fault state of one container, allocated only for pods a
@@ -135,16 +143,17 @@ type ctrFault struct {
 }
 
 // plan is the part of an attempt's drawn behavior.Plan the runtime and
-// the prober still need after the start (compact: it is per container).
+// the prober still need after the start (compact: it is per container;
+// the exit reason and the hook failures are in ctr).
 type plan struct {
 	startupAfter, readyAfter, livenessFailAfter time.Duration
 	termHandling, preStop, postStart, exitAfter time.Duration
 	exitCode, termExitCode                      int32
-	exitReason                                  api.Reason
-	postStartFails, preStopFails                bool
 }
 
 // pod is one pod: API object, runtime state on its node, kubelet machine.
+// Its size is a multiple of the 64-byte cache line (TestHotStateSizes):
+// in e.pods every pod then starts on a line and spans as few as it can.
 type pod struct {
 	// hot: touched by almost every event (first cache lines)
 	id       uint32 // unique in the run; 0 = free slot
@@ -181,6 +190,7 @@ type pod struct {
 	ran         bool           // phase Running seen
 	terminating bool           // pod.terminating seen
 	termReason  api.KillReason // reason of the latest pod.terminating
+	quitFile    bool           // a wrapper wrote the shared quit file (wiring.go)
 	nidx        int32          // index in node.pods
 	deleteGrace int64
 	shutdown    int64 // node-shutdown grace given (0 = none)
@@ -188,7 +198,6 @@ type pod struct {
 	status      api.PodStatus // last published status (the API server's copy)
 	fx          []ctrFault    // nil unless a fault touched the pod
 	wx          []ctrWire     // nil unless a workaround wires the pod (wiring.go)
-	quitFile    bool          // a wrapper wrote the shared quit file (wiring.go)
 	// exclusive CPUs of the static CPU manager: taken from the node, and
 	// each container's (rendered once); nil without exclusive CPUs
 	cpus     kubelet.CPUSet

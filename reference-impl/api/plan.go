@@ -226,15 +226,15 @@ func (p Phase) Terminal() bool { return p == PhaseSucceeded || p == PhaseFailed 
 
 // PodStatus is what the kubelet publishes.
 type PodStatus struct {
-	Phase Phase
-	// Reason is set to "Terminated" for pods killed by node shutdown.
-	Reason          string
+	Phase           Phase
 	Initialized     bool
 	ContainersReady bool
 	Ready           bool
 	// AllContainersRestarting is the KEP-5532 condition: a
 	// RestartAllContainers reset is in progress.
 	AllContainersRestarting bool
+	// Reason is set to "Terminated" for pods killed by node shutdown.
+	Reason string
 	// Started and ReadySet hold the per-container Started/Ready flags.
 	Started  Set
 	ReadySet Set

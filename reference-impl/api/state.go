@@ -109,18 +109,12 @@ func ParseReason(s string) (Reason, bool) {
 // attempts are not kept: the planner, like the kubelet, decides from the
 // latest record.
 type ContainerRecord struct {
-	State ContainerState
-	// Attempt is the CRI attempt number of this record (restart count).
-	Attempt uint32
-	// SandboxAttempt is the sandbox this record belongs to.
-	SandboxAttempt uint32
-	ExitCode       int32
-	Reason         Reason
-	Image          string
-	CreatedAt      Time
-	StartedAt      Time
-	FinishedAt     Time
+	// The fields are ordered by size so that the record packs without
+	// padding: the planner reads every container's record on each step,
+	// and a host keeps one per container of every pod alive.
 
+	State  ContainerState
+	Reason Reason
 	// LastExited says the runtime still holds the record of the attempt
 	// before this one, terminated with LastExitCode after running from
 	// LastStartedAt to LastFinishedAt. The kubelet reads it as the
@@ -130,8 +124,17 @@ type ContainerRecord struct {
 	// follows a kill in the same SyncPod (kuberuntime_manager.go). The
 	// container GC keeps the newest dead record of each container, so it
 	// is there unless the previous record was removed.
-	LastExited     bool
+	LastExited bool
+	// Attempt is the CRI attempt number of this record (restart count).
+	Attempt uint32
+	// SandboxAttempt is the sandbox this record belongs to.
+	SandboxAttempt uint32
+	ExitCode       int32
 	LastExitCode   int32
+	Image          string
+	CreatedAt      Time
+	StartedAt      Time
+	FinishedAt     Time
 	LastStartedAt  Time
 	LastFinishedAt Time
 
@@ -217,48 +220,39 @@ type ContainerObs struct {
 	Record ContainerRecord
 
 	// --- kubelet-local memory below; zero after a kubelet restart ---
+	// (flags first, then counters, then times: packed without padding)
 
 	Probe [3]ProbeResult // indexed by ProbeKind, for Record.Attempt
 	// PostStart is the postStart hook state of the current attempt.
 	PostStart HookState
-	// StartPending is set when a start was requested and the runtime has not
-	// yet reported the new attempt.
-	StartPending     bool
-	StartRequestedAt Time
-
-	// PreStop is the preStop hook state during a kill.
-	PreStop          HookState
-	PreStopStartedAt Time
-	// StopRequested is set once StopContainer (SIGTERM) was sent.
-	StopRequested   bool
-	StopRequestedAt Time
-	// KillDeadline is when this container's own budget ends (single
-	// container kills: liveness/startup failure, image change).
-	KillDeadline Time
-	Killing      bool // a single-container kill is in progress
-	KillRestart  bool // restart after the single-container kill finishes
-	KillReason   KillReason
+	// StartPending is set when a start was requested (at
+	// StartRequestedAt) and the runtime has not yet reported the new
+	// attempt.
+	StartPending bool
+	// PreStop is the preStop hook state during a kill (started at
+	// PreStopStartedAt).
+	PreStop HookState
+	// StopRequested is set once StopContainer (SIGTERM) was sent (at
+	// StopRequestedAt).
+	StopRequested bool
+	// Killing: a single-container kill is in progress (liveness/startup
+	// failure, image change), until KillDeadline, for KillReason.
+	Killing     bool
+	KillRestart bool // restart after the single-container kill finishes
+	KillReason  KillReason
 
 	// RestartedInTerm marks a sidecar restarted during pod termination
 	// (KEP-4438); it is SIGKILLed at its turn (alpha limitation).
 	RestartedInTerm bool
 
-	// Gone remembers the exit of a record the runtime no longer has
-	// (garbage-collected): the kubelet's status manager keeps the last
-	// terminated state, so the phase does not regress (INV-C2, P1).
-	Gone         bool
-	GoneExitCode int32
+	// Gone remembers the exit (GoneExitCode) of a record the runtime no
+	// longer has (garbage-collected): the kubelet's status manager keeps
+	// the last terminated state, so the phase does not regress (INV-C2,
+	// P1).
+	Gone bool
 
 	// RemovePending is set while a RemoveContainer is in flight.
 	RemovePending bool
-	// NextAttempt is the attempt number the next start uses; it survives
-	// record removal so restart counts keep growing across a reset.
-	NextAttempt uint32
-
-	// Backoff is the crash-loop backoff applied before the next restart.
-	Backoff time.Duration
-	// Restarts counts restarts this kubelet issued (for backoff).
-	Restarts uint32
 
 	// StartedSeen records that status published Started=true for this
 	// attempt; it seeds a restarted kubelet from the API server's copy so
@@ -268,6 +262,28 @@ type ContainerObs struct {
 	// UpdateContainerResources) is in flight.
 	ResizePending bool
 
+	// ReadySeen is the same for Ready: a restarted kubelet keeps the
+	// published Ready of a container that ran before it started until
+	// the container's first readiness result (ChangeContainerStatusOn-
+	// KubeletRestart off since 1.35: prober_manager.go UpdatePodStatus,
+	// setReadyStateOnKubeletRestart).
+	ReadySeen bool
+
+	GoneExitCode int32
+	// NextAttempt is the attempt number the next start uses; it survives
+	// record removal so restart counts keep growing across a reset.
+	NextAttempt uint32
+	// Restarts counts restarts this kubelet issued (for backoff).
+	Restarts uint32
+
+	StartRequestedAt Time
+	PreStopStartedAt Time
+	StopRequestedAt  Time
+	KillDeadline     Time
+
+	// Backoff is the crash-loop backoff applied before the next restart.
+	Backoff time.Duration
+
 	// PullBackoff is the image pull back-off of the container's image
 	// after its last failed pull at PullFailedAt (kubelet memory: the
 	// image manager's flowcontrol.Backoff keyed by pod UID and image,
@@ -275,13 +291,6 @@ type ContainerObs struct {
 	// While it runs, a start fails with ImagePullBackOff without pulling.
 	PullBackoff  time.Duration
 	PullFailedAt Time
-
-	// ReadySeen is the same for Ready: a restarted kubelet keeps the
-	// published Ready of a container that ran before it started until
-	// the container's first readiness result (ChangeContainerStatusOn-
-	// KubeletRestart off since 1.35: prober_manager.go UpdatePodStatus,
-	// setReadyStateOnKubeletRestart).
-	ReadySeen bool
 }
 
 // Termination is the kubelet-local state of a whole-pod kill in progress.
@@ -289,11 +298,11 @@ type Termination struct {
 	Active bool
 	// Reason says why the pod is being killed.
 	Reason KillReason
-	Start  Time
-	Grace  time.Duration
 	// Ordered says sidecar termination ordering applies (the pod had a
 	// sidecar when the kill began and the policy orders termination).
 	Ordered bool
+	Start   Time
+	Grace   time.Duration
 	// RunningAtStart is the set of containers running when the kill began;
 	// only those take part in ordering (INV-T9).
 	RunningAtStart Set
@@ -305,10 +314,9 @@ func (t *Termination) Deadline() Time { return t.Start.Add(t.Grace) }
 // PodObs is the pod-level part of the observed state.
 type PodObs struct {
 	// Deleted is set once the API server marked the pod for deletion
-	// (deletionTimestamp), or node shutdown decided to terminate it.
-	Deleted     bool
-	DeletedAt   Time
-	DeleteGrace time.Duration
+	// (deletionTimestamp, DeletedAt, with DeleteGrace), or node shutdown
+	// decided to terminate it.
+	Deleted bool
 	// Shutdown marks a termination caused by graceful node shutdown
 	// (INV-F4: terminal phase Failed, reason Terminated).
 	Shutdown bool
@@ -316,7 +324,9 @@ type PodObs struct {
 	SandboxRequested bool
 	// Done is set when the pod reached a terminal state on this node and the
 	// kubelet has nothing more to do.
-	Done bool
+	Done        bool
+	DeletedAt   Time
+	DeleteGrace time.Duration
 }
 
 // Observed is the full input of the planner besides the spec.

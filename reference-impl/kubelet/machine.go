@@ -28,24 +28,28 @@ import (
 // A kubelet restart is modelled by discarding the machine and creating a
 // new one, which knows only what it is told by an InRelist input.
 type Machine struct {
-	spec      *api.PodSpec
-	specOwned bool
-	gates     api.Gates
-	kinds     []kind
+	spec  *api.PodSpec
+	gates api.Gates
+	kinds []kind
 
 	obs api.Observed
 	// plan is the planner's output of the current step: the machine's
 	// own, or its Scratch's.
 	plan *api.Plan
-	// shared, if set, lends the output batch (rd's slices) while the
-	// host collects it (Scratch).
+	// shared, if set, lends the output batch (actions and traces) while
+	// the host collects it (Scratch).
 	shared *Scratch
 
-	rd        api.Ready
+	// actions and traces are the pending output batch (Ready's slices;
+	// its Status is last, its WakeAt wakeAt).
+	actions []api.Action
+	traces  []api.TraceEvent
+	last    api.PodStatus
+	wakeAt  api.Time
+
+	specOwned bool
 	hasReady  bool
-	last      api.PodStatus
 	published bool
-	wakeAt    api.Time
 }
 
 // NewMachine validates spec and returns a machine with no memory, as a
@@ -55,12 +59,10 @@ func NewMachine(spec *api.PodSpec, gates api.Gates) (*Machine, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	m := &Machine{spec: spec, gates: gates, kinds: kindsFor(spec, gates), wakeAt: api.Never}
-	m.obs.Containers = make([]api.ContainerObs, spec.Len())
-	m.rd.WakeAt = api.Never
+	m := newMachine(spec, gates)
 	m.plan = &api.Plan{Actions: make([]api.Action, 0, 2*spec.Len())}
-	m.rd.Actions = make([]api.Action, 0, 2*spec.Len())
-	m.rd.Trace = make([]api.TraceEvent, 0, 8)
+	m.actions = make([]api.Action, 0, 2*spec.Len())
+	m.traces = make([]api.TraceEvent, 0, 8)
 	return m, nil
 }
 
@@ -87,33 +89,92 @@ func (s *Scratch) NewMachine(spec *api.PodSpec, gates api.Gates) (*Machine, erro
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	m := &Machine{spec: spec, gates: gates, kinds: kindsFor(spec, gates), wakeAt: api.Never, plan: &s.plan, shared: s}
-	m.obs.Containers = make([]api.ContainerObs, spec.Len())
-	m.rd.WakeAt = api.Never
+	m := newMachine(spec, gates)
+	m.plan, m.shared = &s.plan, s
 	return m, nil
 }
 
-// output makes m.rd's slices ready for appending: the Scratch's batch if
+// newMachine returns a machine with no memory for spec, its per-container
+// state (observed containers, container kinds) allocated with it in one
+// object for pods of up to eight containers: the planner reads all of it
+// on every step, and one object puts it on adjacent cache lines (one
+// allocation per pod, not three).
+func newMachine(spec *api.PodSpec, gates api.Gates) *Machine {
+	n := spec.Len()
+	var m *Machine
+	switch {
+	case n <= 1:
+		b := new(struct {
+			m Machine
+			c [1]api.ContainerObs
+			k [1]kind
+		})
+		b.m.obs.Containers, b.m.kinds, m = b.c[:n], b.k[:0], &b.m
+	case n == 2:
+		b := new(struct {
+			m Machine
+			c [2]api.ContainerObs
+			k [2]kind
+		})
+		b.m.obs.Containers, b.m.kinds, m = b.c[:], b.k[:0], &b.m
+	case n == 3:
+		b := new(struct {
+			m Machine
+			c [3]api.ContainerObs
+			k [3]kind
+		})
+		b.m.obs.Containers, b.m.kinds, m = b.c[:], b.k[:0], &b.m
+	case n == 4:
+		b := new(struct {
+			m Machine
+			c [4]api.ContainerObs
+			k [4]kind
+		})
+		b.m.obs.Containers, b.m.kinds, m = b.c[:], b.k[:0], &b.m
+	case n <= 6:
+		b := new(struct {
+			m Machine
+			c [6]api.ContainerObs
+			k [6]kind
+		})
+		b.m.obs.Containers, b.m.kinds, m = b.c[:n], b.k[:0], &b.m
+	case n <= 8:
+		b := new(struct {
+			m Machine
+			c [8]api.ContainerObs
+			k [8]kind
+		})
+		b.m.obs.Containers, b.m.kinds, m = b.c[:n], b.k[:0], &b.m
+	default:
+		m = &Machine{kinds: make([]kind, 0, n)}
+		m.obs.Containers = make([]api.ContainerObs, n)
+	}
+	m.spec, m.gates, m.wakeAt = spec, gates, api.Never
+	m.kinds = appendKinds(m.kinds, spec, gates)
+	return m
+}
+
+// output makes m's batch ready for appending: the Scratch's batch if
 // m shares one that no other machine holds, else m's own buffers.
 func (m *Machine) output() {
 	s := m.shared
-	if s == nil || s.holder == m || m.rd.Actions != nil {
+	if s == nil || s.holder == m || m.actions != nil {
 		return
 	}
 	if s.holder == nil {
 		s.holder = m
-		m.rd.Actions, m.rd.Trace = s.actions[:0], s.trace[:0]
+		m.actions, m.traces = s.actions[:0], s.trace[:0]
 		return
 	}
-	m.rd.Actions, m.rd.Trace = make([]api.Action, 0, 8), make([]api.TraceEvent, 0, 8)
+	m.actions, m.traces = make([]api.Action, 0, 8), make([]api.TraceEvent, 0, 8)
 }
 
 // release gives the Scratch's batch back (after Advance or Reset).
 func (m *Machine) release() {
 	if s := m.shared; s != nil && s.holder == m {
-		s.actions, s.trace = m.rd.Actions[:0], m.rd.Trace[:0]
+		s.actions, s.trace = m.actions[:0], m.traces[:0]
 		s.holder = nil
-		m.rd.Actions, m.rd.Trace = nil, nil
+		m.actions, m.traces = nil, nil
 	}
 }
 
@@ -140,7 +201,7 @@ func (m *Machine) Reset(spec *api.PodSpec, gates api.Gates) error {
 		spec: spec, gates: gates, kinds: appendKinds(m.kinds, spec, gates), wakeAt: api.Never,
 		obs:  api.Observed{Containers: containers},
 		plan: plan, shared: m.shared,
-		rd:   api.Ready{Actions: m.rd.Actions[:0], Trace: m.rd.Trace[:0], WakeAt: api.Never},
+		actions: m.actions[:0], traces: m.traces[:0],
 	}
 	return nil
 }
@@ -168,14 +229,13 @@ func (m *Machine) HasReady() bool { return m.hasReady }
 // Ready returns the pending output batch. Its slices are owned by the
 // machine and valid until Advance.
 func (m *Machine) Ready() api.Ready {
-	m.rd.Status = m.last
-	return m.rd
+	return api.Ready{Actions: m.actions, Trace: m.traces, Status: m.last, WakeAt: m.wakeAt}
 }
 
 // Advance acknowledges that rd was executed.
 func (m *Machine) Advance(api.Ready) {
-	m.rd.Actions = m.rd.Actions[:0]
-	m.rd.Trace = m.rd.Trace[:0]
+	m.actions = m.actions[:0]
+	m.traces = m.traces[:0]
 	m.release()
 	m.hasReady = false
 }
@@ -533,7 +593,6 @@ func (m *Machine) replan(now api.Time) {
 		m.wakeAt = m.plan.WakeAt
 		m.hasReady = true
 	}
-	m.rd.WakeAt = m.wakeAt
 }
 
 // issue records that an action was decided and queues it for the host.
@@ -585,13 +644,13 @@ func (m *Machine) issue(now api.Time, a api.Action) {
 		}
 	}
 	m.output()
-	m.rd.Actions = append(m.rd.Actions, a)
+	m.actions = append(m.actions, a)
 	m.hasReady = true
 }
 
 func (m *Machine) trace(e api.TraceEvent) {
 	m.output()
-	m.rd.Trace = append(m.rd.Trace, e)
+	m.traces = append(m.traces, e)
 	m.hasReady = true
 }
 
