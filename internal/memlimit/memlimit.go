@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -26,28 +27,46 @@ const LimitFraction = 0.9
 // bytes.
 func SoftLimit(budget int64) int64 { return int64(float64(budget) * LimitFraction) }
 
-// CgroupLimit returns the memory limit of the process's cgroup v2: the
-// lowest memory.max of its cgroup and of the cgroup's ancestors, all read
-// from root (the file system root, os.DirFS("/") outside tests), with the
-// cgroup named by proc/self/cgroup. It returns 0 and no error when there
-// is no limit: memory.max is "max" all the way up, no cgroup v2 line
-// (a cgroup v1 host: this package reads v2 only), or no cgroup file
-// system. An unreadable or malformed memory.max is an error.
+// CgroupLimit returns the memory limit of the process's cgroup: the
+// lowest limit of its cgroup and of the cgroup's ancestors, all read from
+// root (the file system root, os.DirFS("/") outside tests), with the
+// cgroup named by proc/self/cgroup. Where the memory controller is a
+// cgroup v1 hierarchy (a v1 host, or a hybrid one such as systemd's,
+// whose v2 mount has no controllers) the limits are memory.limit_in_bytes
+// under sys/fs/cgroup/memory; on a v2 host, memory.max under
+// sys/fs/cgroup. It returns 0 and no error when there is no limit (every
+// file says "max", or v1's "unlimited", which is a number near 2^63), no
+// cgroup line, or no cgroup file system. An unreadable or malformed file
+// is an error.
 func CgroupLimit(root fs.FS) (int64, error) {
-	dir, err := cgroupV2Path(root)
-	if err != nil || dir == "" {
+	v2, v1, err := cgroupPaths(root)
+	if err != nil {
 		return 0, err
 	}
+	switch {
+	case v1 != "":
+		return lowest(root, "sys/fs/cgroup/memory", v1, "memory.limit_in_bytes")
+	case v2 != "":
+		return lowest(root, "sys/fs/cgroup", v2, "memory.max")
+	}
+	return 0, nil
+}
+
+// lowest returns the lowest limit in file of the cgroup dir under mount
+// and of its ancestors (0: none).
+func lowest(root fs.FS, mount, dir, file string) (int64, error) {
 	// In a cgroup namespace (a Kubernetes container) the path is "/" and
 	// the mount's root is the container's cgroup. A path that climbs out
 	// of the namespace ("/../..") cannot be found under the mount: only
-	// its root is read.
+	// its root is read. (A v1 container without a cgroup namespace sees
+	// the host's path, which is not under its mount either: the files are
+	// missing up to the mount's root, which is the container's cgroup.)
 	if strings.Contains(dir, "..") {
 		dir = "/"
 	}
 	best := int64(0)
 	for {
-		v, err := readMemoryMax(root, path.Join("sys/fs/cgroup", dir, "memory.max"))
+		v, err := readLimit(root, path.Join(mount, dir, file))
 		if err != nil {
 			return 0, err
 		}
@@ -61,33 +80,47 @@ func CgroupLimit(root fs.FS) (int64, error) {
 	}
 }
 
-// cgroupV2Path returns the process's cgroup v2 path ("/" or
-// "/kubepods.slice/..."), or "" if proc/self/cgroup has no v2 line
-// ("0::PATH") or does not exist.
-func cgroupV2Path(root fs.FS) (string, error) {
+// cgroupPaths returns the process's cgroup v2 path ("/" or
+// "/kubepods.slice/...") and the path of its cgroup v1 memory hierarchy,
+// each "" if proc/self/cgroup has no such line ("0::PATH";
+// "N:memory:PATH", possibly with other controllers) or does not exist.
+func cgroupPaths(root fs.FS) (v2, v1 string, _ error) {
 	f, err := root.Open("proc/self/cgroup")
 	if err != nil {
 		if isNotExist(err) {
-			return "", nil
+			return "", "", nil
 		}
-		return "", fmt.Errorf("memlimit: %w", err)
+		return "", "", fmt.Errorf("memlimit: %w", err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if p, ok := strings.CutPrefix(sc.Text(), "0::"); ok && strings.HasPrefix(p, "/") {
-			return p, nil
+		id, rest, _ := strings.Cut(sc.Text(), ":")
+		controllers, p, ok := strings.Cut(rest, ":")
+		if !ok || !strings.HasPrefix(p, "/") {
+			continue
+		}
+		switch {
+		case id == "0" && controllers == "":
+			v2 = p
+		case slices.Contains(strings.Split(controllers, ","), "memory"):
+			v1 = p
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("memlimit: proc/self/cgroup: %w", err)
+		return "", "", fmt.Errorf("memlimit: proc/self/cgroup: %w", err)
 	}
-	return "", nil
+	return v2, v1, nil
 }
 
-// readMemoryMax reads a memory.max file: bytes, or 0 for "max" or a
-// missing file (the root cgroup has none).
-func readMemoryMax(root fs.FS, name string) (int64, error) {
+// unlimitedV1 is where cgroup v1's "no limit" starts: the kernel reports
+// the largest page-aligned int64 (9223372036854771712 with 4 KiB pages).
+const unlimitedV1 = 1 << 62
+
+// readLimit reads a memory.max or memory.limit_in_bytes file: bytes, or
+// 0 for no limit ("max", v1's unlimited) or a missing file (the root
+// cgroup has none).
+func readLimit(root fs.FS, name string) (int64, error) {
 	b, err := fs.ReadFile(root, name)
 	if err != nil {
 		if isNotExist(err) {
@@ -102,6 +135,9 @@ func readMemoryMax(root fs.FS, name string) (int64, error) {
 	v, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || v < 0 {
 		return 0, fmt.Errorf("memlimit: /%s: %q is neither a byte count nor \"max\"", name, s)
+	}
+	if v >= unlimitedV1 {
+		return 0, nil
 	}
 	return v, nil
 }

@@ -60,17 +60,41 @@ func TestCgroupLimit(t *testing.T) {
 		name:  "no /proc: no limit",
 		files: fstest.MapFS{"sys/fs/cgroup/memory.max": file("1073741824\n")},
 	}, {
-		name: "cgroup v1 host: no v2 line, no limit",
+		name: "cgroup v1 host: memory.limit_in_bytes, the lowest up the hierarchy",
 		files: fstest.MapFS{
 			"proc/self/cgroup": file(v1),
 			"sys/fs/cgroup/memory/user.slice/memory.limit_in_bytes": file("1073741824\n"),
+			"sys/fs/cgroup/memory/memory.limit_in_bytes":            file("9223372036854771712\n"),
+		},
+		want: 1 << 30,
+	}, {
+		name: "cgroup v1 unlimited",
+		files: fstest.MapFS{
+			"proc/self/cgroup": file(v1),
+			"sys/fs/cgroup/memory/user.slice/memory.limit_in_bytes": file("9223372036854771712\n"),
 		},
 	}, {
-		name: "hybrid host: the v2 mount has no memory controller",
+		name: "cgroup v1 memory sharing a hierarchy with other controllers",
+		files: fstest.MapFS{
+			"proc/self/cgroup": file("4:cpuset,memory:/job\n"),
+			"sys/fs/cgroup/memory/job/memory.limit_in_bytes": file("536870912"),
+		},
+		want: 512 << 20,
+	}, {
+		name: "cgroup v1 container without a cgroup namespace: the host's path is not under the mount, its root is the container's",
+		files: fstest.MapFS{
+			"proc/self/cgroup":                           file("9:memory:/kubepods/burstable/pod1/abc\n"),
+			"sys/fs/cgroup/memory/memory.limit_in_bytes": file("2147483648"),
+		},
+		want: 2 << 30,
+	}, {
+		name: "hybrid host (systemd): memory is a v1 controller, the v2 mount has none",
 		files: fstest.MapFS{
 			"proc/self/cgroup": file(v1 + "0::/user.slice\n"),
 			"sys/fs/cgroup/memory/user.slice/memory.limit_in_bytes": file("1073741824\n"),
+			"sys/fs/cgroup/user.slice/memory.max":                   file("4294967296\n"),
 		},
+		want: 1 << 30,
 	}, {
 		name: "malformed memory.max",
 		files: fstest.MapFS{
