@@ -99,9 +99,19 @@ const (
 )
 
 // DefaultRetainedPerPod is what `run` keeps in memory for each pod of the
-// whole run for its reports (about 3.7 KB per pod lifecycle: issue 15,
-// item 7). Set Budget.RetainedPerPod to 0 once reports stream.
-const DefaultRetainedPerPod = 3700
+// whole run, and retainedPerTrial for each trial: the aggregation streams
+// (issue 15, item 7: each trial folds into counts and histograms as it
+// commits), so what grows with a run's length is the trials expanded up
+// front, their journal entries and aggregate rows. Measured as the
+// growth of peak RSS (`/usr/bin/time sidebench run --trials N`) from 200
+// to 2,000 trials of fault-oom-kill (40 pods a trial: +7.9 MiB) and from
+// 167 to 1,667 of soak-profile (600 pods a trial: +18 MiB): about
+// 3.9 KiB a trial and 14 bytes a pod, rounded up. (It was 3.7 KB a pod
+// before the aggregation streamed.)
+const (
+	DefaultRetainedPerPod = 16
+	retainedPerTrial      = 4 << 10
+)
 
 // Budget is the memory a run may use and how it runs trials.
 type Budget struct {
@@ -292,8 +302,9 @@ func (s *Scenario) EstimateCost(b Budget) Cost {
 	}
 	add("", false, fixedBytes, "sidebench itself: runtime, spill and checking buffers")
 	if b.ExpandsTrials {
-		add("trials", false, float64(c.Trials)*float64(unsafe.Sizeof(Trial{})),
-			"%d policies × %d trials expanded up front × %d B", len(s.Policies), s.TrialCount(), unsafe.Sizeof(Trial{}))
+		add("trials", false, float64(c.Trials)*float64(unsafe.Sizeof(Trial{})+retainedPerTrial),
+			"%d policies × %d trials expanded up front and kept for the reports × %s", len(s.Policies), s.TrialCount(),
+			fmtBytes(float64(unsafe.Sizeof(Trial{})+retainedPerTrial)))
 	}
 	if b.RetainedPerPod > 0 {
 		path := "trials" // blame the larger factor
