@@ -9,6 +9,7 @@ import (
 
 	"github.com/sidebench/sidebench/harness/faults"
 	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/internal/perfstat"
 	"github.com/sidebench/sidebench/reference-impl/api"
 )
 
@@ -18,7 +19,7 @@ func benchRun(b *testing.B, cfg *Config) { benchRunSink(b, cfg, history.Discard)
 func benchRunSink(b *testing.B, cfg *Config, sink history.Sink) {
 	b.ReportAllocs()
 	var pods, events int
-	start, cpu0 := time.Now(), cpuTime()
+	start, cpu0 := time.Now(), perfstat.CPUTime()
 	for i := 0; i < b.N; i++ {
 		res, err := Run(context.Background(), cfg, uint64(i+1), sink)
 		if err != nil {
@@ -28,7 +29,7 @@ func benchRunSink(b *testing.B, cfg *Config, sink history.Sink) {
 		events += int(res.Events)
 	}
 	el := time.Since(start).Seconds()
-	cpu := (cpuTime() - cpu0).Seconds()
+	cpu := (perfstat.CPUTime() - cpu0).Seconds()
 	b.ReportMetric(float64(pods)/el, "lifecycles/s")
 	if cpu > 0 {
 		// Per CPU-second of the whole process (GC included): robust to

@@ -1,36 +1,14 @@
 package sim
 
 import (
-	"bufio"
 	"context"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/sidebench/sidebench/harness/behavior"
 	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/internal/perfstat"
 )
-
-// peakRSS returns the process's peak resident set size (VmHWM) in bytes.
-func peakRSS() int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "VmHWM:") {
-			fs := strings.Fields(line)
-			kb, _ := strconv.ParseInt(fs[1], 10, 64)
-			return kb << 10
-		}
-	}
-	return -1
-}
 
 // envelopeConfig is the Kubernetes scale envelope: 5,000 nodes, 150,000
 // pods, 30 pods per node, all pods alive at once at the peak (created
@@ -49,7 +27,7 @@ func envelopeConfig() *Config {
 func BenchmarkEnvelope(b *testing.B) {
 	cfg := envelopeConfig()
 	for i := 0; i < b.N; i++ {
-		start, cpu0 := time.Now(), cpuTime()
+		start, cpu0 := time.Now(), perfstat.CPUTime()
 		res, err := Run(context.Background(), cfg, uint64(i+1), history.Discard)
 		if err != nil {
 			b.Fatal(err)
@@ -58,11 +36,11 @@ func BenchmarkEnvelope(b *testing.B) {
 		if res.PodsCompleted != 150_000 || res.PeakLivePods < 140_000 {
 			b.Fatalf("envelope did not complete: %+v", res)
 		}
-		rss := peakRSS()
+		rss := perfstat.PeakRSS()
 		b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MiB")
 		b.ReportMetric(float64(res.PeakLivePods), "peak-pods")
 		b.ReportMetric(float64(res.PodsCompleted)/el.Seconds(), "lifecycles/s")
-		if cpu := (cpuTime() - cpu0).Seconds(); cpu > 0 {
+		if cpu := (perfstat.CPUTime() - cpu0).Seconds(); cpu > 0 {
 			b.ReportMetric(float64(res.PodsCompleted)/cpu, "lifecycles/cpu-s")
 		}
 		b.ReportMetric(float64(res.End)/float64(el), "sim-s/wall-s")
