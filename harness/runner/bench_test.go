@@ -149,19 +149,33 @@ func BenchmarkRunEnvelope(b *testing.B) {
 // speed-up is bounded by the cores other processes leave: compare with
 // the load average, and with cores-p1: the cores a pipelined --parallel 1
 // run keeps busy.
-func BenchmarkRunParallel(b *testing.B) {
+func BenchmarkRunParallel(b *testing.B) { benchParallel(b, false) }
+
+// BenchmarkRunParallelTrials is BenchmarkRunParallel with every trial on
+// one goroutine in both modes (no pipeline): how independent trials
+// scale over the cores, apart from the pipelining that already spreads a
+// --parallel 1 trial over them.
+func BenchmarkRunParallelTrials(b *testing.B) { benchParallel(b, true) }
+
+// benchParallel compares --parallel 1 and 2 over four certify trials:
+// speedup is wall(p1) / wall(p2), cpu-ratio CPU(p2) / CPU(p1), and
+// lifecycles/cpu-s-p1 the CPU cost of --parallel 1 (to compare the
+// pipelined runs with serialTrials ones).
+func benchParallel(b *testing.B, serialTrials bool) {
 	s := shipped(b, "certify", 50_000, 4)
 	dir := b.TempDir()
 	var w1, w2, c1, c2 time.Duration
 	var r2 int64
+	pods := 0
 	for b.Loop() {
-		s1 := runOnce(b, s, 1, dir)
-		s2 := runOnce(b, s, 2, dir)
+		s1 := runWith(b, s, Options{Parallel: 1, serialTrials: serialTrials}, dir)
+		s2 := runWith(b, s, Options{Parallel: 2, serialTrials: serialTrials}, dir)
 		w1 += s1.wall
 		w2 += s2.wall
 		c1 += s1.cpu
 		c2 += s2.cpu
 		r2 = max(r2, s2.rss)
+		pods += s1.pods
 	}
 	b.ReportMetric(w1.Seconds()/w2.Seconds(), "speedup")
 	b.ReportMetric(c2.Seconds()/c1.Seconds(), "cpu-ratio")
@@ -171,39 +185,10 @@ func BenchmarkRunParallel(b *testing.B) {
 	// more than one busy, which bounds what --parallel 2 can add.
 	b.ReportMetric(c1.Seconds()/w1.Seconds(), "cores-p1")
 	b.ReportMetric(c2.Seconds()/w2.Seconds(), "cores-p2")
+	b.ReportMetric(float64(pods)/c1.Seconds(), "lifecycles/cpu-s-p1")
 	if r2 > 0 {
 		b.ReportMetric(float64(r2)/(1<<20), "peak-RSS-MiB-p2")
 	}
-	b.ReportMetric(0, "ns/op")
-}
-
-// BenchmarkRunParallelTrials is BenchmarkRunParallel with every trial on
-// one goroutine in both modes (no pipeline): how independent trials
-// scale over the cores, apart from the pipelining that already spreads a
-// --parallel 1 trial over them. speedup is wall(p1) / wall(p2) and
-// cpu-ratio CPU(p2) / CPU(p1), as there; lifecycles/cpu-s compares both
-// modes' CPU cost with the pipelined ones'.
-func BenchmarkRunParallelTrials(b *testing.B) {
-	s := shipped(b, "certify", 50_000, 4)
-	dir := b.TempDir()
-	var w1, w2, c1, c2 time.Duration
-	pods := 0
-	for b.Loop() {
-		s1 := runWith(b, s, Options{Parallel: 1, serialTrials: true}, dir)
-		s2 := runWith(b, s, Options{Parallel: 2, serialTrials: true}, dir)
-		w1 += s1.wall
-		w2 += s2.wall
-		c1 += s1.cpu
-		c2 += s2.cpu
-		pods += s1.pods
-	}
-	b.ReportMetric(w1.Seconds()/w2.Seconds(), "speedup")
-	b.ReportMetric(c2.Seconds()/c1.Seconds(), "cpu-ratio")
-	b.ReportMetric(w1.Seconds()/float64(b.N), "wall-s-p1")
-	b.ReportMetric(w2.Seconds()/float64(b.N), "wall-s-p2")
-	b.ReportMetric(c1.Seconds()/w1.Seconds(), "cores-p1")
-	b.ReportMetric(c2.Seconds()/w2.Seconds(), "cores-p2")
-	b.ReportMetric(float64(pods)/c1.Seconds(), "lifecycles/cpu-s-p1")
 	b.ReportMetric(0, "ns/op")
 }
 
