@@ -65,7 +65,8 @@ func (e *engine) createPod(w int) {
 		e.res.PeakLivePods = e.live
 	}
 	e.res.PodsCreated++
-	e.ev = history.Event{T: e.now, Kind: history.PodCreated, Pod: p.name, Spec: ws.hspec}
+	e.podEvent(history.PodCreated, p)
+	e.ev.Node, e.ev.Spec = "", ws.hspec
 	e.write()
 	if ws.lifetime {
 		e.push(event{t: e.now + e.drawLifetime(p), kind: evLifetime, slot: slot, id: p.id})
@@ -136,7 +137,8 @@ func (e *engine) bind(p *pod, k int) {
 	if e.cfg.Cluster.CPUManagerStatic {
 		e.allocateCPUs(p, n)
 	}
-	e.ev = history.Event{T: e.now, Kind: history.PodScheduled, Pod: p.name, Node: n.name, CPU: ws.cpu, Mem: ws.mem}
+	e.podEvent(history.PodScheduled, p)
+	e.ev.Node, e.ev.CPU, e.ev.Mem = n.name, ws.cpu, ws.mem
 	e.write()
 	e.push(event{t: e.now + int64(e.cfg.Cluster.APIDelay), kind: evBind, slot: p.slot, id: p.id})
 }
@@ -254,7 +256,8 @@ func (e *engine) deletePod(p *pod, grace int64) {
 	}
 	p.deleted = true
 	p.deleteGrace = grace
-	e.ev = history.Event{T: e.now, Kind: history.PodDeleted, Pod: p.name, Grace: grace}
+	e.podEvent(history.PodDeleted, p)
+	e.ev.Node, e.ev.Grace = "", grace
 	if p.node >= 0 {
 		e.ev.Node = e.nodes[p.node].name
 	}
@@ -288,7 +291,8 @@ func (e *engine) scheduleRemoval(p *pod) {
 // removePod writes pod.removed and releases the pod's memory and node room.
 func (e *engine) removePod(p *pod, lost bool) {
 	e.closePodFaults(p)
-	e.ev = history.Event{T: e.now, Kind: history.PodRemoved, Pod: p.name}
+	e.podEvent(history.PodRemoved, p)
+	e.ev.Node = ""
 	k := int(p.node)
 	if k >= 0 {
 		e.ev.Node = e.nodes[k].name
