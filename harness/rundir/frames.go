@@ -20,7 +20,9 @@ import (
 // decompresses to whole JSON lines, so the files read as one JSONL stream
 // (`zstdcat history.jsonl.zst`), a trial's part is the byte range its
 // journal entry names, and a crash loses at most the frames in flight: a
-// resume cuts the files at the sizes of the last journal line.
+// resume cuts the files at the sizes of the last journal line. A file no
+// trial wrote to gets one empty frame when the directory is closed
+// (endEmpty), so that it too is a zstd stream.
 
 // zstdMagic starts every zstd frame.
 var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}

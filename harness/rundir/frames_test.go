@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -329,5 +330,91 @@ func TestViewIsConsistent(t *testing.T) {
 	}
 	if n := count(func(f func() error) error { return EachPod(dir, func(*metrics.Record) error { return f() }) }); n != 5 {
 		t.Errorf("a new view sees %d pods, want 5", n)
+	}
+}
+
+// TestEmptyDataFilesAreZstd: a data file no trial wrote to (a run without
+// findings) is still a zstd stream: `zstdcat findings.jsonl.zst` failed
+// with "unexpected end of file" on the zero-byte file it used to be. The
+// empty frame that makes it one is past the committed sizes, so a resume
+// cuts it, readers never see it, and the next close puts it back.
+func TestEmptyDataFilesAreZstd(t *testing.T) {
+	s, err := scenario.LoadBytes("tiny.yaml", []byte(tiny))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	d, err := Create(dir, Info{Command: "run", Backend: "sim"}, []*scenario.Scenario{s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitClean := func(d *Dir, trial int) {
+		t.Helper()
+		full := finished(t, d, s.Hash, trial)
+		clean, err := NewFinished(full.Entry, full.History, nil, nil, &TrialStats{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Commit(clean); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commitClean(d, 0)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dec, _ := zstd.NewReader(nil)
+	defer dec.Close()
+	decoded := func(name string) string {
+		t.Helper()
+		raw, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(raw, zstdMagic) {
+			t.Fatalf("%s: %d bytes, not a zstd frame", name, len(raw))
+		}
+		out, err := dec.DecodeAll(raw, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if zstdcat, err := exec.LookPath("zstd"); err == nil {
+			if out, err := exec.Command(zstdcat, "-t", "-q", filepath.Join(dir, name)).CombinedOutput(); err != nil {
+				t.Errorf("zstd -t %s: %v: %s", name, err, out)
+			}
+		}
+		return string(out)
+	}
+	for _, name := range []string{FilePods, FileFindings} {
+		if out := decoded(name); out != "" {
+			t.Errorf("%s decodes to %q, want nothing", name, out)
+		}
+	}
+	if out := decoded(FileHistory); !strings.Contains(out, "run.meta") {
+		t.Errorf("history decodes to %q", out)
+	}
+
+	// A resume cuts the frame off (it is past the journal's sizes), commits
+	// on, and the close puts it back; readers see no finding.
+	d, _, err = Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(filepath.Join(dir, FileFindings)); fi.Size() != 0 {
+		t.Errorf("after resume findings.jsonl.zst has %d bytes, want the frame cut off", fi.Size())
+	}
+	commitClean(d, 1)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if out := decoded(FileFindings); out != "" {
+		t.Errorf("findings decode to %q", out)
+	}
+	n := 0
+	if err := EachFinding(dir, func(*FindingRecord) error { n++; return nil }); err != nil || n != 0 {
+		t.Errorf("EachFinding: %d records, %v", n, err)
+	}
+	if entries, _, err := ReadJournal(filepath.Join(dir, FileJournal)); err != nil || len(entries) != 2 {
+		t.Errorf("journal: %d entries, %v", len(entries), err)
 	}
 }

@@ -349,6 +349,11 @@ func (d *Dir) commit(batch []*Finished) ([]Entry, error) {
 // lock.
 func (d *Dir) Close() error {
 	var first error
+	for _, f := range d.data {
+		if err := endEmpty(f); err != nil && first == nil {
+			first = err
+		}
+	}
 	for _, f := range append(d.data[:], d.journal) {
 		if f != nil {
 			if err := f.Close(); err != nil && first == nil {
@@ -364,6 +369,30 @@ func (d *Dir) Close() error {
 		d.lock = nil
 	}
 	return first
+}
+
+// emptyFrame is a zstd frame of no content (single segment, content size
+// 0, one empty last block, no checksum).
+var emptyFrame = []byte{0x28, 0xb5, 0x2f, 0xfd, 0x20, 0x00, 0x01, 0x00, 0x00}
+
+// endEmpty gives a data file no trial wrote to (no finding in the whole
+// run, every pod dropped by retention) one empty frame: a zero-byte file
+// is not a zstd stream, and `zstdcat findings.jsonl.zst` failed on it
+// with "unexpected end of file". The frame lies past the journal's last
+// committed size, so readers (which stop there) never see it and a
+// resume cuts it off like any uncommitted bytes.
+func endEmpty(f *os.File) error {
+	if f == nil {
+		return nil
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Size() > 0 {
+		return err
+	}
+	if _, err := f.Write(emptyFrame); err != nil {
+		return err
+	}
+	return f.Sync()
 }
 
 // BudgetError is a commit that would take the run directory past its
