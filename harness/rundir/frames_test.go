@@ -3,10 +3,12 @@ package rundir
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -416,5 +418,39 @@ func TestEmptyDataFilesAreZstd(t *testing.T) {
 	}
 	if entries, _, err := ReadJournal(filepath.Join(dir, FileJournal)); err != nil || len(entries) != 2 {
 		t.Errorf("journal: %d entries, %v", len(entries), err)
+	}
+}
+
+// TestFrameWriterToBuffer: a part compressed as it is written (the
+// retained pods' records) is one frame that decodes to what was written,
+// and an empty stream writes no frame (an empty part, like Compress(nil)).
+func TestFrameWriterToBuffer(t *testing.T) {
+	var lines bytes.Buffer
+	for i := range 5000 {
+		fmt.Fprintf(&lines, `{"pod":"default/p-%d","latenciesMs":{"pod_startup":%d.5}}`+"\n", i, i%97)
+	}
+	var frame bytes.Buffer
+	w := NewFrameWriter(&frame)
+	for chunk := range slices.Chunk(lines.Bytes(), 4096) {
+		if _, err := w.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if frame.Len() == 0 || frame.Len() >= lines.Len()/4 || !bytes.HasPrefix(frame.Bytes(), zstdMagic) {
+		t.Fatalf("frame of %d bytes for %d bytes of records", frame.Len(), lines.Len())
+	}
+	dec, _ := zstd.NewReader(nil)
+	defer dec.Close()
+	out, err := dec.DecodeAll(frame.Bytes(), nil)
+	if err != nil || !bytes.Equal(out, lines.Bytes()) {
+		t.Fatalf("decoded %d bytes (want %d): %v", len(out), lines.Len(), err)
+	}
+
+	var empty bytes.Buffer
+	if err := NewFrameWriter(&empty).Close(); err != nil || empty.Len() != 0 {
+		t.Fatalf("empty stream wrote %d bytes, %v", empty.Len(), err)
 	}
 }

@@ -65,7 +65,7 @@ func finished(t *testing.T, d *Dir, hash string, i int) *Finished {
 	find := fmt.Sprintf(`{"scenario":"tiny","policy":"kep753","trial":%d,"seed":%d,"id":"INV-S5","class":"violation","pod":"p","t":1,"msg":"m"}`+"\n", i, i)
 	st := &TrialStats{Rows: []check.Row{{ID: "INV-S5", Rule: rules["INV-S5"], Checked: 1, Violations: 1, ViolatingPods: 1}},
 		Metrics: metrics.Snapshot{Latencies: []metrics.LatencySnapshot{{Key: metrics.Key{Scenario: "tiny", Policy: "kep753", Metric: "pod_startup"}, Ms: stats.HistOf([]float64{float64(100 + i)})}}}}
-	f, err := NewFinished(Entry{Scenario: "tiny", ScenarioHash: hash, Policy: "kep753", Trial: i, Seed: uint64(i), Pods: 1, Retained: 1}, seg, []byte(pod), []byte(find), st)
+	f, err := NewFinished(Entry{Scenario: "tiny", ScenarioHash: hash, Policy: "kep753", Trial: i, Seed: uint64(i), Pods: 1, Retained: 1}, seg, Compress([]byte(pod)), []byte(find), st)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -244,14 +244,15 @@ type Finished struct {
 	Trials   []byte
 }
 
-// NewFinished compresses a trial's parts: pods and findings are JSONL
+// NewFinished assembles a trial's parts: pods is the retained pods'
+// records already compressed as one frame (FrameWriter), findings is JSONL
 // (either may be empty), st its TrialStats.
 func NewFinished(e Entry, history *Segment, pods, findings []byte, st *TrialStats) (*Finished, error) {
 	line, err := statsLine(st)
 	if err != nil {
 		return nil, err
 	}
-	return &Finished{Entry: e, History: history, Pods: Compress(pods), Findings: Compress(findings), Trials: Compress(line)}, nil
+	return &Finished{Entry: e, History: history, Pods: pods, Findings: Compress(findings), Trials: Compress(line)}, nil
 }
 
 // Size is the number of bytes committing t appends (its frames and

@@ -489,8 +489,10 @@ func (o *Options) runTrial(ctx context.Context, d *rundir.Dir, t scenario.Trial,
 	hw := history.NewWriter(fw)
 	keep := o.Keep
 	lat := metrics.NewAggregator(metrics.Options{})
-	var podsBuf bytes.Buffer
-	rw := metrics.NewRecordWriter(&podsBuf)
+	var podsFrame bytes.Buffer
+	pw := rundir.NewFrameWriter(&podsFrame)
+	defer pw.Close()
+	rw := metrics.NewRecordWriter(pw)
 	pods, retained := 0, 0
 	var hookErr error
 	user := newUserCounts(comparesWorkarounds(t.Scenario))
@@ -561,6 +563,9 @@ func (o *Options) runTrial(ctx context.Context, d *rundir.Dir, t scenario.Trial,
 	if err := rw.Flush(); err != nil {
 		return nil, err
 	}
+	if err := pw.Close(); err != nil {
+		return nil, err
+	}
 	e := rundir.Entry{Scenario: plan.Scenario, ScenarioHash: plan.ScenarioHash, Policy: plan.Policy, Trial: plan.Number, Seed: plan.Seed,
 		Pods: pods, Violations: rep.Violations(), ViolatingPods: rep.ViolatingPods, Partial: stats.Partial, Retained: retained,
 		ElapsedNanos: int64(stats.Elapsed)}
@@ -583,7 +588,7 @@ func (o *Options) runTrial(ctx context.Context, d *rundir.Dir, t scenario.Trial,
 		fb.WriteByte('\n')
 		out.finds = append(out.finds, fr)
 	}
-	fin, err := rundir.NewFinished(e, seg, podsBuf.Bytes(), fb.Bytes(), st)
+	fin, err := rundir.NewFinished(e, seg, podsFrame.Bytes(), fb.Bytes(), st)
 	if err != nil {
 		return nil, err
 	}
