@@ -345,11 +345,14 @@ func (s *Scenario) CheckBudget(b Budget) error {
 		return nil
 	}
 	c := s.EstimateCost(b)
-	total := c.Bytes(b.Parallel)
-	limited := ""
+	full := c.Bytes(b.Parallel)
+	total, limited := full, ""
 	if b.SoftLimit {
-		total /= gcHeadroom
-		limited = " with the garbage collector held to the soft memory limit"
+		// The terms count the collector's headroom; under a soft limit
+		// the total drops it. Both totals are quoted, so that the largest
+		// term (with headroom) is read against the total it is part of.
+		total = full / gcHeadroom
+		limited = fmt.Sprintf(", %s with the garbage collector held to the soft memory limit", fmtBytes(total))
 	}
 	if total <= float64(b.Bytes) {
 		return nil
@@ -365,7 +368,7 @@ func (s *Scenario) CheckBudget(b Budget) error {
 		par = fmt.Sprintf(", for each of %d trials at once", b.Parallel)
 	}
 	e.add(top.Path, "needs about %s of memory: %s%s; the scenario needs about %s in all%s, more than the %s of %s (lower this value, or set another budget with --max-memory)",
-		fmtBytes(top.Bytes), top.What, par, fmtBytes(total), limited, fmtBytes(float64(b.Bytes)), src)
+		fmtBytes(top.Bytes), top.What, par, fmtBytes(full), limited, fmtBytes(float64(b.Bytes)), src)
 	return e.err()
 }
 

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -159,9 +160,40 @@ func TestSoftLimitBudget(t *testing.T) {
 		t.Errorf("1 GiB with a soft limit: %v", err)
 	}
 	b.Bytes = 512 << 20
-	if err := s.CheckBudget(b); err == nil || !strings.Contains(err.Error(), "with the garbage collector held to the soft memory limit") {
-		t.Errorf("512 MiB with a soft limit: %v; want refused, saying the estimate assumed the limit", err)
+	err = s.CheckBudget(b)
+	if err == nil || !strings.Contains(err.Error(), "with the garbage collector held to the soft memory limit") {
+		t.Fatalf("512 MiB with a soft limit: %v; want refused, saying the estimate assumed the limit", err)
 	}
+	// The largest term is read against the total it is part of: before,
+	// the message quoted the term with the collector's headroom and the
+	// total without ("needs about 585.9 MiB: 150000 live pods ...; the
+	// scenario needs about 583.1 MiB in all").
+	msg := err.Error()
+	term, total := quotedBytes(t, msg, "needs about "), quotedBytes(t, msg, "the scenario needs about ")
+	if term > total {
+		t.Errorf("largest term %.0f bytes, more than the total %.0f: %s", term, total, msg)
+	}
+}
+
+// quotedBytes is the size that follows prefix in msg ("585.9 MiB").
+func quotedBytes(t *testing.T, msg, prefix string) float64 {
+	t.Helper()
+	i := strings.Index(msg, prefix)
+	if i < 0 {
+		t.Fatalf("no %q in %q", prefix, msg)
+	}
+	var v float64
+	var unit string
+	if _, err := fmt.Sscanf(msg[i+len(prefix):], "%f %s", &v, &unit); err != nil {
+		t.Fatalf("%q: %v", msg, err)
+	}
+	for i, u := range []string{"B", "KiB", "MiB", "GiB", "TiB"} {
+		if strings.TrimRight(unit, ",;") == u {
+			return v * float64(int64(1)<<(10*i))
+		}
+	}
+	t.Fatalf("unit %q in %q", unit, msg)
+	return 0
 }
 
 // TestLongRunFitsItsMeasuredMemory: a run's length costs what the
