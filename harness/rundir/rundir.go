@@ -389,7 +389,12 @@ func EachEntry(path string, fn func(*Entry) error) (int64, error) {
 		}
 		var e Entry
 		if err := json.Unmarshal(b, &e); err != nil {
-			return good, usage("%s:%d: corrupt journal line (%v); only a torn last line can be dropped, so nothing was changed (rebuild the journal with 'soak --resume --repair' or restore the file)", path, line, err)
+			// The advice is what a resume can do with the lines before:
+			// it cuts the data files at their sizes and runs the later
+			// trials again (the same seeds give the same trials). It
+			// used to name a 'soak --resume --repair' that does not exist.
+			return good, usage("%s:%d: corrupt journal line (%v); only a torn last line can be dropped, so nothing was changed. Restore the file, or keep the %d trials committed before it (a resume runs the later ones again, with the same seeds): head -n %d %s > %s.good && mv %s.good %s",
+				path, line, err, line-1, line-1, path, path, path, path)
 		}
 		if err := fn(&e); err != nil {
 			return good, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -120,6 +121,26 @@ func TestOpenRefusesCorruptJournalLine(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	unchanged(t, dir, before)
+
+	// The remedy the message gives works: keeping the lines before the
+	// corrupt one, a resume continues from those 3 trials (it used to
+	// name a 'soak --resume --repair' that does not exist).
+	want := fmt.Sprintf("head -n 3 %s > %s.good && mv %s.good %s", jp, jp, jp, jp)
+	if !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v\nwant the remedy %q", err, want)
+	}
+	cmd := exec.Command("sh", "-c", want)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v: %s", want, err, out)
+	}
+	d, _, err := Open(dir)
+	if err != nil {
+		t.Fatalf("after the remedy: %v", err)
+	}
+	defer d.Close()
+	if d.Resumed != 3 {
+		t.Errorf("after the remedy %d trials resumed, want 3", d.Resumed)
+	}
 }
 
 // TestOpenDropsTornLastLine: only a torn last line (a crash while it was
