@@ -66,7 +66,7 @@ type Metadata struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
 	// Tags classify the scenario. "large" scenarios (scale envelope, soak)
-	// are skipped by `sidebench run` unless --tags large is given.
+	// are skipped by `sidebench run` unless --include-large is given.
 	Tags []string `json:"tags,omitempty"`
 }
 
