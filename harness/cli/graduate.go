@@ -137,6 +137,7 @@ func runGraduate(streams IOStreams, f *graduateFlags, dirs []string) error {
 	}
 	agg := runner.NewAggregate(nil, nil)
 	agg.AllowMixed = f.allowMixed
+	agg.MixedRemedy = "pass --allow-mixed to pool them anyway (the result is labelled mixed)"
 	res := gradResult{Stage: crit.Stage, Verdicts: []gradVerdict{}}
 	if res.Stage == "" {
 		res.Stage = f.criteria
