@@ -18,7 +18,7 @@ import (
 )
 
 // MaxReportFindings bounds the findings per scenario × policy carried into
-// the reports (findings.jsonl has every one).
+// the reports (findings.jsonl.zst has every one).
 const MaxReportFindings = 50
 
 // Role is how a policy of a scenario is treated.

@@ -9,9 +9,14 @@ import (
 	"strings"
 )
 
-// MaxFindings is how many findings report.md and report.html show (all of
-// them are in summary.json).
+// MaxFindings is how many findings report.md and report.html show (the
+// others carried into the report data are in summary.json).
 const MaxFindings = 10
+
+// everyFinding says where every finding is: summary.json carries a bounded
+// number per policy, the run directory's findings.jsonl.zst all of them
+// (these sentences used to name a findings.jsonl no run directory has).
+const everyFinding = "every finding of the run is in findings.jsonl.zst in the run directory (zstdcat prints it; 'sidebench explain RUNDIR' lists its pods)."
 
 // WriteMarkdown writes report.md.
 func WriteMarkdown(w io.Writer, d RunData) error {
@@ -156,7 +161,7 @@ func writeMarkdown(w *bufio.Writer, d RunData) {
 		}
 	}
 	if more > 0 {
-		p("… %d more findings in summary.json and findings.jsonl.\n\n", more)
+		p("… %d more findings in summary.json; %s\n\n", more, everyFinding)
 	}
 
 	if len(d.Warnings) > 0 {
