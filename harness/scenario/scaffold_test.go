@@ -132,6 +132,35 @@ func TestManifestHint(t *testing.T) {
 			t.Errorf("%s: the apiVersion error hides the hint: %v", kind, err)
 		}
 	}
+	// A manifest of several documents (kubectl's output: a Deployment and
+	// its Service) gets the hint too, and the command it names scaffolds
+	// a scenario that loads. It used to get only "exactly one YAML
+	// document".
+	for _, name := range []string{"deployment-two-sidecars", "job-log-shipper"} {
+		file := filepath.Join("testdata", "manifests", name+".yaml")
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = LoadBytes(file, data)
+		want := "wrap it with `sidebench init " + name + "-scenario.yaml --from " + file + "`"
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v\nwant %s", file, err, want)
+			continue
+		}
+		out, err := Scaffold(ScaffoldInput{Name: name + "-scenario.yaml", Source: file, Manifest: data})
+		if err != nil {
+			t.Fatalf("the hinted init on %s: %v", file, err)
+		}
+		if _, err := LoadBytes(name+"-scenario.yaml", out); err != nil {
+			t.Errorf("the scenario the hinted init writes for %s does not load: %v", file, err)
+		}
+	}
+	// A file of several documents none of which init reads keeps the
+	// plain error.
+	if _, err := LoadBytes("x.yaml", []byte("kind: Service\n---\nkind: ConfigMap\n")); err == nil || strings.Contains(err.Error(), "sidebench init") {
+		t.Errorf("Service and ConfigMap: %v", err)
+	}
 	// Other kinds keep the plain error.
 	_, err := LoadBytes("x.yaml", []byte("apiVersion: sidebench.dev/v1alpha1\nkind: Senario\n"))
 	if err == nil || strings.Contains(err.Error(), "sidebench init") || !strings.Contains(err.Error(), "Scenario") {
