@@ -190,7 +190,7 @@ func runSoak(cmd *cobra.Command, streams IOStreams, d deps, f *soakFlags, files 
 		return silent(ExitFailed)
 	}
 	if ctx.Err() != nil || res.Partial {
-		fmt.Fprintln(streams.ErrOut, "sidebench: interrupted: results are partial (summary.json status: partial); continue with soak --resume")
+		fmt.Fprintf(streams.ErrOut, "sidebench: interrupted: results are partial (summary.json status: partial); continue with 'sidebench soak --resume %s'\n", so.Dir)
 		return silent(ExitFailed)
 	}
 	return exitFor(ctx, streams, f.strict, []*runner.Result{res})

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -279,4 +281,21 @@ func findingsSection(md []byte) string {
 		return s[i:]
 	}
 	return ""
+}
+
+// TestSoakInterruptedNamesTheResume: an interrupted soak says how to
+// continue with a command that runs as printed (it used to say "soak
+// --resume", which without the directory is a usage error).
+func TestSoakInterruptedNamesTheResume(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "soak")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // Ctrl-C before the first commit
+	_, errOut, code := runCtx(t, ctx, "soak", "--quiet", "--duration", "200ms", "--out", dir, "testdata/tiny.yaml")
+	m := regexp.MustCompile(`continue with 'sidebench (soak --resume [^']+)'`).FindStringSubmatch(errOut)
+	if code != ExitFailed || m == nil {
+		t.Fatalf("interrupted soak: exit %d, no 'sidebench soak --resume DIR' in %q", code, errOut)
+	}
+	if _, errOut, code := run(t, strings.Fields(m[1])...); code != ExitOK || !strings.Contains(errOut, "resumed "+dir) {
+		t.Errorf("the printed %q: exit %d %q", m[1], code, errOut)
+	}
 }
