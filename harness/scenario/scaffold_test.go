@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -212,6 +213,30 @@ workloads:
 	}
 	if !strings.Contains(ws[1], `sidecar "shipper" is gated by a postStart hook (postStart) but has a behaviour that does not say how long it takes`) {
 		t.Errorf("shipper warning: %s", ws[1])
+	}
+	// The warnings' examples, followed as printed, measure the gates: no
+	// warning is left. (The example used to be startupAfter for every
+	// gate, which left a postStart hook's warning standing.)
+	followed := src
+	for _, w := range ws {
+		m := regexp.MustCompile(`set behaviors\.(\S+) \(e\.g\. (.+)\)$`).FindStringSubmatch(w)
+		if m == nil {
+			t.Fatalf("no example in %q", w)
+		}
+		var fields []string
+		for _, f := range strings.Split(m[2], " and ") {
+			k, v, _ := strings.Cut(f, ": ")
+			fields = append(fields, fmt.Sprintf("%s: %q", k, v))
+		}
+		followed = strings.Replace(followed, "    default: {startLatency: 100ms}\n", "    default: {startLatency: 100ms}\n    "+m[1]+": {"+strings.Join(fields, ", ")+"}\n", 1)
+	}
+	followed = strings.Replace(followed, "    shipper: {termHandling: 1s}\n", "", 1)
+	s, err = LoadBytes("w.yaml", []byte(followed))
+	if err != nil {
+		t.Fatalf("the warnings' examples, followed: %v\n%s", err, followed)
+	}
+	if ws := s.Warnings(); len(ws) != 0 {
+		t.Errorf("warnings after following their examples: %v\n%s", ws, followed)
 	}
 	// Measured: no warning.
 	s, err = LoadBytes("w.yaml", []byte(strings.Replace(src, "shipper: {termHandling: 1s}", "shipper: {postStart: 1s}\n    proxy: {startupAfter: 2s}", 1)))
