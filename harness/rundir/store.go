@@ -122,7 +122,7 @@ func Open(path string, opts ...Option) (*Dir, []*scenario.Scenario, error) {
 		return nil, nil, err
 	}
 	if info.Format < Format {
-		return nil, nil, usage("%s: written by an older sidebench (run directory format %d, this one writes %d): it can be read (graduate, compare, merge, trend) but not resumed; start a new soak", path, info.Format, Format)
+		return nil, nil, usage("%s: written by an older sidebench (run directory format %d, this one writes %d): it can be read (graduate, compare, trend, check) but not resumed or merged; start a new soak", path, info.Format, Format)
 	}
 	d := dirWith(path, opts)
 	d.Info = info
