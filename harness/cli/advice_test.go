@@ -2,6 +2,7 @@ package cli
 
 import (
 	"io"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -55,5 +56,32 @@ func TestMixedContentAdvice(t *testing.T) {
 	adviceFlagsExist(t, []string{"graduate"}, errOut)
 	if out, errOut, code := run(t, "graduate", "--criteria", "beta", "--allow-mixed", a, b); code == ExitUsage || !strings.Contains(out, "[mixed]") {
 		t.Errorf("graduate --allow-mixed, as advised: exit %d %q\n%s", code, errOut, out)
+	}
+}
+
+// TestReportSaysWhatFailsTheRun: report.md's footnote says what fails a
+// run; a run with no violation that fails on a latency criterion, or on
+// its degradations under maxDegradations, must not be told "only
+// violations fail the run" (it was).
+func TestReportSaysWhatFailsTheRun(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r")
+	if _, errOut, code := run(t, "run", "--quiet", "--out", dir, scenarioWith(t, "  podStartupP99: 1s\n")); code != ExitFailed {
+		t.Fatalf("a p99 above its 1s criterion: exit %d (want %d) %s", code, ExitFailed, errOut)
+	}
+	sum := readState(t, filepath.Join(dir, "summary.json"))
+	for _, r := range sum.Rows {
+		if r.Role == "judged" && r.Violations != 0 {
+			t.Fatalf("the judged policy has %d violations; the test needs a failure without one", r.Violations)
+		}
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(md), "Only violations fail the run") {
+		t.Errorf("report.md says only violations fail the run; this one failed with none (verdict %s)", sum.Verdict)
+	}
+	if !strings.Contains(string(md), "latency criteria can fail it") || !strings.Contains(string(md), "maxDegradations") {
+		t.Errorf("report.md does not say what else fails a run")
 	}
 }
