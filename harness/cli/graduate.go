@@ -38,7 +38,9 @@ scenario × policy the inputs are:
 
   violations   pods with at least one hard-invariant violation (journal.jsonl)
   lifecycles   pods (the trials of the violation rate)
-  pod startup  pod_startup samples from pods.jsonl, faulted pods excluded
+  pod startup  every pod's pod_startup (the latency distributions in
+               trials.jsonl.zst, kept whatever --keep-history kept),
+               faulted pods excluded
   sidecar Jobs Job pods with sidecars, and how many reached Succeeded
   baseline     the pod_startup samples of policy none of the same scenario
                (for the sidecar-overhead criterion)
