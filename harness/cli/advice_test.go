@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -83,5 +84,46 @@ func TestReportSaysWhatFailsTheRun(t *testing.T) {
 	}
 	if !strings.Contains(string(md), "latency criteria can fail it") || !strings.Contains(string(md), "maxDegradations") {
 		t.Errorf("report.md does not say what else fails a run")
+	}
+}
+
+// TestExplicitZeroFlags: a --seed 0 or --trials 0 the user typed is not
+// silently replaced by the scenario's seed or trials (it was: --seed 0 ran
+// tiny's seed 42). Each is refused, and the seed refusal's advice (seed: 0
+// in the scenario) runs with master seed 0.
+func TestExplicitZeroFlags(t *testing.T) {
+	base := t.TempDir()
+	for _, flag := range []string{"--seed", "--trials"} {
+		dir := filepath.Join(base, flag[2:])
+		_, errOut, code := run(t, "run", "--quiet", flag, "0", "--out", dir, "testdata/tiny.yaml")
+		if code == ExitUsage {
+			adviceFlagsExist(t, []string{"run"}, errOut)
+			continue
+		}
+		if code != ExitOK {
+			t.Fatalf("run %s 0: exit %d %s", flag, code, errOut)
+		}
+		st := readState(t, filepath.Join(dir, "summary.json"))
+		t.Errorf("run %s 0: exit %d, ran %d trials (want a refusal, not the scenario's value)", flag, code, st.TrialsCommitted)
+	}
+	_, errOut, _ := run(t, "run", "--quiet", "--seed", "0", "--out", filepath.Join(base, "again"), "testdata/tiny.yaml")
+	if !strings.Contains(errOut, "set seed: 0 in the scenario") {
+		t.Fatalf("--seed 0: %q", errOut)
+	}
+	src, _ := os.ReadFile("testdata/tiny.yaml")
+	seed0 := filepath.Join(base, "seed0.yaml")
+	os.WriteFile(seed0, []byte(strings.Replace(string(src), "seed: 42\n", "seed: 0\n", 1)), 0o644)
+	dir := filepath.Join(base, "seed0")
+	if _, errOut, code := run(t, "run", "--quiet", "--trials", "1", "--out", dir, seed0); code != ExitOK {
+		t.Fatalf("seed: 0 in the scenario: exit %d %s", code, errOut)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
+	var sum struct {
+		Run struct {
+			Seed *uint64 `json:"seed"`
+		} `json:"run"`
+	}
+	if err := json.Unmarshal(b, &sum); err != nil || sum.Run.Seed == nil || *sum.Run.Seed != 0 {
+		t.Errorf("seed: 0 in the scenario: summary.json run.seed %v (%v)", sum.Run.Seed, err)
 	}
 }

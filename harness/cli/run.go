@@ -124,11 +124,16 @@ type runFlags struct {
 	maxDisk          string
 	shard            string
 	shards           int
+	// given reports whether a flag was on the command line: 0 is the
+	// default of --seed and --trials ("the scenario's"), so a 0 the user
+	// typed must be told apart from no flag.
+	given func(name string) bool
 }
 
 func (f *runFlags) register(cmd *cobra.Command) {
 	f.backendFlags.register(cmd)
 	fl := cmd.Flags()
+	f.given = fl.Changed
 	fl.Uint64Var(&f.seed, "seed", 0, "master seed (default: the scenario's seed)")
 	fl.IntVar(&f.trials, "trials", 0, "trials per policy (default: the scenario's trials)")
 	fl.IntVar(&f.parallel, "parallel", 1, "trials run at once")
@@ -148,8 +153,13 @@ func (f *runFlags) check() error {
 	if f.parallel < 1 {
 		return usageErr("--parallel must be >= 1")
 	}
-	if f.trials < 0 {
-		return usageErr("--trials must be >= 0")
+	// An explicit 0 used to be taken silently as "the scenario's": --seed
+	// 0 ran the scenario's seed, --trials 0 its trials.
+	if f.trials < 0 || f.trials == 0 && f.given != nil && f.given("trials") {
+		return usageErr("--trials %d: must be >= 1 (without --trials, the scenario's trials)", f.trials)
+	}
+	if f.seed == 0 && f.given != nil && f.given("seed") {
+		return usageErr("--seed 0: 0 stands for the scenario's seed here and cannot be given as a flag; for a master seed of 0, set seed: 0 in the scenario file")
 	}
 	if f.out != "" {
 		if fi, err := os.Stat(f.out); err == nil && !fi.IsDir() {
