@@ -51,8 +51,10 @@ the run directory consistent at all times:
     scenario copy edited since the run started, or a directory another
     process holds is refused (exit 2) and nothing is changed.
 
-Run and soak share one runner: the same flags, the same policy filter,
-the same verdicts. Soaks run on the sim backend; --backend local and kube
+Run and soak share one runner: the same flags (but --trials, as a soak
+runs until --duration, and --include-large, as a soak runs every scenario
+it is given), the same policy filter, the same verdicts. Soaks run on the
+sim backend; --backend local and kube
 are refused (a real-kubelet soak needs a cluster kept healthy across
 trials, which is not built yet).
 
@@ -94,6 +96,11 @@ func runSoak(cmd *cobra.Command, streams IOStreams, d deps, f *soakFlags, files 
 	}
 	if f.checkpoint <= 0 {
 		return usageErr("--checkpoint must be > 0")
+	}
+	// --trials is run's, registered here with the shared flags and hidden;
+	// a soak ignored it silently.
+	if f.given("trials") {
+		return usageErr("--trials does not apply to a soak: it starts trials until --duration has passed")
 	}
 	// The progress display exists before anything is printed: every line
 	// for stderr goes through it (rep.Writer).

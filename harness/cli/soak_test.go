@@ -299,3 +299,13 @@ func TestSoakInterruptedNamesTheResume(t *testing.T) {
 		t.Errorf("the printed %q: exit %d %q", m[1], code, errOut)
 	}
 }
+
+// TestSoakRefusesTrials: --trials is hidden on soak (shared with run) and
+// was silently ignored; it is refused.
+func TestSoakRefusesTrials(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "soak")
+	_, errOut, code := run(t, "soak", "--quiet", "--trials", "2", "--duration", "50ms", "--out", dir, "testdata/tiny.yaml")
+	if code != ExitUsage || !strings.Contains(errOut, "--trials does not apply") {
+		t.Errorf("soak --trials 2: exit %d %q", code, errOut)
+	}
+}
