@@ -54,9 +54,8 @@ the run directory consistent at all times:
 Run and soak share one runner: the same flags (but --trials, as a soak
 runs until --duration, and --include-large, as a soak runs every scenario
 it is given), the same policy filter, the same verdicts. Soaks run on the
-sim backend; --backend local and kube
-are refused (a real-kubelet soak needs a cluster kept healthy across
-trials, which is not built yet).
+sim backend; --backend local and kube are refused (a real-kubelet soak
+needs a cluster kept healthy across trials, which is not built yet).
 
 Ctrl-C stops cleanly; trials in flight are committed, marked partial.
 The report (report.html) plots the resident set size sampled at every
