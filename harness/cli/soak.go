@@ -46,7 +46,8 @@ the run directory consistent at all times:
   - after a crash or SIGKILL, 'soak --resume DIR' cuts whatever was written
     after the last committed trial and continues with the trials not yet
     committed: nothing committed is lost and no trial is counted twice.
-    --duration then bounds the resumed part (default: the original value).
+    --duration then bounds the resumed part (default: the original value);
+    the seed, --keep-history and shard stay the soak's own.
     A journal line that is corrupt (other than a torn last line), a
     scenario copy edited since the run started, or a directory another
     process holds is refused (exit 2) and nothing is changed.
@@ -124,6 +125,9 @@ func runSoak(cmd *cobra.Command, streams IOStreams, d deps, f *soakFlags, files 
 			return usageErr("--backend %s: the soak in %s runs on %s", name, f.resume, info.Backend)
 		}
 		name = info.Backend
+		if err := f.keptOnResume(info); err != nil {
+			return err
+		}
 		if so.Duration == 0 {
 			dur, perr := time.ParseDuration(info.Duration)
 			if perr != nil {
@@ -200,6 +204,31 @@ func runSoak(cmd *cobra.Command, streams IOStreams, d deps, f *soakFlags, files 
 		return silent(ExitFailed)
 	}
 	return exitFor(ctx, streams, f.strict, []*runner.Result{res})
+}
+
+// keptOnResume refuses a --seed, --keep-history or shard given with
+// --resume that differs from the soak's: a resume keeps what the soak
+// started with (run.json; runner.Soak), and a different value was
+// silently replaced. The same value given again is accepted.
+func (f *soakFlags) keptOnResume(info rundir.Info) error {
+	if f.given("seed") && f.seed != info.Seed {
+		return usageErr("--seed %d: the soak in %s keeps the master seed it started with (run.json seed %d; 0: its scenarios' seeds); resume it without --seed", f.seed, f.resume, info.Seed)
+	}
+	if f.given("keep-history") {
+		if keep, err := rundir.ParseRetention(f.keepHistory); err == nil && keep.String() != info.KeepHistory {
+			return usageErr("--keep-history %s: the soak in %s keeps what it started with (%s); resume it without --keep-history", f.keepHistory, f.resume, info.KeepHistory)
+		}
+	}
+	if f.given("shard") || f.given("shards") {
+		if sh, err := runner.ShardOf(f.shard, f.shards, os.Getenv); err == nil && sh.String() != info.Shard {
+			started := info.Shard
+			if started == "" {
+				started = "no shard"
+			}
+			return usageErr("--shard/--shards: the soak in %s runs the slice it started with (%s); resume it without them", f.resume, started)
+		}
+	}
+	return nil
 }
 
 // readRSS returns the process's resident set size (VmRSS), or the Go

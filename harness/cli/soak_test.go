@@ -309,3 +309,25 @@ func TestSoakRefusesTrials(t *testing.T) {
 		t.Errorf("soak --trials 2: exit %d %q", code, errOut)
 	}
 }
+
+// TestSoakResumeKeepsItsSettings: a resume keeps the soak's seed,
+// retention and slice; one given again with another value is refused
+// (it was silently replaced), the same value is accepted.
+func TestSoakResumeKeepsItsSettings(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "soak")
+	if _, errOut, code := run(t, "soak", "--quiet", "--duration", "50ms", "--seed", "7", "--keep-history", "findings", "--out", dir, "testdata/tiny.yaml"); code != ExitOK {
+		t.Fatalf("soak: %d %s", code, errOut)
+	}
+	for _, flags := range [][]string{{"--seed", "8"}, {"--keep-history", "all"}, {"--shard", "0/2"}} {
+		_, errOut, code := run(t, append([]string{"soak", "--quiet", "--resume", dir, "--duration", "50ms"}, flags...)...)
+		if code != ExitUsage || !strings.Contains(errOut, "resume it without") {
+			t.Errorf("resume with %v: exit %d %q", flags, code, errOut)
+		}
+	}
+	if _, errOut, code := run(t, "soak", "--quiet", "--resume", dir, "--duration", "50ms", "--seed", "7", "--keep-history", "findings"); code != ExitOK {
+		t.Errorf("resume with the soak's own --seed and --keep-history: exit %d %q", code, errOut)
+	}
+	if st := readState(t, filepath.Join(dir, render.SummaryFile)); st.Resumes == 0 {
+		t.Errorf("not resumed: %+v", st)
+	}
+}
