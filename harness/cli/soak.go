@@ -49,8 +49,9 @@ the run directory consistent at all times:
     --duration then bounds the resumed part (default: the original value);
     the seed, --keep-history and shard stay the soak's own.
     A journal line that is corrupt (other than a torn last line), a
-    scenario copy edited since the run started, or a directory another
-    process holds is refused (exit 2) and nothing is changed.
+    scenario copy edited since the run started, a directory another
+    process holds, or one that is not a soak's (run, merge) is refused
+    (exit 2) and nothing is changed.
 
 Run and soak share one runner: the same flags (but --trials, as a soak
 runs until --duration, and --include-large, as a soak runs every scenario
@@ -123,6 +124,11 @@ func runSoak(cmd *cobra.Command, streams IOStreams, d deps, f *soakFlags, files 
 		}
 		if name != "" && name != info.Backend {
 			return usageErr("--backend %s: the soak in %s runs on %s", name, f.resume, info.Backend)
+		}
+		if info.Command != "soak" {
+			// A run's or merge's directory holds a fixed set of trials:
+			// resuming it appended soak trials to a finished result.
+			return usageErr("%s was written by 'sidebench %s', not by a soak: only a soak is continued with --resume; run it again into another --out", f.resume, info.Command)
 		}
 		name = info.Backend
 		if err := f.keptOnResume(info); err != nil {

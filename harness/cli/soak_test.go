@@ -331,3 +331,20 @@ func TestSoakResumeKeepsItsSettings(t *testing.T) {
 		t.Errorf("not resumed: %+v", st)
 	}
 }
+
+// TestSoakResumeRefusesARun: a run's directory is not a soak; resuming it
+// appended soak trials with fresh seeds to the finished run.
+func TestSoakResumeRefusesARun(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	if _, errOut, code := run(t, "run", "--quiet", "--trials", "1", "--out", dir, "testdata/tiny.yaml"); code != ExitOK {
+		t.Fatalf("run: %d %s", code, errOut)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, rundir.FileJournal))
+	_, errOut, code := run(t, "soak", "--quiet", "--resume", dir, "--duration", "50ms")
+	if code != ExitUsage || !strings.Contains(errOut, "not by a soak") {
+		t.Errorf("soak --resume of a run: exit %d %q", code, errOut)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, rundir.FileJournal)); !bytes.Equal(before, after) {
+		t.Errorf("the run's journal changed: %d -> %d bytes", len(before), len(after))
+	}
+}
