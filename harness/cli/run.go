@@ -518,8 +518,13 @@ func exitFor(ctx context.Context, streams IOStreams, strict bool, results []*run
 	case stopped != "":
 		fmt.Fprintf(streams.ErrOut, "sidebench: %s; results are partial (summary.json status: partial, stopped)\n", stopped)
 		return silent(ExitFailed)
-	case partial:
+	case partial && ctx.Err() != nil:
 		fmt.Fprintln(streams.ErrOut, "sidebench: interrupted: results are partial (summary.json status: partial)")
+		return silent(ExitFailed)
+	case partial:
+		// Not interrupted here: a merge of a partial input, or a trial
+		// that did not finish (this said "interrupted" for them too).
+		fmt.Fprintln(streams.ErrOut, "sidebench: results are partial (summary.json status: partial): not every trial of the run was committed")
 		return silent(ExitFailed)
 	case fail:
 		return silent(ExitFailed)

@@ -348,3 +348,26 @@ func TestSoakResumeRefusesARun(t *testing.T) {
 		t.Errorf("the run's journal changed: %d -> %d bytes", len(before), len(after))
 	}
 }
+
+// TestMergeOfPartialIsNotInterrupted: merging a partial input exits 1
+// saying the result is partial, not that the merge was interrupted (it
+// said "interrupted").
+func TestMergeOfPartialIsNotInterrupted(t *testing.T) {
+	base := t.TempDir()
+	soak := filepath.Join(base, "soak")
+	if _, errOut, code := run(t, "soak", "--quiet", "--duration", "50ms", "--out", soak, "testdata/tiny.yaml"); code != ExitOK {
+		t.Fatalf("soak: exit %d %s", code, errOut)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // a resume interrupted at once: the soak is partial
+	if _, errOut, code := runCtx(t, ctx, "soak", "--quiet", "--resume", soak); code != ExitFailed {
+		t.Fatalf("interrupted resume: exit %d %s", code, errOut)
+	}
+	if st := readState(t, filepath.Join(soak, render.SummaryFile)); st.Status != "partial" {
+		t.Fatalf("the input is %s, want partial", st.Status)
+	}
+	_, errOut, code := run(t, "merge", "--quiet", "--out", filepath.Join(base, "m"), soak)
+	if code != ExitFailed || strings.Contains(errOut, "interrupted") || !strings.Contains(errOut, "partial") {
+		t.Errorf("merge of a partial input: exit %d %q", code, errOut)
+	}
+}
