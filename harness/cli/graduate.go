@@ -28,7 +28,9 @@ criteria: a built-in stage (alpha, beta, ga; reports/graduation) or a
 criteria file (PATH.yaml, same schema).
 
 Run directories are pooled through the same aggregation as 'run' (so a
-single directory gives exactly the verdict its own report shows). Trials
+single directory judged at its scenario's criteria.graduation stage gives
+exactly the verdicts its own report shows for the policies the report
+judges; graduate judges the report's baselines too, all but none). Trials
 are keyed by (scenario content hash, policy, seed, trial number): a trial
 found twice (a directory given twice, a copy, two soaks with the same
 seeds) is counted once, with a warning naming the directory. Directories
