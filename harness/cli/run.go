@@ -45,7 +45,7 @@ func (f *backendFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.backend, "backend", "", "backend: sim (default), local or kube (default: the scenario's backend.name)")
 	fl.IntVar(&f.nodes, "nodes", 3, "local backend (and kube --provider local): number of kubelets")
-	fl.BoolVar(&f.keep, "keep", false, "local backend: leave the cluster up at the end ('sidebench cluster down' removes it)")
+	fl.BoolVar(&f.keep, "keep", false, "local backend: leave the cluster up at the end ('sidebench cluster down DIR' or 'cluster down --all' removes it; a bare 'cluster down' leaves it)")
 	fl.DurationVar(&f.horizon, "horizon", 0, "local and kube backends: cap every trial at this wall-clock duration (default: the scenario's horizon, at most 10m)")
 	f.kube.register(cmd)
 }
