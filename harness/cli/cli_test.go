@@ -253,6 +253,36 @@ func TestRunOutNotEmpty(t *testing.T) {
 	}
 }
 
+// TestOutNotEmptyAdviceWorks: the refusal of a non-empty --out offers
+// 'soak --resume' only for a soak's directory, and the command it prints
+// there runs as printed. It used to offer 'soak --resume' for a run's
+// directory too, which failed (no --duration) or, given one, appended
+// soak trials to the finished run.
+func TestOutNotEmptyAdviceWorks(t *testing.T) {
+	base := t.TempDir()
+	ran := filepath.Join(base, "ran")
+	if _, errOut, code := run(t, "run", "--quiet", "--trials", "1", "--out", ran, "testdata/tiny.yaml"); code != ExitOK {
+		t.Fatalf("run: %d %s", code, errOut)
+	}
+	_, errOut, code := run(t, "run", "--quiet", "--out", ran, "testdata/tiny.yaml")
+	if code != ExitUsage || !strings.Contains(errOut, "use another --out") || strings.Contains(errOut, "resume") {
+		t.Errorf("a run's directory: exit %d %q", code, errOut)
+	}
+
+	soaked := filepath.Join(base, "soaked")
+	if _, errOut, code := run(t, "soak", "--quiet", "--duration", "200ms", "--out", soaked, "testdata/tiny.yaml"); code != ExitOK {
+		t.Fatalf("soak: %d %s", code, errOut)
+	}
+	_, errOut, code = run(t, "run", "--quiet", "--out", soaked, "testdata/tiny.yaml")
+	m := regexp.MustCompile(`'sidebench (soak --resume [^']+)'`).FindStringSubmatch(errOut)
+	if code != ExitUsage || m == nil {
+		t.Fatalf("a soak's directory: exit %d, no 'sidebench soak --resume DIR' in %q", code, errOut)
+	}
+	if _, errOut, code := run(t, strings.Fields(m[1])...); code != ExitOK || !strings.Contains(errOut, "resumed "+soaked) {
+		t.Errorf("the printed %q: exit %d %q", m[1], code, errOut)
+	}
+}
+
 func TestRunSkipsLarge(t *testing.T) {
 	dir := t.TempDir()
 	src, _ := os.ReadFile("testdata/tiny.yaml")

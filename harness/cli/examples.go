@@ -62,7 +62,7 @@ var examples = map[string]string{
 	"sidebench cluster build":  `  sudo sidebench cluster build`,
 	"sidebench cluster up":     `  sudo sidebench cluster up --nodes 3`,
 	"sidebench cluster status": `  sidebench cluster status`,
-	"sidebench cluster down": `  sudo sidebench cluster down        # every cluster whose sidebench process has exited
+	"sidebench cluster down": `  sudo sidebench cluster down        # every cluster whose sidebench process has exited (not --keep ones)
   sudo sidebench cluster down DIR    # one cluster, by the directory 'cluster status' lists`,
 	"sidebench completion": `  source <(sidebench completion bash)
   sidebench completion zsh > "${fpath[1]}/_sidebench"

@@ -28,7 +28,9 @@ criteria: a built-in stage (alpha, beta, ga; reports/graduation) or a
 criteria file (PATH.yaml, same schema).
 
 Run directories are pooled through the same aggregation as 'run' (so a
-single directory gives exactly the verdict its own report shows). Trials
+single directory judged at its scenario's criteria.graduation stage gives
+exactly the verdicts its own report shows for the policies the report
+judges; graduate judges the report's baselines too, all but none). Trials
 are keyed by (scenario content hash, policy, seed, trial number): a trial
 found twice (a directory given twice, a copy, two soaks with the same
 seeds) is counted once, with a warning naming the directory. Directories
@@ -38,7 +40,9 @@ scenario × policy the inputs are:
 
   violations   pods with at least one hard-invariant violation (journal.jsonl)
   lifecycles   pods (the trials of the violation rate)
-  pod startup  pod_startup samples from pods.jsonl, faulted pods excluded
+  pod startup  every pod's pod_startup (the latency distributions in
+               trials.jsonl.zst, kept whatever --keep-history kept),
+               faulted pods excluded
   sidecar Jobs Job pods with sidecars, and how many reached Succeeded
   baseline     the pod_startup samples of policy none of the same scenario
                (for the sidecar-overhead criterion)
@@ -137,6 +141,7 @@ func runGraduate(streams IOStreams, f *graduateFlags, dirs []string) error {
 	}
 	agg := runner.NewAggregate(nil, nil)
 	agg.AllowMixed = f.allowMixed
+	agg.MixedRemedy = "pass --allow-mixed to pool them anyway (the result is labelled mixed)"
 	res := gradResult{Stage: crit.Stage, Verdicts: []gradVerdict{}}
 	if res.Stage == "" {
 		res.Stage = f.criteria

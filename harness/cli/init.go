@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -76,6 +77,15 @@ func runInit(streams IOStreams, f *initFlags, out string) error {
 			return usageErr("--from: %v", unwrapPathErr(err))
 		}
 		in.Source, in.Manifest = f.from, b
+	}
+	// An empty --from (kubectl printed nothing: a typo'd pod name) used to
+	// scaffold the example pod, as if no --from had been given.
+	if f.from != "" && len(bytes.TrimSpace(in.Manifest)) == 0 {
+		what := f.from
+		if f.from == "-" {
+			what = "- (stdin)"
+		}
+		return usageErr("--from %s: empty, no manifest to scaffold from (without --from, init writes an example pod)", what)
 	}
 	data, err := scenario.Scaffold(in)
 	if err != nil {

@@ -45,7 +45,7 @@ func (f *backendFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.backend, "backend", "", "backend: sim (default), local or kube (default: the scenario's backend.name)")
 	fl.IntVar(&f.nodes, "nodes", 3, "local backend (and kube --provider local): number of kubelets")
-	fl.BoolVar(&f.keep, "keep", false, "local backend: leave the cluster up at the end ('sidebench cluster down' removes it)")
+	fl.BoolVar(&f.keep, "keep", false, "local backend: leave the cluster up at the end ('sidebench cluster down DIR' or 'cluster down --all' removes it; a bare 'cluster down' leaves it)")
 	fl.DurationVar(&f.horizon, "horizon", 0, "local and kube backends: cap every trial at this wall-clock duration (default: the scenario's horizon, at most 10m)")
 	f.kube.register(cmd)
 }
@@ -124,11 +124,16 @@ type runFlags struct {
 	maxDisk          string
 	shard            string
 	shards           int
+	// given reports whether a flag was on the command line: 0 is the
+	// default of --seed and --trials ("the scenario's"), so a 0 the user
+	// typed must be told apart from no flag.
+	given func(name string) bool
 }
 
 func (f *runFlags) register(cmd *cobra.Command) {
 	f.backendFlags.register(cmd)
 	fl := cmd.Flags()
+	f.given = fl.Changed
 	fl.Uint64Var(&f.seed, "seed", 0, "master seed (default: the scenario's seed)")
 	fl.IntVar(&f.trials, "trials", 0, "trials per policy (default: the scenario's trials)")
 	fl.IntVar(&f.parallel, "parallel", 1, "trials run at once")
@@ -148,8 +153,13 @@ func (f *runFlags) check() error {
 	if f.parallel < 1 {
 		return usageErr("--parallel must be >= 1")
 	}
-	if f.trials < 0 {
-		return usageErr("--trials must be >= 0")
+	// An explicit 0 used to be taken silently as "the scenario's": --seed
+	// 0 ran the scenario's seed, --trials 0 its trials.
+	if f.trials < 0 || f.trials == 0 && f.given != nil && f.given("trials") {
+		return usageErr("--trials %d: must be >= 1 (without --trials, the scenario's trials)", f.trials)
+	}
+	if f.seed == 0 && f.given != nil && f.given("seed") {
+		return usageErr("--seed 0: 0 stands for the scenario's seed here and cannot be given as a flag; for a master seed of 0, set seed: 0 in the scenario file")
 	}
 	if f.out != "" {
 		if fi, err := os.Stat(f.out); err == nil && !fi.IsDir() {
@@ -508,8 +518,13 @@ func exitFor(ctx context.Context, streams IOStreams, strict bool, results []*run
 	case stopped != "":
 		fmt.Fprintf(streams.ErrOut, "sidebench: %s; results are partial (summary.json status: partial, stopped)\n", stopped)
 		return silent(ExitFailed)
-	case partial:
+	case partial && ctx.Err() != nil:
 		fmt.Fprintln(streams.ErrOut, "sidebench: interrupted: results are partial (summary.json status: partial)")
+		return silent(ExitFailed)
+	case partial:
+		// Not interrupted here: a merge of a partial input, or a trial
+		// that did not finish (this said "interrupted" for them too).
+		fmt.Fprintln(streams.ErrOut, "sidebench: results are partial (summary.json status: partial): not every trial of the run was committed")
 		return silent(ExitFailed)
 	case fail:
 		return silent(ExitFailed)

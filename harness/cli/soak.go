@@ -46,15 +46,18 @@ the run directory consistent at all times:
   - after a crash or SIGKILL, 'soak --resume DIR' cuts whatever was written
     after the last committed trial and continues with the trials not yet
     committed: nothing committed is lost and no trial is counted twice.
-    --duration then bounds the resumed part (default: the original value).
+    --duration then bounds the resumed part (default: the original value);
+    the seed, --keep-history and shard stay the soak's own.
     A journal line that is corrupt (other than a torn last line), a
-    scenario copy edited since the run started, or a directory another
-    process holds is refused (exit 2) and nothing is changed.
+    scenario copy edited since the run started, a directory another
+    process holds, or one that is not a soak's (run, merge) is refused
+    (exit 2) and nothing is changed.
 
-Run and soak share one runner: the same flags, the same policy filter,
-the same verdicts. Soaks run on the sim backend; --backend local and kube
-are refused (a real-kubelet soak needs a cluster kept healthy across
-trials, which is not built yet).
+Run and soak share one runner: the same flags (but --trials, as a soak
+runs until --duration, and --include-large, as a soak runs every scenario
+it is given), the same policy filter, the same verdicts. Soaks run on the
+sim backend; --backend local and kube are refused (a real-kubelet soak
+needs a cluster kept healthy across trials, which is not built yet).
 
 Ctrl-C stops cleanly; trials in flight are committed, marked partial.
 The report (report.html) plots the resident set size sampled at every
@@ -95,6 +98,11 @@ func runSoak(cmd *cobra.Command, streams IOStreams, d deps, f *soakFlags, files 
 	if f.checkpoint <= 0 {
 		return usageErr("--checkpoint must be > 0")
 	}
+	// --trials is run's, registered here with the shared flags and hidden;
+	// a soak ignored it silently.
+	if f.given("trials") {
+		return usageErr("--trials does not apply to a soak: it starts trials until --duration has passed")
+	}
 	// The progress display exists before anything is printed: every line
 	// for stderr goes through it (rep.Writer).
 	rep, err := f.reporter(streams.ErrOut)
@@ -117,7 +125,15 @@ func runSoak(cmd *cobra.Command, streams IOStreams, d deps, f *soakFlags, files 
 		if name != "" && name != info.Backend {
 			return usageErr("--backend %s: the soak in %s runs on %s", name, f.resume, info.Backend)
 		}
+		if info.Command != "soak" {
+			// A run's or merge's directory holds a fixed set of trials:
+			// resuming it appended soak trials to a finished result.
+			return usageErr("%s was written by 'sidebench %s', not by a soak: only a soak is continued with --resume; run it again into another --out", f.resume, info.Command)
+		}
 		name = info.Backend
+		if err := f.keptOnResume(info); err != nil {
+			return err
+		}
 		if so.Duration == 0 {
 			dur, perr := time.ParseDuration(info.Duration)
 			if perr != nil {
@@ -190,10 +206,35 @@ func runSoak(cmd *cobra.Command, streams IOStreams, d deps, f *soakFlags, files 
 		return silent(ExitFailed)
 	}
 	if ctx.Err() != nil || res.Partial {
-		fmt.Fprintln(streams.ErrOut, "sidebench: interrupted: results are partial (summary.json status: partial); continue with soak --resume")
+		fmt.Fprintf(streams.ErrOut, "sidebench: interrupted: results are partial (summary.json status: partial); continue with 'sidebench soak --resume %s'\n", so.Dir)
 		return silent(ExitFailed)
 	}
 	return exitFor(ctx, streams, f.strict, []*runner.Result{res})
+}
+
+// keptOnResume refuses a --seed, --keep-history or shard given with
+// --resume that differs from the soak's: a resume keeps what the soak
+// started with (run.json; runner.Soak), and a different value was
+// silently replaced. The same value given again is accepted.
+func (f *soakFlags) keptOnResume(info rundir.Info) error {
+	if f.given("seed") && f.seed != info.Seed {
+		return usageErr("--seed %d: the soak in %s keeps the master seed it started with (run.json seed %d; 0: its scenarios' seeds); resume it without --seed", f.seed, f.resume, info.Seed)
+	}
+	if f.given("keep-history") {
+		if keep, err := rundir.ParseRetention(f.keepHistory); err == nil && keep.String() != info.KeepHistory {
+			return usageErr("--keep-history %s: the soak in %s keeps what it started with (%s); resume it without --keep-history", f.keepHistory, f.resume, info.KeepHistory)
+		}
+	}
+	if f.given("shard") || f.given("shards") {
+		if sh, err := runner.ShardOf(f.shard, f.shards, os.Getenv); err == nil && sh.String() != info.Shard {
+			started := info.Shard
+			if started == "" {
+				started = "no shard"
+			}
+			return usageErr("--shard/--shards: the soak in %s runs the slice it started with (%s); resume it without them", f.resume, started)
+		}
+	}
+	return nil
 }
 
 // readRSS returns the process's resident set size (VmRSS), or the Go

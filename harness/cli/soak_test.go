@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -279,4 +281,93 @@ func findingsSection(md []byte) string {
 		return s[i:]
 	}
 	return ""
+}
+
+// TestSoakInterruptedNamesTheResume: an interrupted soak says how to
+// continue with a command that runs as printed (it used to say "soak
+// --resume", which without the directory is a usage error).
+func TestSoakInterruptedNamesTheResume(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "soak")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // Ctrl-C before the first commit
+	_, errOut, code := runCtx(t, ctx, "soak", "--quiet", "--duration", "200ms", "--out", dir, "testdata/tiny.yaml")
+	m := regexp.MustCompile(`continue with 'sidebench (soak --resume [^']+)'`).FindStringSubmatch(errOut)
+	if code != ExitFailed || m == nil {
+		t.Fatalf("interrupted soak: exit %d, no 'sidebench soak --resume DIR' in %q", code, errOut)
+	}
+	if _, errOut, code := run(t, strings.Fields(m[1])...); code != ExitOK || !strings.Contains(errOut, "resumed "+dir) {
+		t.Errorf("the printed %q: exit %d %q", m[1], code, errOut)
+	}
+}
+
+// TestSoakRefusesTrials: --trials is hidden on soak (shared with run) and
+// was silently ignored; it is refused.
+func TestSoakRefusesTrials(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "soak")
+	_, errOut, code := run(t, "soak", "--quiet", "--trials", "2", "--duration", "50ms", "--out", dir, "testdata/tiny.yaml")
+	if code != ExitUsage || !strings.Contains(errOut, "--trials does not apply") {
+		t.Errorf("soak --trials 2: exit %d %q", code, errOut)
+	}
+}
+
+// TestSoakResumeKeepsItsSettings: a resume keeps the soak's seed,
+// retention and slice; one given again with another value is refused
+// (it was silently replaced), the same value is accepted.
+func TestSoakResumeKeepsItsSettings(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "soak")
+	if _, errOut, code := run(t, "soak", "--quiet", "--duration", "50ms", "--seed", "7", "--keep-history", "findings", "--out", dir, "testdata/tiny.yaml"); code != ExitOK {
+		t.Fatalf("soak: %d %s", code, errOut)
+	}
+	for _, flags := range [][]string{{"--seed", "8"}, {"--keep-history", "all"}, {"--shard", "0/2"}} {
+		_, errOut, code := run(t, append([]string{"soak", "--quiet", "--resume", dir, "--duration", "50ms"}, flags...)...)
+		if code != ExitUsage || !strings.Contains(errOut, "resume it without") {
+			t.Errorf("resume with %v: exit %d %q", flags, code, errOut)
+		}
+	}
+	if _, errOut, code := run(t, "soak", "--quiet", "--resume", dir, "--duration", "50ms", "--seed", "7", "--keep-history", "findings"); code != ExitOK {
+		t.Errorf("resume with the soak's own --seed and --keep-history: exit %d %q", code, errOut)
+	}
+	if st := readState(t, filepath.Join(dir, render.SummaryFile)); st.Resumes == 0 {
+		t.Errorf("not resumed: %+v", st)
+	}
+}
+
+// TestSoakResumeRefusesARun: a run's directory is not a soak; resuming it
+// appended soak trials with fresh seeds to the finished run.
+func TestSoakResumeRefusesARun(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	if _, errOut, code := run(t, "run", "--quiet", "--trials", "1", "--out", dir, "testdata/tiny.yaml"); code != ExitOK {
+		t.Fatalf("run: %d %s", code, errOut)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, rundir.FileJournal))
+	_, errOut, code := run(t, "soak", "--quiet", "--resume", dir, "--duration", "50ms")
+	if code != ExitUsage || !strings.Contains(errOut, "not by a soak") {
+		t.Errorf("soak --resume of a run: exit %d %q", code, errOut)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, rundir.FileJournal)); !bytes.Equal(before, after) {
+		t.Errorf("the run's journal changed: %d -> %d bytes", len(before), len(after))
+	}
+}
+
+// TestMergeOfPartialIsNotInterrupted: merging a partial input exits 1
+// saying the result is partial, not that the merge was interrupted (it
+// said "interrupted").
+func TestMergeOfPartialIsNotInterrupted(t *testing.T) {
+	base := t.TempDir()
+	soak := filepath.Join(base, "soak")
+	if _, errOut, code := run(t, "soak", "--quiet", "--duration", "50ms", "--out", soak, "testdata/tiny.yaml"); code != ExitOK {
+		t.Fatalf("soak: exit %d %s", code, errOut)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // a resume interrupted at once: the soak is partial
+	if _, errOut, code := runCtx(t, ctx, "soak", "--quiet", "--resume", soak); code != ExitFailed {
+		t.Fatalf("interrupted resume: exit %d %s", code, errOut)
+	}
+	if st := readState(t, filepath.Join(soak, render.SummaryFile)); st.Status != "partial" {
+		t.Fatalf("the input is %s, want partial", st.Status)
+	}
+	_, errOut, code := run(t, "merge", "--quiet", "--out", filepath.Join(base, "m"), soak)
+	if code != ExitFailed || strings.Contains(errOut, "interrupted") || !strings.Contains(errOut, "partial") {
+		t.Errorf("merge of a partial input: exit %d %q", code, errOut)
+	}
 }

@@ -77,3 +77,27 @@ func TestCompareRefusesRetainedRuns(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
 }
+
+// TestTrendCreatesOut: as in trend's example, --out names a directory that
+// does not exist yet; trend creates it and writes trend.md and trend.html
+// there. It used to fail with exit 3 (an internal error).
+func TestTrendCreatesOut(t *testing.T) {
+	base := t.TempDir()
+	var dirs []string
+	for i := 1; i <= 2; i++ {
+		d := filepath.Join(base, fmt.Sprintf("night-%d", i))
+		if _, errOut, code := run(t, "run", "--quiet", "--trials", "1", "--seed", fmt.Sprint(i), "--out", d, "testdata/tiny.yaml"); code != ExitOK {
+			t.Fatalf("night %d: exit %d %s", i, code, errOut)
+		}
+		dirs = append(dirs, d)
+	}
+	out := filepath.Join(base, "trend")
+	if _, errOut, code := run(t, append([]string{"trend", "--out", out}, dirs...)...); code != ExitOK && code != ExitFailed {
+		t.Fatalf("trend --out %s (new): exit %d %s", out, code, errOut)
+	}
+	for _, name := range []string{"trend.md", "trend.html"} {
+		if _, err := os.Stat(filepath.Join(out, name)); err != nil {
+			t.Error(err)
+		}
+	}
+}

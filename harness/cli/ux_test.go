@@ -180,3 +180,25 @@ workloads:
 		t.Errorf("validate gated: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// TestInitFromEmptyRefused: an empty --from (kubectl printed nothing, as
+// for a mistyped pod name) is refused and nothing is written; it used to
+// scaffold the example pod and exit 0, as if no --from had been given.
+func TestInitFromEmptyRefused(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.yaml")
+	os.WriteFile(empty, []byte("\n"), 0o644)
+	for _, from := range []string{"-", empty} {
+		scen := filepath.Join(dir, "web.yaml")
+		var out, errOut bytes.Buffer
+		code := runWith(context.Background(), IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, defaultDeps(),
+			[]string{"init", scen, "--from", from})
+		if code != ExitUsage || !strings.Contains(errOut.String(), "empty") {
+			t.Errorf("init --from %s (empty): exit %d\n%s%s", from, code, out.String(), errOut.String())
+		}
+		if _, err := os.Stat(scen); err == nil {
+			t.Errorf("init --from %s (empty) wrote %s", from, scen)
+			os.Remove(scen)
+		}
+	}
+}

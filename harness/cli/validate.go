@@ -86,7 +86,7 @@ violation, or if no pod was checked (an empty or metadata-only history,
 such as a killed run leaves: "no pods checked"); 2 if a file cannot be
 read or is malformed (a broken line, an unknown kind, a line over 4 MiB,
 t going backwards within a run).`,
-		Args: atLeastOne("history file"),
+		Args: atLeastOne("run directory or history file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if code := check.RunCheckCommand(streams.Out, streams.ErrOut, args, rundir.OpenHistory); code != 0 {
 				return silent(code)

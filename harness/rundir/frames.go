@@ -250,6 +250,10 @@ func OpenHistory(path string) (io.ReadCloser, error) {
 	name, limit := v.file(FileHistory)
 	lr, err := openLines(filepath.Join(path, name), limit)
 	if errors.Is(err, os.ErrNotExist) {
+		if _, rerr := os.Stat(filepath.Join(path, FileRun)); rerr != nil {
+			// Any directory was called "this run directory".
+			return nil, usage("%s: not a run directory (no %s) and not a history file", path, FileRun)
+		}
 		return nil, usage("%s: no history in this run directory", path)
 	}
 	if err != nil {

@@ -454,3 +454,20 @@ func TestFrameWriterToBuffer(t *testing.T) {
 		t.Fatalf("empty stream wrote %d bytes, %v", empty.Len(), err)
 	}
 }
+
+// TestOpenHistoryNamesWhatItGot: a directory that is not a run directory
+// is called that, not "this run directory" (check printed "no history in
+// this run directory" for any directory); a run directory without a
+// history keeps that message.
+func TestOpenHistoryNamesWhatItGot(t *testing.T) {
+	plain := t.TempDir()
+	var ue *UsageError
+	if _, err := OpenHistory(plain); !errors.As(err, &ue) || !strings.Contains(err.Error(), "not a run directory") {
+		t.Errorf("a plain directory: %v", err)
+	}
+	run := newDir(t, 1)
+	os.Remove(filepath.Join(run, FileHistory))
+	if _, err := OpenHistory(run); !errors.As(err, &ue) || !strings.Contains(err.Error(), "no history in this run directory") {
+		t.Errorf("a run directory without its history: %v", err)
+	}
+}

@@ -210,10 +210,35 @@ func TestOpenRefusesShortDataFile(t *testing.T) {
 	unchanged(t, dir, before)
 }
 
+// TestCreateRefusesNonEmpty: a non-empty output directory is refused, and
+// 'soak --resume' is offered only for a soak's run directory (the one
+// command that continues a directory in place).
 func TestCreateRefusesNonEmpty(t *testing.T) {
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "x"), nil, 0o644)
-	if _, err := Create(dir, Info{}, nil); err == nil || !strings.Contains(err.Error(), "not empty") {
-		t.Fatalf("err = %v", err)
+	for _, tc := range []struct {
+		name   string
+		fill   func(dir string)
+		resume bool
+	}{
+		{"other files", func(dir string) { os.WriteFile(filepath.Join(dir, "x"), nil, 0o644) }, false},
+		{"a run", func(dir string) { os.WriteFile(filepath.Join(dir, FileRun), []byte(`{"command":"run"}`), 0o644) }, false},
+		{"a merge", func(dir string) { os.WriteFile(filepath.Join(dir, FileRun), []byte(`{"command":"merge"}`), 0o644) }, false},
+		{"a soak", func(dir string) { os.WriteFile(filepath.Join(dir, FileRun), []byte(`{"command":"soak"}`), 0o644) }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tc.fill(dir)
+			_, err := Create(dir, Info{}, nil)
+			var ue *UsageError
+			if !errors.As(err, &ue) || !strings.Contains(err.Error(), "not empty") {
+				t.Fatalf("err = %v", err)
+			}
+			want := "'sidebench soak --resume " + dir + "'"
+			if got := strings.Contains(err.Error(), want); got != tc.resume {
+				t.Errorf("offers %s: %v, want %v\n%v", want, got, tc.resume, err)
+			}
+			if !tc.resume && strings.Contains(err.Error(), "resume") {
+				t.Errorf("offers a resume of a directory that is not a soak's: %v", err)
+			}
+		})
 	}
 }

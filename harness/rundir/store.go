@@ -60,11 +60,24 @@ func dirWith(path string, opts []Option) *Dir {
 	return d
 }
 
+// notEmptyRemedy is what to do about a non-empty output directory. Only
+// a soak is continued in place, so only a soak's directory is offered
+// 'soak --resume', as a command that works as printed (run.json holds its
+// duration). It used to offer 'soak --resume' for any directory: for a
+// run's, the printed advice failed (no --duration) and, given one, would
+// have appended soak trials to a finished run.
+func notEmptyRemedy(path string) string {
+	if info, err := ReadInfo(path); err == nil && info.Command == "soak" {
+		return fmt.Sprintf("use another --out, or continue that soak with 'sidebench soak --resume %s'", path)
+	}
+	return "use another --out"
+}
+
 // Create makes a fresh run directory (which must not exist or be empty),
 // copies the scenarios in and writes run.json.
 func Create(path string, info Info, scens []*scenario.Scenario, opts ...Option) (*Dir, error) {
 	if ents, err := os.ReadDir(path); err == nil && len(ents) > 0 {
-		return nil, usage("output directory %s exists and is not empty (use another --out, or soak --resume)", path)
+		return nil, usage("output directory %s exists and is not empty (%s)", path, notEmptyRemedy(path))
 	}
 	if err := os.MkdirAll(filepath.Join(path, DirScenarios), 0o755); err != nil {
 		return nil, fmt.Errorf("creating the run directory: %w", err)
@@ -109,7 +122,7 @@ func Open(path string, opts ...Option) (*Dir, []*scenario.Scenario, error) {
 		return nil, nil, err
 	}
 	if info.Format < Format {
-		return nil, nil, usage("%s: written by an older sidebench (run directory format %d, this one writes %d): it can be read (graduate, compare, merge, trend) but not resumed; start a new soak", path, info.Format, Format)
+		return nil, nil, usage("%s: written by an older sidebench (run directory format %d, this one writes %d): it can be read (graduate, compare, trend, check) but not resumed or merged; start a new soak", path, info.Format, Format)
 	}
 	d := dirWith(path, opts)
 	d.Info = info

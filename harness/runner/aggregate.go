@@ -18,7 +18,7 @@ import (
 )
 
 // MaxReportFindings bounds the findings per scenario × policy carried into
-// the reports (findings.jsonl has every one).
+// the reports (findings.jsonl.zst has every one).
 const MaxReportFindings = 50
 
 // Role is how a policy of a scenario is treated.
@@ -118,7 +118,12 @@ type Aggregate struct {
 	// name has different content (hash); Mixed records that it did.
 	AllowMixed bool
 	Mixed      bool
-	hashes     map[string]string
+	// MixedRemedy is the advice that ends the refusal of mixed content;
+	// a command with an --allow-mixed flag names it here. Empty, the
+	// refusal names no flag: merge has none, and its advice must not
+	// send the user to one that does not exist.
+	MixedRemedy string
+	hashes      map[string]string
 	// user holds each row's user-level counts (userlevel.go).
 	user map[*Row]*userCounts
 	// figs is each scenario's figure data (figures.go).
@@ -457,7 +462,11 @@ func (a *Aggregate) checkHashes(dir string, info *rundir.Info) error {
 		h, seen := a.hashes[ref.Name]
 		if seen && h != ref.Hash {
 			if !a.AllowMixed {
-				return &rundir.UsageError{Err: fmt.Errorf("%s: scenario %q has other content (sha256 %.12s) than in the runs before (%.12s): pooling them would mix different experiments; pass --allow-mixed to pool them anyway (the result is labelled mixed)", dir, ref.Name, ref.Hash, h)}
+				remedy := a.MixedRemedy
+				if remedy == "" {
+					remedy = "pool runs of one scenario content"
+				}
+				return &rundir.UsageError{Err: fmt.Errorf("%s: scenario %q has other content (sha256 %.12s) than in the runs before (%.12s): pooling them would mix different experiments; %s", dir, ref.Name, ref.Hash, h, remedy)}
 			}
 			if !a.Mixed {
 				a.Warnings = append(a.Warnings, fmt.Sprintf("mixed scenarios: %s: scenario %q has other content (sha256 %.12s, before %.12s); pooled because of --allow-mixed", dir, ref.Name, ref.Hash, h))

@@ -82,6 +82,11 @@ func Trend(paths []string, out string, o trend.Options) (*trend.Table, []byte, e
 	if err := t.WriteHTML(&html); err != nil {
 		return nil, nil, err
 	}
+	// --out is created as run and merge create theirs (trend's own example
+	// names a new directory; it used to fail there with exit 3).
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("writing the trend: %w", err)
+	}
 	for name, b := range map[string][]byte{trend.MarkdownFile: md.Bytes(), trend.HTMLFile: html.Bytes()} {
 		if err := rundir.WriteFileAtomic(filepath.Join(out, name), b); err != nil {
 			return nil, nil, fmt.Errorf("writing the trend: %w", err)

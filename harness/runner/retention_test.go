@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -226,7 +227,47 @@ func TestLoadsFormat1(t *testing.T) {
 	if !slices.EqualFunc(a.State.Rows, b.State.Rows, sameRow) || a.State.Verdict != b.State.Verdict || len(a.Runs[0].Findings) != len(b.Runs[0].Findings) {
 		t.Errorf("format 1 judged differently:\n%+v\n%+v", b.State.Rows, a.State.Rows)
 	}
-	if _, _, err := rundir.Open(old); err == nil || !strings.Contains(err.Error(), "not resumed") {
-		t.Errorf("resuming format 1: %v", err)
+	_, _, err := rundir.Open(old)
+	if err == nil || !strings.Contains(err.Error(), "not resumed") {
+		t.Fatalf("resuming format 1: %v", err)
+	}
+	// The refusal lists the commands that read the directory; each of
+	// them does. It used to list merge, which refuses format 1.
+	m := regexp.MustCompile(`it can be read \(([a-z, ]+)\)`).FindStringSubmatch(err.Error())
+	if m == nil {
+		t.Fatalf("no list of the commands that read it: %v", err)
+	}
+	// A format 1 directory has the summary.json its run wrote (compare
+	// reads its identity there).
+	if b, err := os.ReadFile(filepath.Join(dir, render.SummaryFile)); err != nil {
+		t.Fatal(err)
+	} else {
+		os.WriteFile(filepath.Join(old, render.SummaryFile), b, 0o644)
+	}
+	reads := map[string]func() error{
+		"graduate": func() error { _, err := NewAggregate(nil, nil).Load(old); return err },
+		"trend":    func() error { _, err := LoadNights([]string{old}); return err },
+		"compare":  func() error { _, err := CompareRuns([]string{old, old}); return err },
+		"check": func() error {
+			h, err := rundir.OpenHistory(old)
+			if err == nil {
+				h.Close()
+			}
+			return err
+		},
+		"merge": func() error {
+			_, err := Merge(context.Background(), MergeOptions{Dirs: []string{old}, Out: filepath.Join(t.TempDir(), "m")})
+			return err
+		},
+	}
+	for _, cmd := range strings.Split(m[1], ", ") {
+		read, ok := reads[cmd]
+		if !ok {
+			t.Errorf("the refusal names %q, which this test cannot try", cmd)
+			continue
+		}
+		if err := read(); err != nil {
+			t.Errorf("the refusal says %s reads format 1, but: %v", cmd, err)
+		}
 	}
 }

@@ -367,8 +367,14 @@ func (s *Scenario) CheckBudget(b Budget) error {
 	if b.Parallel > 1 && top.PerTrial {
 		par = fmt.Sprintf(", for each of %d trials at once", b.Parallel)
 	}
-	e.add(top.Path, "needs about %s of memory: %s%s; the scenario needs about %s in all%s, more than the %s of %s (lower this value, or set another budget with --max-memory)",
-		fmtBytes(top.Bytes), top.What, par, fmtBytes(full), limited, fmtBytes(float64(b.Bytes)), src)
+	remedy := "lower this value, or set another budget with --max-memory"
+	if top.Path == "" {
+		// sidebench's own part names no field: there is no value to
+		// lower (the message used to say "lower this value" anyway).
+		remedy = "no scenario field sets this part; set another budget with --max-memory"
+	}
+	e.add(top.Path, "needs about %s of memory: %s%s; the scenario needs about %s in all%s, more than the %s of %s (%s)",
+		fmtBytes(top.Bytes), top.What, par, fmtBytes(full), limited, fmtBytes(float64(b.Bytes)), src, remedy)
 	return e.err()
 }
 

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -172,6 +173,43 @@ func TestSoftLimitBudget(t *testing.T) {
 	term, total := quotedBytes(t, msg, "needs about "), quotedBytes(t, msg, "the scenario needs about ")
 	if term > total {
 		t.Errorf("largest term %.0f bytes, more than the total %.0f: %s", term, total, msg)
+	}
+}
+
+// TestBudgetAdviceNamesAValue: "lower this value" is said only where the
+// refusal names a field to lower. A budget below sidebench's own part
+// refuses at the file, naming no field, and used to say it too.
+func TestBudgetAdviceNamesAValue(t *testing.T) {
+	s, err := LoadShipped("policy-comparison")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bytes := range []int64{8 << 20} {
+		b := testBudget
+		b.Bytes, b.Source = bytes, "--max-memory"
+		err := s.CheckBudget(b)
+		var list ErrorList
+		if !errors.As(err, &list) || len(list) != 1 {
+			t.Fatalf("%d bytes: %v; want one refusal", bytes, err)
+		}
+		fe := list[0]
+		if says := strings.Contains(fe.Msg, "lower this value"); says != (fe.Path != "") {
+			t.Errorf("%d bytes: field %q, message %q", bytes, fe.Path, fe.Msg)
+		}
+		if !strings.Contains(fe.Msg, "--max-memory") {
+			t.Errorf("%d bytes: no --max-memory in %q", bytes, fe.Msg)
+		}
+	}
+	// A scenario value that is the largest part keeps its advice.
+	env, err := LoadShipped("scale-envelope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := testBudget
+	b.Bytes, b.Source = 512<<20, "--max-memory"
+	var list ErrorList
+	if err := env.CheckBudget(b); !errors.As(err, &list) || list[0].Path == "" || !strings.Contains(list[0].Msg, "lower this value") {
+		t.Errorf("scale envelope in 512 MiB: %v", err)
 	}
 }
 

@@ -206,7 +206,11 @@ func loadGeneric(file string, data []byte, depth int, chain []string) (map[strin
 	ix := indexYAML(file, data)
 	res := &positions{main: ixResolver{ix}}
 	if bytes.Count(data, []byte("\n---")) > 0 && hasSecondDocument(data) {
-		return nil, nil, ErrorList{{File: file, Msg: "a scenario file holds exactly one YAML document (found a second document after ---)"}}
+		msg := "a scenario file holds exactly one YAML document (found a second document after ---)"
+		if hint := manifestHint(map[string]any{"kind": workloadKindIn(data)}, file); hint != "" {
+			msg += "; " + hint // kubectl's output: a Deployment beside its Service, ConfigMap...
+		}
+		return nil, nil, ErrorList{{File: file, Msg: msg}}
 	}
 	j, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {

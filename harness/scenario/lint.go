@@ -28,12 +28,16 @@ func (s *Scenario) Warnings() []string {
 			}
 			own, hasOwn := w.Behaviors[c.Name]
 			set := func(field string) bool { return hasOwn && own.Set(field) || hasDef && def.Set(field) }
-			var gates []string
+			// The example sets the field of each gate: startupAfter alone
+			// left a postStart-gated sidecar's warning standing.
+			var gates, examples []string
 			if c.StartupProbe != nil && !set("startupAfter") {
 				gates = append(gates, "a startupProbe (startupAfter)")
+				examples = append(examples, "startupAfter: lognormal(median=1s, p99=5s)")
 			}
 			if c.Lifecycle != nil && c.Lifecycle.PostStart != nil && !set("postStart") {
 				gates = append(gates, "a postStart hook (postStart)")
+				examples = append(examples, "postStart: lognormal(median=1s, p99=5s)")
 			}
 			if len(gates) == 0 {
 				continue
@@ -43,8 +47,8 @@ func (s *Scenario) Warnings() []string {
 			if hasOwn {
 				what = "a behaviour that does not say how long it takes"
 			}
-			out = append(out, fmt.Sprintf("%s: %s: warning: sidecar %q is gated by %s but has %s: the gate passes the instant the process runs, so the next container starts at once and pod_startup is optimistic; measure it and set behaviors.%s (e.g. startupAfter: lognormal(median=1s, p99=5s))",
-				s.Pos(path), path, c.Name, strings.Join(gates, " and "), what, c.Name))
+			out = append(out, fmt.Sprintf("%s: %s: warning: sidecar %q is gated by %s but has %s: the gate passes the instant the process runs, so the next container starts at once and pod_startup is optimistic; measure it and set behaviors.%s (e.g. %s)",
+				s.Pos(path), path, c.Name, strings.Join(gates, " and "), what, c.Name, strings.Join(examples, " and ")))
 		}
 	}
 	return out

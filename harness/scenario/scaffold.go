@@ -45,6 +45,25 @@ func WorkloadKinds() []string {
 	return ks
 }
 
+// workloadKindIn is the kind of the first document of a multi-document
+// file that init reads ("" if none, or if the file does not parse): a
+// manifest of several documents gets the same hint as one of a single
+// document, as README promises for a manifest given to run or validate.
+func workloadKindIn(data []byte) string {
+	dec := yaml3.NewDecoder(bytes.NewReader(data))
+	for {
+		var doc struct {
+			Kind string `yaml:"kind"`
+		}
+		if err := dec.Decode(&doc); err != nil {
+			return ""
+		}
+		if _, ok := workloadKinds[doc.Kind]; ok {
+			return doc.Kind
+		}
+	}
+}
+
 // manifestHint is the error for a Kubernetes manifest given where a
 // scenario is expected ("" if obj does not look like one).
 func manifestHint(obj map[string]any, file string) string {

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -132,6 +133,35 @@ func TestManifestHint(t *testing.T) {
 			t.Errorf("%s: the apiVersion error hides the hint: %v", kind, err)
 		}
 	}
+	// A manifest of several documents (kubectl's output: a Deployment and
+	// its Service) gets the hint too, and the command it names scaffolds
+	// a scenario that loads. It used to get only "exactly one YAML
+	// document".
+	for _, name := range []string{"deployment-two-sidecars", "job-log-shipper"} {
+		file := filepath.Join("testdata", "manifests", name+".yaml")
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = LoadBytes(file, data)
+		want := "wrap it with `sidebench init " + name + "-scenario.yaml --from " + file + "`"
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v\nwant %s", file, err, want)
+			continue
+		}
+		out, err := Scaffold(ScaffoldInput{Name: name + "-scenario.yaml", Source: file, Manifest: data})
+		if err != nil {
+			t.Fatalf("the hinted init on %s: %v", file, err)
+		}
+		if _, err := LoadBytes(name+"-scenario.yaml", out); err != nil {
+			t.Errorf("the scenario the hinted init writes for %s does not load: %v", file, err)
+		}
+	}
+	// A file of several documents none of which init reads keeps the
+	// plain error.
+	if _, err := LoadBytes("x.yaml", []byte("kind: Service\n---\nkind: ConfigMap\n")); err == nil || strings.Contains(err.Error(), "sidebench init") {
+		t.Errorf("Service and ConfigMap: %v", err)
+	}
 	// Other kinds keep the plain error.
 	_, err := LoadBytes("x.yaml", []byte("apiVersion: sidebench.dev/v1alpha1\nkind: Senario\n"))
 	if err == nil || strings.Contains(err.Error(), "sidebench init") || !strings.Contains(err.Error(), "Scenario") {
@@ -183,6 +213,30 @@ workloads:
 	}
 	if !strings.Contains(ws[1], `sidecar "shipper" is gated by a postStart hook (postStart) but has a behaviour that does not say how long it takes`) {
 		t.Errorf("shipper warning: %s", ws[1])
+	}
+	// The warnings' examples, followed as printed, measure the gates: no
+	// warning is left. (The example used to be startupAfter for every
+	// gate, which left a postStart hook's warning standing.)
+	followed := src
+	for _, w := range ws {
+		m := regexp.MustCompile(`set behaviors\.(\S+) \(e\.g\. (.+)\)$`).FindStringSubmatch(w)
+		if m == nil {
+			t.Fatalf("no example in %q", w)
+		}
+		var fields []string
+		for _, f := range strings.Split(m[2], " and ") {
+			k, v, _ := strings.Cut(f, ": ")
+			fields = append(fields, fmt.Sprintf("%s: %q", k, v))
+		}
+		followed = strings.Replace(followed, "    default: {startLatency: 100ms}\n", "    default: {startLatency: 100ms}\n    "+m[1]+": {"+strings.Join(fields, ", ")+"}\n", 1)
+	}
+	followed = strings.Replace(followed, "    shipper: {termHandling: 1s}\n", "", 1)
+	s, err = LoadBytes("w.yaml", []byte(followed))
+	if err != nil {
+		t.Fatalf("the warnings' examples, followed: %v\n%s", err, followed)
+	}
+	if ws := s.Warnings(); len(ws) != 0 {
+		t.Errorf("warnings after following their examples: %v\n%s", ws, followed)
 	}
 	// Measured: no warning.
 	s, err = LoadBytes("w.yaml", []byte(strings.Replace(src, "shipper: {termHandling: 1s}", "shipper: {postStart: 1s}\n    proxy: {startupAfter: 2s}", 1)))

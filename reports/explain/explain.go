@@ -274,7 +274,7 @@ func WriteListing(w io.Writer, dir string, l *Listing, max int) {
 	}
 	tw.Flush()
 	if len(shown) < len(l.Pods) {
-		fmt.Fprintf(w, "... %d more pods (--all lists them; findings.jsonl has every finding)\n", len(l.Pods)-len(shown))
+		fmt.Fprintf(w, "... %d more pods (--all lists them; %s in the run directory has every finding)\n", len(l.Pods)-len(shown), rundir.FileFindings)
 	}
 	p := shown[0]
 	fmt.Fprintf(w, "timeline of one: sidebench explain %s --pod %s --trial %d --policy %s\n", dir, p.Pod, p.Trial, p.Policy)

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"bytes"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -104,5 +105,21 @@ func TestListOrdersPodsByWorstClass(t *testing.T) {
 	}
 	if l.Findings != 5 {
 		t.Errorf("Findings = %d, want 5", l.Findings)
+	}
+}
+
+// TestListingNamesTheFindingsFile: a listing cut short says where every
+// finding is, naming the file a run directory has (it used to name
+// findings.jsonl; the file is findings.jsonl.zst).
+func TestListingNamesTheFindingsFile(t *testing.T) {
+	l := &Listing{Findings: 3}
+	for _, pod := range []string{"a", "b", "c"} {
+		l.Pods = append(l.Pods, &PodFindings{Scenario: "s", Policy: "kep753", Trial: 1, Pod: pod, What: []string{"INV-X violation"}})
+	}
+	var out bytes.Buffer
+	WriteListing(&out, "RUNDIR", l, 1)
+	m := regexp.MustCompile(`([a-z.]+\.jsonl[a-z.]*) in the run directory has every finding`).FindStringSubmatch(out.String())
+	if m == nil || m[1] != rundir.FileFindings {
+		t.Errorf("the listing's pointer to every finding: %q, want %s named\n%s", m, rundir.FileFindings, out.String())
 	}
 }

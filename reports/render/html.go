@@ -113,6 +113,7 @@ type htmlPage struct {
 	VerdictWarns []string
 	Findings     []htmlFinding
 	MoreFinding  int
+	EveryFinding string
 	Warnings     []string
 	Rules        []ruleNote
 	HowToRead    []string
@@ -286,7 +287,7 @@ func htmlView(d RunData) (htmlPage, error) {
 		pg.VerdictWarns = append(pg.VerdictWarns, w.String())
 	}
 	groups, more := notableFindings(d)
-	pg.MoreFinding = more
+	pg.MoreFinding, pg.EveryFinding = more, everyFinding
 	for _, g := range groups {
 		f := &g.F
 		cls := map[string]string{ClassViolation: "viol", ClassDegradation: "degr", ClassBound: "bound"}[f.Class]
@@ -402,7 +403,7 @@ footer{font-size:.85rem;color:#333;margin-top:2rem}
 {{if .Context}}<p><i>{{.Context}}</i></p>{{end}}
 {{if .Excerpt}}<pre>{{.Excerpt}}</pre>{{end}}
 </div>
-{{end}}{{if .MoreFinding}}<p>… {{.MoreFinding}} more findings in summary.json and findings.jsonl.</p>{{end}}
+{{end}}{{if .MoreFinding}}<p>… {{.MoreFinding}} more findings in summary.json; {{.EveryFinding}}</p>{{end}}
 
 {{if .Warnings}}<h2>Warnings</h2>
 <ul>{{range .Warnings}}<li>{{.}}</li>{{end}}</ul>{{end}}

@@ -9,9 +9,14 @@ import (
 	"strings"
 )
 
-// MaxFindings is how many findings report.md and report.html show (all of
-// them are in summary.json).
+// MaxFindings is how many findings report.md and report.html show (the
+// others carried into the report data are in summary.json).
 const MaxFindings = 10
+
+// everyFinding says where every finding is: summary.json carries a bounded
+// number per policy, the run directory's findings.jsonl.zst all of them
+// (these sentences used to name a findings.jsonl no run directory has).
+const everyFinding = "every finding of the run is in findings.jsonl.zst in the run directory (zstdcat prints it; 'sidebench explain RUNDIR' lists its pods)."
 
 // WriteMarkdown writes report.md.
 func WriteMarkdown(w io.Writer, d RunData) error {
@@ -156,7 +161,7 @@ func writeMarkdown(w *bufio.Writer, d RunData) {
 		}
 	}
 	if more > 0 {
-		p("… %d more findings in summary.json and findings.jsonl.\n\n", more)
+		p("… %d more findings in summary.json; %s\n\n", more, everyFinding)
 	}
 
 	if len(d.Warnings) > 0 {
@@ -263,7 +268,7 @@ var howToRead = []string{
 	"Latencies are in milliseconds. Percentiles are by nearest rank, as ClusterLoader2 computes them: p = sorted[ceil(n·p/100)−1], always an observed value, never interpolated.",
 	"[lo, hi] is a distribution-free 95% confidence interval for the population percentile from order statistics (binomial ranks, as benchstat's median CI). ±∞ means the sample is too small to bound it: the p99 needs n ≥ 368 for a finite two-sided interval, the median n ≥ 6.",
 	"pod_startup is the SIG Scalability SLI: pod creation → every sidecar and main container started, as observed. Faulted pods are excluded from latency samples unless stated.",
-	"A violation is a HARD guarantee broken without an excusing fault; a degradation is a guarantee broken under a fault that voids it; a bound exceeded is a missed timing budget. Only violations fail the run.",
+	"A violation is a HARD guarantee broken without an excusing fault; a degradation is a guarantee broken under a fault that voids it; a bound exceeded is a missed timing budget. A judged policy's violations fail the run (criteria.maxViolations, 0 unless set), its degradations only under criteria.maxDegradations, bounds exceeded never; latency criteria can fail it too, and a baseline's findings never do.",
 	"The violation rate is violations / pods checked. The Wilson and Clopper–Pearson columns are two-sided 95% upper bounds on the true rate; with 0 violations in n pods the rate is below ≈3/n (rule of three).",
 	"A finding is attributed to a fault only when that fault can have caused it: it touched the pod or its node and its window contains the offending event. Otherwise it is unattributed, and a violation.",
 	"Figures: each policy keeps one colour, dash pattern and marker in every figure. The latency figures are survival curves (fraction of pods at least as slow as x) on log–log axes, with p50/p90/p99 and their confidence intervals marked and a 95% DKW band; the policy comparison is a forest plot of violation rates with Clopper–Pearson intervals.",

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"flag"
+	"fmt"
 	"github.com/sidebench/sidebench/reports/stats"
 	"math"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/harness/rundir"
 )
 
 var (
@@ -734,6 +736,36 @@ func TestRSSFigure(t *testing.T) {
 		for _, want := range []string{"60 MiB at the start", "(30 samples)", "second half (dashed, from 15 min)", tc.want} {
 			if !strings.Contains(fig.Caption, want) {
 				t.Errorf("%s: caption lacks %q: %s", tc.name, want, fig.Caption)
+			}
+		}
+	}
+}
+
+// TestReportsNameRunDirectoryFiles: where report.md, report.html and the
+// run timeline's caption send the reader for the findings they leave out,
+// they name files a run directory has. They used to name findings.jsonl
+// and history.jsonl, which no run directory has (they are .jsonl.zst).
+func TestReportsNameRunDirectoryFiles(t *testing.T) {
+	d := sampleRun(t)
+	f := d.Findings[0]
+	for i := range MaxFindings + 3 {
+		f.Pod = fmt.Sprintf("default/extra-%d", i)
+		d.Findings = append(d.Findings, f)
+	}
+	d.FaultWindows = []FaultWindow{{Policy: "kep753", Fault: "kubelet-crash", ID: 1, Node: "node-0", Begin: 1 * sec, End: 2 * sec}}
+	d.Dropped = TimelineDropped{FaultWindows: 1, FindingPoints: 2}
+	d.Warnings = nil // the sample's warnings are test data, not sidebench's text
+	md := string(render(t, func(b *bytes.Buffer, d RunData) error { return WriteMarkdown(b, d) }, d))
+	html := string(render(t, func(b *bytes.Buffer, d RunData) error { return WriteHTML(b, d) }, d))
+	if !strings.Contains(md, "more findings") || !strings.Contains(html, "more findings") || !strings.Contains(html, "are left out") {
+		t.Fatal("the sentences under test are not rendered")
+	}
+	have := []string{rundir.FileHistory, rundir.FilePods, rundir.FileFindings, rundir.FileTrials, rundir.FileJournal}
+	named := regexp.MustCompile(`[a-z]+\.jsonl(\.zst)?\b`)
+	for name, text := range map[string]string{"report.md": md, "report.html": html} {
+		for _, file := range named.FindAllString(text, -1) {
+			if !slices.Contains(have, file) {
+				t.Errorf("%s names %s; a run directory has %v", name, file, have)
 			}
 		}
 	}

@@ -224,7 +224,7 @@ func runTimelineFigure(d RunData) (fig figure, ok bool, err error) {
 		Caption: fmt.Sprintf("One lane per %s. Bars are fault windows (fault.begin → fault.end), dashed grey ticks faults that could not be applied; marks are findings, coloured by class, shaped by policy. %d trial × policy histories overlaid on their own clocks.",
 			lanesBy, len(trials))}
 	if d.Dropped.FaultWindows > 0 || d.Dropped.FindingPoints > 0 {
-		fig.Caption += fmt.Sprintf(" To bound memory, a uniform sample is drawn: %d fault windows and %d findings are left out (findings.jsonl and history.jsonl have them all).", d.Dropped.FaultWindows, d.Dropped.FindingPoints)
+		fig.Caption += fmt.Sprintf(" To bound memory, a uniform sample is drawn: %d fault windows and %d findings are left out (findings.jsonl.zst and history.jsonl.zst in the run directory have them all).", d.Dropped.FaultWindows, d.Dropped.FindingPoints)
 	}
 	if d.State != nil && d.State.Resumes > 0 {
 		fig.Caption += fmt.Sprintf(" The run was resumed after %d committed trials: their fault windows and pod timelines are not drawn (their findings are).", d.State.Resumes)
