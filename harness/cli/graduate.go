@@ -52,7 +52,9 @@ Every policy except the none baseline is judged (--policy chooses).
 Each criterion is PASS (holds at the required confidence), FAIL (the
 observation itself breaks it: more trials of the same behaviour cannot fix
 it) or INSUFFICIENT DATA (within the limit, but the data cannot support the
-claim yet; NEEDED estimates how many more trials, pods or Jobs would).
+claim yet; NEEDED estimates how many more trials, pods or Jobs would;
+? where no count is known or more trials of the same runs cannot help,
+for example Jobs of a scenario that has none: its note says what would).
 
 A run that did not complete (Ctrl-C, a crash, a soak still running) is
 labelled partial in every verdict; with --strict its PASS verdicts become
@@ -259,7 +261,7 @@ func writeGraduation(streams IOStreams, res *gradResult) {
 	}
 	fmt.Fprintf(streams.Out, "overall (%s): %s%s\n", res.Stage, res.Overall, label)
 	if res.Overall == string(graduation.Insufficient) {
-		fmt.Fprintln(streams.Out, "INSUFFICIENT DATA: nothing failed, but the data does not support graduation yet; run more trials (NEEDED).")
+		fmt.Fprintln(streams.Out, "INSUFFICIENT DATA: nothing failed, but the data does not support graduation yet; run more trials (NEEDED), or, where NEEDED is ?, what the verdict's note says.")
 	}
 }
 

@@ -261,6 +261,13 @@ func evalJobs(c *Criteria, in Inputs) Verdict {
 	level := c.oneSidedLevel()
 	n, k := in.SidecarJobs, in.SidecarJobsCompleted
 	v := Verdict{Criterion: CriterionSidecarJobs, Threshold: j.MinFraction, Observed: math.NaN(), Bound: math.Inf(-1)}
+	if n == 0 {
+		// Runs without a single Job: more trials of the same scenarios
+		// give none, so no count of them is "needed" (this said "+100").
+		v.Status = Insufficient
+		v.Message = "no Job with sidecars in these runs: more trials of the same scenarios cannot give one; the criterion needs runs of a scenario whose pods run to completion (restartPolicy Never or OnFailure) with sidecars, such as scenarios/job-completion.yaml"
+		return v
+	}
 	if minJobs := max(j.MinJobs, 1); n < minJobs || k < 0 || k > n {
 		v.Status = Insufficient
 		v.MoreTrialsNeeded = max(minJobs-n, 1)
@@ -309,8 +316,14 @@ func evalOverhead(c *Criteria, in Inputs) Verdict {
 	name := fmt.Sprintf("p%g %s ratio vs none", p, o.Metric)
 	if minN := max(o.MinSamples, 1); cand.N() < minN || base.N() < minN {
 		v.Status = Insufficient
-		v.MoreTrialsNeeded = max(minN-cand.N(), minN-base.N())
 		v.Message = fmt.Sprintf("%s: %d candidate and %d baseline (policy none) samples; need >= %d each", name, cand.N(), base.N(), minN)
+		if base.N() == 0 || cand.N() == 0 {
+			// A policy that did not run gives no samples however many
+			// trials the others run (this said "+20").
+			v.Message += "; a policy with none did not run: the criterion needs runs of a scenario whose policies include none beside the candidate, such as scenarios/policy-comparison.yaml"
+			return v
+		}
+		v.MoreTrialsNeeded = max(minN-cand.N(), minN-base.N())
 		return v
 	}
 	qc, qb := stats.PercentileOf(cand, p), stats.PercentileOf(base, p)

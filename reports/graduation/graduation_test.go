@@ -180,6 +180,9 @@ func TestSidecarJobs(t *testing.T) {
 		{"ga 98 of 100", ga, 98, 100, Fail, 0},
 		{"ga exactly at the limit", ga, 99, 100, Insufficient, 0},
 		{"beta too few jobs", beta, 50, 50, Insufficient, 50},
+		// Runs without a Job: more trials of them give none, so no count
+		// is needed (it said +100, which no number of trials would meet).
+		{"beta no jobs at all", beta, 0, 0, Insufficient, 0},
 		{"beta 99 of 100 point", beta, 99, 100, Pass, 0},
 	}
 	for _, tt := range tests {
@@ -210,6 +213,7 @@ func TestSidecarOverhead(t *testing.T) {
 		{"1.9x: CI crosses 2x", ga, Inputs{PodStartupMs: h(scale(1.9)), BaselineMs: h(base), Seed: 1}, Insufficient, 1.9, 2},
 		{"1.9x alpha point", alpha, Inputs{PodStartupMs: h(scale(1.9)), BaselineMs: h(base)}, Pass, 1.9, 0},
 		{"no baseline", ga, Inputs{PodStartupMs: h(base)}, Insufficient, math.NaN(), 0},
+		{"few baseline samples", ga, Inputs{PodStartupMs: h(base), BaselineMs: h(base[:5])}, Insufficient, math.NaN(), 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -220,6 +224,12 @@ func TestSidecarOverhead(t *testing.T) {
 			}
 			if tt.boundAbove > 0 && !(v.Bound > tt.boundAbove) {
 				t.Errorf("bound %v should exceed %v", v.Bound, tt.boundAbove)
+			}
+			// More trials are needed only while both policies have some
+			// samples: a policy that did not run gives none (this said
+			// "+20" for a scenario without the none baseline).
+			if ran := tt.in.BaselineMs.N() > 0; tt.status == Insufficient && v.Bound == math.Inf(1) && (v.MoreTrialsNeeded > 0) != ran {
+				t.Errorf("MoreTrialsNeeded = %d with %d baseline samples: %s", v.MoreTrialsNeeded, tt.in.BaselineMs.N(), v.Message)
 			}
 			if again := Evaluate(c, tt.in)[0]; again.Bound != v.Bound && !math.IsInf(v.Bound, 1) {
 				t.Errorf("not deterministic: %v vs %v", again.Bound, v.Bound)
