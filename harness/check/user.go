@@ -198,7 +198,14 @@ func (p *Pod) proxyGapHit(m, s int, start, from, to int32, g span) Hit {
 		if g.cause != none {
 			cause = "was not serving (" + p.describe(g.cause) + ")"
 		}
-		h = p.at(start, g.to, "%q's application started while %q %s: %s without it", mn, sn, cause, d)
+		// A gap open to the end of the history has no closing event
+		// (g.to is past the last one): the hit is the start alone. at()
+		// read the time of g.to and panicked on such a gap (FuzzCheck).
+		other := g.to
+		if other >= p.n() {
+			other = start
+		}
+		h = p.at(start, other, "%q's application started while %q %s: %s without it", mn, sn, cause, d)
 	default:
 		h = p.at(g.cause, start, "%q stopped serving (%s) while %q's application ran: %s without it", sn, p.describe(g.cause), mn, d)
 	}
