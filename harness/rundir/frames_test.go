@@ -341,10 +341,7 @@ func TestViewIsConsistent(t *testing.T) {
 // empty frame that makes it one is past the committed sizes, so a resume
 // cuts it, readers never see it, and the next close puts it back.
 func TestEmptyDataFilesAreZstd(t *testing.T) {
-	s, err := scenario.LoadBytes("tiny.yaml", []byte(tiny))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := tinyScenario(t)
 	dir := filepath.Join(t.TempDir(), "run")
 	d, err := Create(dir, Info{Command: "run", Backend: "sim"}, []*scenario.Scenario{s})
 	if err != nil {

@@ -32,10 +32,7 @@ workloads:
 // newDir creates a run directory with n committed (synthetic) trials.
 func newDir(t *testing.T, n int) string {
 	t.Helper()
-	s, err := scenario.LoadBytes("tiny.yaml", []byte(tiny))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := tinyScenario(t)
 	dir := filepath.Join(t.TempDir(), "run")
 	d, err := Create(dir, Info{Command: "soak", Backend: "sim"}, []*scenario.Scenario{s})
 	if err != nil {
