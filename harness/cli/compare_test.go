@@ -345,3 +345,14 @@ func TestGraduateGolden(t *testing.T) {
 	}
 	golden(t, "graduate", fmt.Sprintf("exit %d\n%s", code, out))
 }
+
+// TestGraduateUnknownPolicyNamesTheRunsPolicies: graduate --policy with a
+// policy the directories did not run names the ones they did.
+func TestGraduateUnknownPolicyNamesTheRunsPolicies(t *testing.T) {
+	a := filepath.Join(t.TempDir(), "a")
+	runCmp(t, a, "testdata/cmp.yaml")
+	_, errOut, code := run(t, "graduate", "--criteria", "beta", "--policy", "kep753-2019", a)
+	if want := "--policy kep753-2019: not in [" + a + "], which ran kep753, none"; code != ExitUsage || !strings.Contains(errOut, want) {
+		t.Errorf("exit %d %q; want exit %d saying %q", code, errOut, ExitUsage, want)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -56,7 +58,7 @@ Timeline markers:
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.pod, "pod", "", "pod name (NAME or NAMESPACE/NAME); without it, list the pods with findings")
-	fl.IntVar(&f.trial, "trial", -1, "trial number (default: the first one with the pod)")
+	fl.IntVar(&f.trial, "trial", -1, "trial number; -1 is the first trial with the pod")
 	fl.StringVar(&f.policy, "policy", "", "policy (default: the first one with the pod)")
 	fl.BoolVar(&f.all, "all", false, "print the pod of every trial and policy (without --pod: list every pod with findings)")
 	return cmd
@@ -76,12 +78,36 @@ func runExplain(streams IOStreams, f *explainFlags, target string) error {
 	}
 	defer hf.Close()
 	q := explain.Query{Pod: f.pod, Trial: f.trial, All: f.all}
+	// A run directory's journal says which policies and trials it has:
+	// a --policy or --trial it does not have is named as such, with what
+	// it has, rather than as a pod not found (or every policy sidebench
+	// knows).
+	var ran []string
+	trials := map[int]bool{}
+	if findDir != "" {
+		_, _ = rundir.EachEntry(filepath.Join(findDir, rundir.FileJournal), func(e *rundir.Entry) error {
+			if !slices.Contains(ran, e.Policy) {
+				ran = append(ran, e.Policy)
+			}
+			trials[e.Trial] = true
+			return nil
+		})
+	}
 	if f.policy != "" {
 		g, err := api.ParseGates(f.policy)
+		if err != nil && len(ran) > 0 {
+			return usageErr("explain: --policy %q: not a policy; %s ran %s", f.policy, target, strings.Join(ran, ", "))
+		}
 		if err != nil {
 			return usageErr("explain: --policy: %v", err)
 		}
 		q.Policy = g.String()
+		if len(ran) > 0 && !slices.Contains(ran, q.Policy) {
+			return usageErr("explain: --policy %s: not in %s, which ran %s", q.Policy, target, strings.Join(ran, ", "))
+		}
+	}
+	if f.trial >= 0 && len(trials) > 0 && !trials[f.trial] {
+		return usageErr("explain: --trial %d: not in %s, which has trials %s", f.trial, target, trialRanges(trials))
 	}
 	hits, names, err := explain.Find(hf, q)
 	if err != nil {
@@ -132,4 +158,27 @@ func runExplainList(streams IOStreams, f *explainFlags, dir string) error {
 	}
 	explain.WriteListing(w, dir, l, max)
 	return nil
+}
+
+// trialRanges writes a set of trial numbers as ranges: "0-2, 5".
+func trialRanges(set map[int]bool) string {
+	ns := make([]int, 0, len(set))
+	for n := range set {
+		ns = append(ns, n)
+	}
+	slices.Sort(ns)
+	var parts []string
+	for i := 0; i < len(ns); {
+		j := i
+		for j+1 < len(ns) && ns[j+1] == ns[j]+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, fmt.Sprintf("%d-%d", ns[i], ns[j]))
+		} else {
+			parts = append(parts, strconv.Itoa(ns[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
 }

@@ -67,3 +67,32 @@ func FuzzExplain(f *testing.F) {
 		}
 	})
 }
+
+// TestExplainNamesWhatTheRunHas: a --policy or --trial the run directory
+// does not have is refused as such, naming the policies or trials it has.
+// Before, a policy it did not run and a trial past its last were "no pod
+// \"default/web-0\" in ...", and a misspelt policy listed every policy
+// sidebench knows rather than the run's.
+func TestExplainNamesWhatTheRunHas(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r")
+	if _, errOut, code := run(t, "run", "--quiet", "--out", dir, "testdata/tiny.yaml"); code != ExitOK && code != ExitFailed {
+		t.Fatalf("run: exit %d %s", code, errOut)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--policy", "kep753-2019"}, "--policy kep753-2019: not in " + dir + ", which ran kep753, none"},
+		{[]string{"--policy", "kep7533"}, `--policy "kep7533": not a policy; ` + dir + " ran kep753, none"},
+		{[]string{"--trial", "9"}, "--trial 9: not in " + dir + ", which has trials 0-1"},
+	} {
+		_, errOut, code := run(t, append([]string{"explain", dir, "--pod", "web-0"}, tc.args...)...)
+		if code != ExitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("explain %v: exit %d %q; want exit %d saying %q", tc.args, code, errOut, ExitUsage, tc.want)
+		}
+	}
+	// What the run has still explains.
+	if out, errOut, code := run(t, "explain", dir, "--pod", "web-0", "--policy", "none", "--trial", "1"); code != ExitOK || out == "" {
+		t.Errorf("explain of a pod the run has: exit %d %s", code, errOut)
+	}
+}

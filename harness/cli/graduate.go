@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -178,7 +179,13 @@ func runGraduate(streams IOStreams, f *graduateFlags, dirs []string) error {
 	}
 	for _, p := range f.policies {
 		if !slices.ContainsFunc(rows, func(r *runner.Row) bool { return r.Policy == p }) {
-			return usageErr("--policy %s: not in %v", p, dirs)
+			var ran []string
+			for _, r := range rows {
+				if !slices.Contains(ran, r.Policy) {
+					ran = append(ran, r.Policy)
+				}
+			}
+			return usageErr("--policy %s: not in %v, which ran %s", p, dirs, strings.Join(ran, ", "))
 		}
 	}
 	var all []graduation.Verdict
