@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/sidebench/sidebench/harness/rundir"
 	"github.com/sidebench/sidebench/reports/render"
@@ -287,16 +288,16 @@ func TestGraduate(t *testing.T) {
 		t.Fatalf("beta: exit %d %s\n%s", code, errOut, out)
 	}
 	for _, want := range []string{
-		"SCENARIO  POLICY  CRITERION",
-		"cmp       kep753  violation-rate         INSUFFICIENT DATA  0 ",
-		"cmp       kep753  pod-startup            PASS",
+		"CRITERION                STATUS",
+		"\ncmp  kep753\n  violation-rate         INSUFFICIENT DATA  0 ",
+		"\n  pod-startup            PASS",
 		"overall (beta): INSUFFICIENT DATA",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("beta output lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Contains(out, "cmp       none") {
+	if strings.Contains(out, "cmp  none") {
 		t.Errorf("the none baseline was judged:\n%s", out)
 	}
 	// The NEEDED column says how many more lifecycles.
@@ -329,6 +330,40 @@ func TestGraduate(t *testing.T) {
 	}
 	if _, errOut, code := run(t, "graduate", "--criteria", "alpha", a); code != ExitUsage || !strings.Contains(errOut, "no committed trials") {
 		t.Errorf("no journal: exit %d %q", code, errOut)
+	}
+}
+
+// TestGraduateFitsTheTerminal: graduate's table, like run's, fits
+// render.TableWidth whatever the policy's name: the policy is named in
+// full once, on its scenario's line, not in a column of every criterion's
+// line (kep753+ContainerRestartRules+RestartAllContainersOnContainerExits
+// +bug:reset-trigger-first made every line 190 columns wide).
+func TestGraduateFitsTheTerminal(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r")
+	scen := filepath.Join(t.TempDir(), "long.yaml")
+	data, err := os.ReadFile("testdata/cmp.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := "kep753+ContainerRestartRules+RestartAllContainersOnContainerExits+bug:reset-trigger-first"
+	text := regexp.MustCompile(`(?m)^policies:.*$`).ReplaceAllString(string(data), "policies: ["+long+", none]")
+	if err := os.WriteFile(scen, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, errOut, code := run(t, "run", "--quiet", "--out", dir, scen); code != ExitOK && code != ExitFailed {
+		t.Fatalf("run: exit %d %s", code, errOut)
+	}
+	out, errOut, code := run(t, "graduate", "--criteria", "beta", dir)
+	if code != ExitOK && code != ExitFailed {
+		t.Fatalf("graduate: exit %d %s", code, errOut)
+	}
+	if !strings.Contains(out, "cmp  "+long+"\n  violation-rate ") {
+		t.Errorf("no group line naming the policy in full:\n%s", out)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if n := utf8.RuneCountInString(l); n > render.TableWidth {
+			t.Errorf("%d columns: %s", n, l)
+		}
 	}
 }
 

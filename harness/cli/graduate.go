@@ -8,12 +8,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/sidebench/sidebench/harness/runner"
 	"github.com/sidebench/sidebench/reference-impl/api"
 	"github.com/sidebench/sidebench/reports/graduation"
+	"github.com/sidebench/sidebench/reports/render"
 )
 
 type graduateFlags struct {
@@ -234,11 +236,23 @@ func runGraduate(streams IOStreams, f *graduateFlags, dirs []string) error {
 	return nil
 }
 
+// writeGraduation prints the verdicts as run's result table prints rows:
+// a line per scenario and policy, the policy in full (policy names such
+// as kep753+ContainerRestartRules+RestartAllContainersOnContainerExits
+// made a column of every line wider than the terminal), then its
+// criteria indented under it; below, a wrapped note per verdict that did
+// not pass.
 func writeGraduation(streams IOStreams, res *gradResult) {
-	tw := newTabWriter(streams.Out)
-	fmt.Fprintln(tw, "SCENARIO\tPOLICY\tCRITERION\tSTATUS\tOBSERVED\tBOUND\tTHRESHOLD\tNEEDED")
-	var notes []string
-	for _, v := range res.Verdicts {
+	header := []string{"CRITERION", "STATUS", "OBSERVED", "BOUND", "THRESHOLD", "NEEDED"}
+	rows := make([][]string, len(res.Verdicts))
+	widths := make([]int, len(header))
+	measure := func(row []string) {
+		for j, c := range row {
+			widths[j] = max(widths[j], utf8.RuneCountInString(c))
+		}
+	}
+	measure(header)
+	for i, v := range res.Verdicts {
 		needed := "-"
 		if v.Status == graduation.Insufficient {
 			needed = "?"
@@ -246,8 +260,31 @@ func writeGraduation(streams IOStreams, res *gradResult) {
 				needed = "+" + strconv.Itoa(v.MoreTrialsNeeded)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Scenario, v.Policy, v.Criterion, v.Status,
-			gradNum(v.Observed), gradNum(v.Bound), gradNum(v.Threshold), needed)
+		rows[i] = []string{"  " + v.Criterion, string(v.Status), gradNum(v.Observed), gradNum(v.Bound), gradNum(v.Threshold), needed}
+		measure(rows[i])
+	}
+	line := func(row []string) {
+		var b strings.Builder
+		for j, c := range row {
+			b.WriteString(c)
+			if j < len(row)-1 {
+				b.WriteString(strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c)+2))
+			}
+		}
+		fmt.Fprintln(streams.Out, strings.TrimRight(b.String(), " "))
+	}
+	line(header)
+	var notes []string
+	group := ""
+	for i, v := range res.Verdicts {
+		if g := v.Scenario + "  " + v.Policy; g != group {
+			group = g
+			if utf8.RuneCountInString(g) > render.TableWidth {
+				g = render.Wrap(g, render.TableWidth, "    ")
+			}
+			fmt.Fprintln(streams.Out, g)
+		}
+		line(rows[i])
 		if v.Status != graduation.Pass {
 			notes = append(notes, fmt.Sprintf("%s %s %s: %s: %s", v.Scenario, v.Policy, v.Criterion, v.Status, v.Message))
 		}
@@ -255,9 +292,8 @@ func writeGraduation(streams IOStreams, res *gradResult) {
 			notes = append(notes, fmt.Sprintf("%s %s %s: warning: %s", v.Scenario, v.Policy, v.Criterion, w))
 		}
 	}
-	tw.Flush()
 	for _, n := range notes {
-		fmt.Fprintln(streams.Out, n)
+		fmt.Fprintln(streams.Out, render.Wrap(n, render.TableWidth, "  "))
 	}
 	label := ""
 	if res.Partial {
@@ -268,7 +304,7 @@ func writeGraduation(streams IOStreams, res *gradResult) {
 	}
 	fmt.Fprintf(streams.Out, "overall (%s): %s%s\n", res.Stage, res.Overall, label)
 	if res.Overall == string(graduation.Insufficient) {
-		fmt.Fprintln(streams.Out, "INSUFFICIENT DATA: nothing failed, but the data does not support graduation yet; run more trials (NEEDED), or, where NEEDED is ?, what the verdict's note says.")
+		fmt.Fprintln(streams.Out, render.Wrap("INSUFFICIENT DATA: nothing failed, but the data does not support graduation yet; run more trials (NEEDED), or, where NEEDED is ?, what the verdict's note says.", render.TableWidth, "  "))
 	}
 }
 

@@ -98,7 +98,7 @@ func WriteResultTable(w io.Writer, rows []StateRow) {
 		line(cells[i])
 	}
 	for i, name := range legend {
-		fmt.Fprintln(w, wrap(fmt.Sprintf("[%d] %s", i+1, name), TableWidth, "    "))
+		fmt.Fprintln(w, Wrap(fmt.Sprintf("[%d] %s", i+1, name), TableWidth, "    "))
 	}
 	for _, r := range rows {
 		for _, c := range r.Criteria {
@@ -109,14 +109,14 @@ func WriteResultTable(w io.Writer, rows []StateRow) {
 			if c.MoreTrialsNeeded > 0 {
 				s += fmt.Sprintf(" (≈%d more trials needed)", c.MoreTrialsNeeded)
 			}
-			fmt.Fprintln(w, wrap(s, TableWidth, "  "))
+			fmt.Fprintln(w, Wrap(s, TableWidth, "  "))
 		}
 	}
 }
 
-// wrap breaks s at spaces into lines of at most width runes, indenting
+// Wrap breaks s at spaces into lines of at most width runes, indenting
 // the continuation lines.
-func wrap(s string, width int, indent string) string {
+func Wrap(s string, width int, indent string) string {
 	var b strings.Builder
 	n := 0
 	for i, word := range strings.Fields(s) {
