@@ -507,3 +507,30 @@ func normalP(a, b []float64) float64 {
 	z := (math.Abs(uStat(a, b)-n1*n2/2) - 0.5) / math.Sqrt(n1*n2/(N*(N-1))*ss)
 	return math.Erfc(z / math.Sqrt2)
 }
+
+// TestRatesCountViolatingPods: an invariant broken at every restart holds
+// more violations than pods; its rate is pods with a violation over pods
+// checked, as the report's. compare divided the violations by the pods
+// and handed 1079/180 to the Clopper–Pearson interval, which panicked
+// ("cephes: parameter out of bounds"; rules-restart-all-main's bug policy
+// against another seed).
+func TestRatesCountViolatingPods(t *testing.T) {
+	a, b := base(), base()
+	b.hash = "bbbb"
+	a.inv = []render.InvariantRow{{Policy: "kep753", ID: "INV-RA7", Checked: 180, Violations: 1079, ViolatingPods: 178}}
+	b.inv = []render.InvariantRow{{Policy: "kep753", ID: "INV-RA7", Checked: 180, Violations: 1200, ViolatingPods: 180}}
+	tab := mustCompare(t, []Run{a.run("a"), b.run("b")}, Options{})
+	if len(tab.Rates) != 1 {
+		t.Fatalf("%d rate rows, want 1", len(tab.Rates))
+	}
+	r := tab.Rates[0]
+	if got := r.Runs[0]; got.K != 178 || got.N != 180 {
+		t.Errorf("A's rate %d/%d, want 178/180 (pods with a violation)", got.K, got.N)
+	}
+	if got := r.Runs[1]; got.K != 180 || got.N != 180 {
+		t.Errorf("B's rate %d/%d, want 180/180", got.K, got.N)
+	}
+	if want := render.DefaultConfidence; r.Runs[0].CPHi != a.inv[0].Rate(want).CPHi {
+		t.Errorf("compare's bound %v is not the report's %v", r.Runs[0].CPHi, a.inv[0].Rate(want).CPHi)
+	}
+}

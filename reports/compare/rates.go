@@ -35,7 +35,7 @@ func compareRates(t *Table, runs []Run, o Options) {
 		if !ok {
 			continue
 		}
-		a := stats.Rate(ra.Violations, ra.Checked, o.Confidence)
+		a := ra.Rate(o.Confidence)
 		row := RateRow{Policy: rowPolicy(ra.Policy, pb), ID: ra.ID, Runs: []*stats.RateSummary{&a}}
 		for j := 1; j < len(runs); j++ {
 			rb, ok := rows[j][inv{pb, ra.ID}]
@@ -45,7 +45,7 @@ func compareRates(t *Table, runs []Run, o Options) {
 				row.Deltas = append(row.Deltas, "")
 				continue
 			}
-			b := stats.Rate(rb.Violations, rb.Checked, o.Confidence)
+			b := rb.Rate(o.Confidence)
 			row.Runs = append(row.Runs, &b)
 			d := "~"
 			switch {

@@ -196,7 +196,7 @@ func changes(a, b render.RunData, pol string, o Options) ([]string, bool) {
 		if r.Policy != pol || !ok {
 			continue
 		}
-		ra, rrb := stats.Rate(r.Violations, r.Checked, o.Confidence), stats.Rate(y.Violations, y.Checked, o.Confidence)
+		ra, rrb := r.Rate(o.Confidence), y.Rate(o.Confidence)
 		switch {
 		case ra.N == 0 || rrb.N == 0:
 		case rrb.WilsonLo > ra.WilsonHi:

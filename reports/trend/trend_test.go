@@ -58,3 +58,19 @@ func TestBuildOrdersNightsAndFlagsTheNewest(t *testing.T) {
 		t.Errorf("a slower first night: regressed=%v flagged=%v", tb.Regressed, tb.Flagged())
 	}
 }
+
+// TestTrendRatesCountViolatingPods: a night whose invariant broke several
+// times per pod (more violations than pods) is compared by pods with a
+// violation, as compare and the report count; the violations used to be
+// the numerator, and more of them than pods made the interval panic.
+func TestTrendRatesCountViolatingPods(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 21, 0, 0, 0, time.UTC)
+	a := night("a", t0, 1000, 10, 300, 1)
+	b := night("b", t0.Add(24*time.Hour), 1000, 290, 300, 2)
+	b.Runs[0].Invariants[0].Violations = 1800 // six a pod
+	tb := Build([]Night{a, b}, Options{})
+	last := tb.Series[0].Points[1]
+	if !strings.Contains(strings.Join(last.Changes, ";"), "INV-S5 violation rate 10/300 → 290/300 (worse)") {
+		t.Errorf("changes %q; want the rate of violating pods, 290/300", last.Changes)
+	}
+}
