@@ -358,3 +358,31 @@ func TestResultTableFits120(t *testing.T) {
 		t.Errorf("the shortened policy is not listed in full:\n%s", b.String())
 	}
 }
+
+// TestLatencyFigureAllZero: a metric whose samples are all 0 (sidecar_gate
+// of a pod whose sidecars start at once: kube-start-ordering's two runs
+// merged) has the interval [0, 0] at its quantiles from eight samples on;
+// its log10 was -Inf and failed report.html ("latency figure sidecar_gate:
+// plotter: infinite data point", merge exit 3). The curve and the
+// intervals are drawn at the left edge.
+func TestLatencyFigureAllZero(t *testing.T) {
+	for _, n := range []int{4, 8, 400} {
+		d := sampleRun(t)
+		h := &stats.Hist{}
+		for range n {
+			h.Add(0)
+		}
+		for i := range d.Latencies {
+			if l := &d.Latencies[i]; l.Metric == "sidecar_gate" {
+				l.Ms, l.N = h, n
+				l.P50, l.P90, l.P99 = stats.QuantileSummaryOf(h, 0.5, 0.95), stats.QuantileSummaryOf(h, 0.9, 0.95), stats.QuantileSummaryOf(h, 0.99, 0.95)
+			}
+		}
+		if _, ok, err := latencyFigure(normalize(d), "sidecar_gate"); err != nil || !ok {
+			t.Errorf("%d samples of 0: ok=%v err=%v", n, ok, err)
+		}
+		if err := WriteHTML(io.Discard, d); err != nil {
+			t.Errorf("%d samples of 0: report.html: %v", n, err)
+		}
+	}
+}

@@ -201,14 +201,18 @@ func latencyFigure(d RunData, metric string) (fig figure, ok bool, err error) {
 				continue
 			}
 			marks = append(marks, plotter.XY{X: x(q.s.Center), Y: lg(y)})
+			// The interval is drawn within the axis: an unbounded end at
+			// its edge, and latencies of 0 at the left edge, as the curve
+			// draws them (an interval of [0, 0], eight samples of 0, was
+			// log10(0) and failed the whole report).
 			clo, chi := q.s.Lo, q.s.Hi
-			if !finite(clo) || clo < floor {
+			if !finite(clo) {
 				clo = floor
 			}
 			if !finite(chi) || chi > hi {
 				chi = hi
 			}
-			if err := segment(p, lg(clo), lg(y), lg(chi), lg(y), st.color, vg.Points(1.2), nil); err != nil {
+			if err := segment(p, x(clo), lg(y), x(chi), lg(y), st.color, vg.Points(1.2), nil); err != nil {
 				return fig, false, err
 			}
 		}
