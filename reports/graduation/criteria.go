@@ -11,7 +11,10 @@ package graduation
 import (
 	"embed"
 	"fmt"
+	"reflect"
+	"regexp"
 	"slices"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 )
@@ -83,7 +86,7 @@ type OverheadLimit struct {
 func Parse(data []byte) (Criteria, error) {
 	var c Criteria
 	if err := yaml.UnmarshalStrict(data, &c); err != nil {
-		return Criteria{}, fmt.Errorf("graduation criteria: %w", err)
+		return Criteria{}, explainDecodeError(data, err)
 	}
 	if err := c.Validate(); err != nil {
 		return Criteria{}, err
@@ -166,4 +169,71 @@ func (c *Criteria) oneSidedLevel() float64 {
 		return c.Confidence
 	}
 	return (1 + c.Confidence) / 2
+}
+
+// sections maps each section of a criteria file to its type, for the
+// fields an unknown-field error lists as allowed.
+var sections = map[string]reflect.Type{
+	"":                reflect.TypeFor[Criteria](),
+	"violationRate":   reflect.TypeFor[ViolationRate](),
+	"podStartup":      reflect.TypeFor[LatencyLimit](),
+	"sidecarJobs":     reflect.TypeFor[JobCompletion](),
+	"sidecarOverhead": reflect.TypeFor[OverheadLimit](),
+}
+
+var unknownField = regexp.MustCompile(`unknown field "([^"]*)"`)
+
+// explainDecodeError turns a strict decode error into one a user can act
+// on: an unknown field with its line, its section and the fields allowed
+// there (the decoder goes through JSON and says neither), and a scenario
+// given as a criteria file named as such.
+func explainDecodeError(data []byte, err error) error {
+	if kind := regexp.MustCompile(`(?m)^kind:\s*Scenario\s*$`); kind.Match(data) {
+		return fmt.Errorf("graduation criteria: this is a scenario file, not a criteria file (stage, confidence, violationRate, podStartup, sidecarJobs, sidecarOverhead, as in reports/graduation/beta.yaml); a scenario's own stage is its criteria.graduation")
+	}
+	m := unknownField.FindStringSubmatch(err.Error())
+	if m == nil {
+		return fmt.Errorf("graduation criteria: %w", err)
+	}
+	field := m[1]
+	lines := strings.Split(string(data), "\n")
+	for i, l := range lines {
+		key, _, ok := strings.Cut(strings.TrimSpace(l), ":")
+		if !ok || key != field || strings.HasPrefix(strings.TrimSpace(l), "#") {
+			continue
+		}
+		// The section is the nearest line above indented less.
+		indent := len(l) - len(strings.TrimLeft(l, " "))
+		section := ""
+		for j := i - 1; j >= 0 && indent > 0; j-- {
+			t := strings.TrimSpace(lines[j])
+			if t == "" || strings.HasPrefix(t, "#") {
+				continue
+			}
+			if in := len(lines[j]) - len(strings.TrimLeft(lines[j], " ")); in < indent {
+				section, _, _ = strings.Cut(t, ":")
+				break
+			}
+		}
+		typ, known := sections[section]
+		if !known {
+			break
+		}
+		where := "at the top level"
+		if section != "" {
+			where = "in " + section
+		}
+		return fmt.Errorf("graduation criteria: line %d: unknown field %q %s (allowed: %s)", i+1, field, where, strings.Join(jsonFields(typ), ", "))
+	}
+	return fmt.Errorf("graduation criteria: %w", err)
+}
+
+// jsonFields are the JSON names of t's fields, in declaration order.
+func jsonFields(t reflect.Type) []string {
+	var out []string
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		out = append(out, name)
+	}
+	return out
 }

@@ -49,8 +49,14 @@ func TestParseStrict(t *testing.T) {
 	tests := []struct {
 		name, yaml, wantErr string
 	}{
-		{"unknown field", "stage: x\nconfidence: 0.95\nbogus: 1\n", "unknown field"},
-		{"typo in section", "stage: x\nconfidence: 0.95\nviolationRate:\n  maxx: 0.1\n", "unknown field"},
+		// Unknown fields name their line, their section and what it allows
+		// (the decoder, through JSON, said only `unknown field "bogus"`).
+		{"unknown field", "stage: x\nconfidence: 0.95\nbogus: 1\n",
+			`line 3: unknown field "bogus" at the top level (allowed: stage, description, confidence, violationRate, podStartup, sidecarJobs, sidecarOverhead)`},
+		{"typo in section", "stage: x\nconfidence: 0.95\nviolationRate:\n  # the ceiling\n  maxx: 0.1\n",
+			`line 5: unknown field "maxx" in violationRate (allowed: max, sided)`},
+		{"flow section", "stage: x\nconfidence: 0.95\nsidecarJobs: {minJob: 3}\n", `unknown field "minJob"`},
+		{"a scenario", "apiVersion: sidebench.dev/v1alpha1\nkind: Scenario\nmetadata: {name: s}\n", "this is a scenario file, not a criteria file"},
 		{"duplicate key", "stage: x\nstage: y\nconfidence: 0.95\n", "already set"},
 		{"missing stage", "confidence: 0.95\n", "stage is required"},
 		{"bad confidence", "stage: x\nconfidence: 95\n", "confidence"},
