@@ -202,6 +202,11 @@ func TestCheckBudget(t *testing.T) {
 	if err := d.CheckBudget(8192); !errors.As(err, &be) || !strings.Contains(err.Error(), "stopped before exceeding --max-disk 1.0 MiB") {
 		t.Fatalf("large commit: %v", err)
 	}
+	// The figures it quotes add up past the budget: the room kept for the
+	// reports is one of them.
+	if be.Used+be.Need+be.Reserve <= be.Max || !strings.Contains(be.Error(), "1.0 MiB stays free for rewriting the final reports") {
+		t.Errorf("%+v: %v", *be, be)
+	}
 	d.Info.MaxDisk = 0
 	if err := d.CheckBudget(1 << 40); err != nil {
 		t.Fatalf("no budget: %v", err)

@@ -413,11 +413,16 @@ func endEmpty(f *os.File) error {
 // --max-disk budget: the run stops before it, with what was committed.
 type BudgetError struct {
 	Max, Used, Need int64
+	// Reserve is the room kept for rewriting the reports: twice their
+	// size, at least 1 MiB. The message states it: without it, "holds
+	// 44.8 KiB and the next commit needs 27.0 KiB" read as fitting a
+	// 293 KiB budget.
+	Reserve int64
 }
 
 func (e *BudgetError) Error() string {
-	return fmt.Sprintf("stopped before exceeding --max-disk %s: the directory holds %s and the next commit needs %s plus room for the final reports",
-		FormatSize(e.Max), FormatSize(e.Used), FormatSize(e.Need))
+	return fmt.Sprintf("stopped before exceeding --max-disk %s: the directory holds %s, the next commit needs %s and %s stays free for rewriting the final reports (twice their size, at least 1 MiB)",
+		FormatSize(e.Max), FormatSize(e.Used), FormatSize(e.Need), FormatSize(e.Reserve))
 }
 
 // CheckBudget says whether committing pending more bytes keeps the
@@ -431,7 +436,7 @@ func (d *Dir) CheckBudget(pending int64) error {
 	used, reports := d.usage()
 	reserve := max(2*reports, 1<<20)
 	if used+pending+reserve > d.Info.MaxDisk {
-		return &BudgetError{Max: d.Info.MaxDisk, Used: used, Need: pending}
+		return &BudgetError{Max: d.Info.MaxDisk, Used: used, Need: pending, Reserve: reserve}
 	}
 	return nil
 }
