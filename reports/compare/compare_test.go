@@ -10,9 +10,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/sidebench/sidebench/reports/render"
 )
@@ -532,5 +534,58 @@ func TestRatesCountViolatingPods(t *testing.T) {
 	}
 	if want := render.DefaultConfidence; r.Runs[0].CPHi != a.inv[0].Rate(want).CPHi {
 		t.Errorf("compare's bound %v is not the report's %v", r.Runs[0].CPHi, a.inv[0].Rate(want).CPHi)
+	}
+}
+
+// TestTextFitsTheTerminal: a policy name too long for the table's width
+// (kep753+ContainerRestartRules+RestartAllContainersOnContainerExits
+// +bug:reset-trigger-first made compare's lines 213 columns wide) moves
+// to a line of its own above its rows; a table that fits keeps its policy
+// column.
+func TestTextFitsTheTerminal(t *testing.T) {
+	long := "kep753+ContainerRestartRules+RestartAllContainersOnContainerExits+bug:reset-trigger-first"
+	text := func(runs []Run) string {
+		tab := mustCompare(t, runs, Options{})
+		var b bytes.Buffer
+		if err := tab.WriteText(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	runs := []Run{base().run("a"), slower().run("b")}
+	for i := range runs {
+		renamePolicy(&runs[i], "kep753", long)
+	}
+	out := text(runs)
+	if !strings.Contains(out, "\n"+long+"\n  pod_startup ") {
+		t.Errorf("no line naming the policy above its rows:\n%s", out)
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if n := utf8.RuneCountInString(l); n > render.TableWidth && !strings.HasPrefix(l, "A: ") && !strings.HasPrefix(l, "B: ") {
+			t.Errorf("%d columns: %s", n, l)
+		}
+	}
+	if short := text([]Run{base().run("a"), slower().run("b")}); !regexp.MustCompile(`\nkep753 +pod_startup +p50`).MatchString(short) {
+		t.Errorf("a table that fits lost its policy column:\n%s", short)
+	}
+}
+
+// renamePolicy renames a policy throughout a synthetic run.
+func renamePolicy(r *Run, from, to string) {
+	for i, p := range r.Data.Policies {
+		if p == from {
+			r.Data.Policies[i] = to
+		}
+	}
+	r.Data.Invariants = slices.Clone(r.Data.Invariants)
+	for i := range r.Data.Invariants {
+		if r.Data.Invariants[i].Policy == from {
+			r.Data.Invariants[i].Policy = to
+		}
+	}
+	for i := range r.Pods {
+		if r.Pods[i].Key.Policy == from {
+			r.Pods[i].Key.Policy = to
+		}
 	}
 }

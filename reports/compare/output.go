@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
+	"github.com/sidebench/sidebench/reports/render"
 	"github.com/sidebench/sidebench/reports/stats"
 )
 
@@ -121,10 +124,9 @@ func (t *Table) footer() []string {
 	return []string{
 		fmt.Sprintf("values: nearest-rank quantiles in ms. vs %s: the quantile's relative change; ~ when p >= α=%v or the %v%% CI contains 0.", base, t.Alpha, 100*t.Confidence),
 		fmt.Sprintf("CI: percentile bootstrap of the change (%d resamples, seeded); paired runs resample pods with their partners.", t.Resamples),
-		"test: paired = pods matched by scenario, policy, trial, seed and pod name (same scenario and seeds): Wilcoxon signed-rank on the",
-		"  per-pod differences, +slower -faster =equal pods; otherwise Mann–Whitney U on the two samples (n = sizes).",
+		"test: paired = pods matched by scenario, policy, trial, seed and pod name (same scenario and seeds): Wilcoxon signed-rank on the per-pod differences, +slower -faster =equal pods; otherwise Mann–Whitney U on the two samples (n = sizes).",
 		fmt.Sprintf("p: Holm-corrected over the distinct samples that can differ (%s); identical samples are one test.", strings.Join(fam, ", ")),
-		fmt.Sprintf("rates: violations/pods checked [two-sided %v%% Wilson upper bound]; ~: the intervals overlap.", 100*t.Confidence),
+		fmt.Sprintf("rates: pods with a violation/pods checked [two-sided %v%% Wilson upper bound]; ~: the intervals overlap.", 100*t.Confidence),
 		fmt.Sprintf("regression: a significant quantile increase above %.4g%% whose CI lies above 0, or a violation rate whose interval lies entirely above %s's.", 100*t.Threshold, base),
 	}
 }
@@ -224,12 +226,12 @@ func (t *Table) WriteText(w io.Writer) error {
 	b.WriteString("\n")
 	base := t.Runs[0].Name
 	if len(t.Latencies) > 0 {
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		var rows [][]string
 		hdr := []string{"policy", "metric", "q", base}
 		for _, l := range t.Runs[1:] {
 			hdr = append(hdr, l.Name, "vs "+base, "CI", "p", "test")
 		}
-		fmt.Fprintln(tw, strings.Join(hdr, "\t"))
+		rows = append(rows, hdr)
 		for i := range t.Latencies {
 			r := &t.Latencies[i]
 			if r.hidden() {
@@ -257,7 +259,7 @@ func (t *Table) WriteText(w io.Writer) error {
 						regressed = append(regressed, t.Runs[v.Run].Name)
 					}
 				}
-				fmt.Fprintln(tw, strings.Join(append(cells, t.regressionMark(regressed)), "\t"))
+				rows = append(rows, append(cells, t.regressionMark(regressed)))
 			}
 		}
 		for _, g := range t.Geomean {
@@ -269,25 +271,25 @@ func (t *Table) WriteText(w io.Writer) error {
 			for k := range g.Changes {
 				cells = append(cells, fmtMs(g.Values[k+1]), fmtChange(g.Changes[k]), "", "", "")
 			}
-			fmt.Fprintln(tw, strings.Join(cells, "\t"))
+			rows = append(rows, cells)
 		}
-		tw.Flush()
+		writeGrouped(&b, rows)
 		if f := t.folded(); len(f) > 0 {
 			b.WriteString("\nidentical samples, tested once:\n")
 			for _, g := range f {
-				b.WriteString("  " + g + "\n")
+				b.WriteString("  " + render.Wrap(g, render.TableWidth-2, "      ") + "\n")
 			}
 		}
 		b.WriteString("\n")
 	}
 	if len(t.Rates) > 0 {
 		shown, zeros, zc := t.rateGroups()
-		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		var rows [][]string
 		hdr := []string{"policy", "invariant", base}
 		for _, l := range t.Runs[1:] {
 			hdr = append(hdr, l.Name, "vs "+base)
 		}
-		fmt.Fprintln(tw, strings.Join(hdr, "\t"))
+		rows = append(rows, hdr)
 		for _, r := range shown {
 			cells := []string{r.Policy, r.ID, rateCell(r.Runs[0])}
 			for k, d := range r.Deltas {
@@ -299,16 +301,16 @@ func (t *Table) WriteText(w io.Writer) error {
 					regressed = append(regressed, t.Runs[k+1].Name)
 				}
 			}
-			fmt.Fprintln(tw, strings.Join(append(cells, t.regressionMark(regressed)), "\t"))
+			rows = append(rows, append(cells, t.regressionMark(regressed)))
 		}
 		for _, p := range zeros {
-			fmt.Fprintf(tw, "%s\t%s: 0 violations in every run\n", p, plural(zc[p], "invariant"))
+			rows = append(rows, []string{p, plural(zc[p], "invariant") + ": 0 violations in every run"})
 		}
-		tw.Flush()
+		writeGrouped(&b, rows)
 		b.WriteString("\n")
 	}
 	for _, l := range t.footer() {
-		b.WriteString(l + "\n")
+		b.WriteString(render.Wrap(l, render.TableWidth, "  ") + "\n")
 	}
 	writeVerdict(&b, t, "")
 	_, err := w.Write(trimLines(b.Bytes()))
@@ -316,9 +318,18 @@ func (t *Table) WriteText(w io.Writer) error {
 }
 
 func writeVerdict(b *bytes.Buffer, t *Table, bullet string) {
+	// Text (no bullet) is wrapped at the table's width; Markdown's lines
+	// are the renderer's to wrap.
+	line := func(format string, args ...any) {
+		s := fmt.Sprintf(format, args...)
+		if bullet == "" {
+			s = render.Wrap(s, render.TableWidth, "  ")
+		}
+		b.WriteString(s + "\n")
+	}
 	b.WriteString("\n")
 	for _, x := range t.Warnings {
-		fmt.Fprintf(b, "%swarning: %s\n", bullet, x)
+		line("%swarning: %s", bullet, x)
 	}
 	for i := range t.Latencies {
 		r := &t.Latencies[i]
@@ -331,16 +342,16 @@ func writeVerdict(b *bytes.Buffer, t *Table, bullet string) {
 				who = t.Runs[v.Run].Name + " vs " + t.Runs[0].Name + ": " + who
 			}
 			for _, x := range v.Warnings {
-				fmt.Fprintf(b, "%swarning: %s: %s\n", bullet, who, x)
+				line("%swarning: %s: %s", bullet, who, x)
 			}
 		}
 	}
 	if !t.RegressionFound {
-		fmt.Fprintf(b, "%sno regression\n", bullet)
+		line("%sno regression", bullet)
 		return
 	}
 	for _, x := range t.Regressions {
-		fmt.Fprintf(b, "%sREGRESSION: %s\n", bullet, x)
+		line("%sREGRESSION: %s", bullet, x)
 	}
 }
 
@@ -597,4 +608,52 @@ func (t *Table) WriteJSON(w io.Writer) error {
 	}
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+// writeGrouped writes a text table whose first column is the policy
+// (rows[0] is the header; "" continues the row above's policy). A table
+// that fits render.TableWidth is written as it is; a wider one (policy
+// names such as
+// kep753+ContainerRestartRules+RestartAllContainersOnContainerExits made
+// every line over 200 columns) names each policy on a line of its own
+// with its rows indented under it, as run's and graduate's tables do.
+func writeGrouped(b *bytes.Buffer, rows [][]string) {
+	format := func(rows [][]string) []string {
+		var out bytes.Buffer
+		tw := tabwriter.NewWriter(&out, 0, 0, 2, ' ', 0)
+		for _, r := range rows {
+			fmt.Fprintln(tw, strings.Join(r, "\t"))
+		}
+		tw.Flush()
+		return strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	}
+	lines := format(rows)
+	widest := 0
+	for _, l := range lines {
+		widest = max(widest, utf8.RuneCountInString(strings.TrimRight(l, " ")))
+	}
+	if widest > render.TableWidth && len(rows) > 0 {
+		inner := [][]string{rows[0][1:]}
+		group := map[int]string{}
+		last := ""
+		for _, r := range rows[1:] {
+			if r[0] != "" && r[0] != last {
+				group[len(inner)], last = r[0], r[0]
+			}
+			c := slices.Clone(r[1:])
+			c[0] = "  " + c[0]
+			inner = append(inner, c)
+		}
+		lines = format(inner)
+		for i, l := range lines {
+			if g, ok := group[i]; ok {
+				b.WriteString(g + "\n")
+			}
+			b.WriteString(l + "\n")
+		}
+		return
+	}
+	for _, l := range lines {
+		b.WriteString(l + "\n")
+	}
 }
