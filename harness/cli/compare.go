@@ -109,8 +109,8 @@ func runCompare(streams IOStreams, f *compareFlags, dirs []string) error {
 	if !(f.alpha > 0 && f.alpha < 1) {
 		return usageErr("--alpha %v: must be in (0, 1)", f.alpha)
 	}
-	if math.IsNaN(f.threshold) || math.IsInf(f.threshold, 0) {
-		return usageErr("--threshold %v: must be a finite fraction", f.threshold)
+	if math.IsNaN(f.threshold) || math.IsInf(f.threshold, 0) || f.threshold < 0 {
+		return usageErr("--threshold %v: must be a finite fraction >= 0 (0: any significant increase)", f.threshold)
 	}
 	if (f.policyA == "") != (f.policyB == "") {
 		return usageErr("--policy-a and --policy-b go together")

@@ -116,6 +116,10 @@ func TestCompareRuns(t *testing.T) {
 	if _, _, code := run(t, "compare", "--threshold", "0.9", a, slow); code != ExitOK {
 		t.Errorf("--threshold 0.9: exit %d", code)
 	}
+	// A negative threshold means nothing (it ran as 0).
+	if _, errOut, code := run(t, "compare", "--threshold", "-1", a, slow); code != ExitUsage || !strings.Contains(errOut, "must be a finite fraction >= 0") {
+		t.Errorf("--threshold -1: exit %d %q", code, errOut)
+	}
 	if doc, code := compareJSON(t, a, slow); !doc.RegressionFound || code != ExitFailed {
 		t.Errorf("json: regressionFound %v, exit %d", doc.RegressionFound, code)
 	}
