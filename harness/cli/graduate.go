@@ -263,16 +263,7 @@ func writeGraduation(streams IOStreams, res *gradResult) {
 		rows[i] = []string{"  " + v.Criterion, string(v.Status), gradNum(v.Observed), gradNum(v.Bound), gradNum(v.Threshold), needed}
 		measure(rows[i])
 	}
-	line := func(row []string) {
-		var b strings.Builder
-		for j, c := range row {
-			b.WriteString(c)
-			if j < len(row)-1 {
-				b.WriteString(strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c)+2))
-			}
-		}
-		fmt.Fprintln(streams.Out, strings.TrimRight(b.String(), " "))
-	}
+	line := func(row []string) { fmt.Fprintln(streams.Out, render.AlignedLine(widths, row)) }
 	line(header)
 	var notes []string
 	group := ""

@@ -78,16 +78,7 @@ func WriteResultTable(w io.Writer, rows []StateRow) {
 		cells[i][0] = "  " + name
 		widths[0] = max(widths[0], utf8.RuneCountInString(cells[i][0]))
 	}
-	line := func(row []string) {
-		var b strings.Builder
-		for j, c := range row {
-			b.WriteString(c)
-			if j < len(row)-1 {
-				b.WriteString(strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c)+2))
-			}
-		}
-		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
-	}
+	line := func(row []string) { fmt.Fprintln(w, AlignedLine(widths, row)) }
 	line(tableHeader)
 	scen := ""
 	for i, r := range rows {
@@ -112,6 +103,20 @@ func WriteResultTable(w io.Writer, rows []StateRow) {
 			fmt.Fprintln(w, Wrap(s, TableWidth, "  "))
 		}
 	}
+}
+
+// AlignedLine writes a table row: each cell but the last padded to its
+// column's width (widths[j], in runes) plus two spaces, no trailing space.
+// The result table and graduate's table print their rows with it.
+func AlignedLine(widths []int, row []string) string {
+	var b strings.Builder
+	for j, c := range row {
+		b.WriteString(c)
+		if j < len(row)-1 {
+			b.WriteString(strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c)+2))
+		}
+	}
+	return strings.TrimRight(b.String(), " ")
 }
 
 // Wrap breaks s at spaces into lines of at most width runes, indenting
