@@ -16,6 +16,7 @@ import (
 
 	"github.com/sidebench/sidebench/harness/behavior"
 	"github.com/sidebench/sidebench/harness/faults"
+	"github.com/sidebench/sidebench/harness/workaround"
 	"github.com/sidebench/sidebench/reference-impl/api"
 	"github.com/sidebench/sidebench/reference-impl/convert"
 	"github.com/sidebench/sidebench/reference-impl/kubelet"
@@ -135,6 +136,15 @@ func validate(s *Scenario, e *errs) {
 		validateWorkload(s, i, seenW, e)
 	}
 
+	// Workaround policies run a transformed pod (harness/workaround): one
+	// that cannot be built is refused here, naming the policy, not when
+	// its first trial starts (a sidecar with restartPolicyRules run as a
+	// regular container broke INV-RR2 and ended the run with exit 3 after
+	// the other policies' trials).
+	if len(e.list) == 0 {
+		validateWorkarounds(s, e)
+	}
+
 	// Faults.
 	if len(e.list) == 0 {
 		validateFaults(s, e)
@@ -168,6 +178,24 @@ func validate(s *Scenario, e *errs) {
 			continue
 		}
 		s.judged = append(s.judged, g.String())
+	}
+}
+
+// validateWorkarounds builds every workload's pod under every workaround
+// policy, as a trial does.
+func validateWorkarounds(s *Scenario, e *errs) {
+	for i, pg := range s.gates {
+		if !pg.gates.IsWorkaround() {
+			continue
+		}
+		for j := range s.Workloads {
+			w := &s.Workloads[j]
+			// s.gates[i] is s.Policies[i]: validation stops before this
+			// when a policy does not parse or repeats.
+			if _, err := workaround.Apply(&w.Template, pg.gates, w.BehaviorOf); err != nil {
+				e.add(idx("policies", i), "%s runs the sidecars as regular containers, and workloads[%d] %q cannot run that way: %v (leave the policy out of this scenario, or change the pod)", pg.name, j, w.Name, err)
+			}
+		}
 	}
 }
 
