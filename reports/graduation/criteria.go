@@ -171,24 +171,34 @@ func (c *Criteria) oneSidedLevel() float64 {
 	return (1 + c.Confidence) / 2
 }
 
-// sections maps each section of a criteria file to its type, for the
-// fields an unknown-field error lists as allowed.
-var sections = map[string]reflect.Type{
-	"":                reflect.TypeFor[Criteria](),
-	"violationRate":   reflect.TypeFor[ViolationRate](),
-	"podStartup":      reflect.TypeFor[LatencyLimit](),
-	"sidecarJobs":     reflect.TypeFor[JobCompletion](),
-	"sidecarOverhead": reflect.TypeFor[OverheadLimit](),
-}
+// sections maps each section of a criteria file (a struct field of
+// Criteria, by its JSON name; "" is the top level) to its type, for the
+// fields an unknown-field error lists as allowed. Derived from Criteria,
+// so a new section is listed without another table to keep.
+var sections = func() map[string]reflect.Type {
+	top := reflect.TypeFor[Criteria]()
+	out := map[string]reflect.Type{"": top}
+	for i := range top.NumField() {
+		f := top.Field(i)
+		if f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			out[name] = f.Type.Elem()
+		}
+	}
+	return out
+}()
 
-var unknownField = regexp.MustCompile(`unknown field "([^"]*)"`)
+var (
+	unknownField = regexp.MustCompile(`unknown field "([^"]*)"`)
+	scenarioKind = regexp.MustCompile(`(?m)^kind:\s*Scenario\s*$`)
+)
 
 // explainDecodeError turns a strict decode error into one a user can act
 // on: an unknown field with its line, its section and the fields allowed
 // there (the decoder goes through JSON and says neither), and a scenario
 // given as a criteria file named as such.
 func explainDecodeError(data []byte, err error) error {
-	if kind := regexp.MustCompile(`(?m)^kind:\s*Scenario\s*$`); kind.Match(data) {
+	if scenarioKind.Match(data) {
 		return fmt.Errorf("graduation criteria: this is a scenario file, not a criteria file (stage, confidence, violationRate, podStartup, sidecarJobs, sidecarOverhead, as in reports/graduation/beta.yaml); a scenario's own stage is its criteria.graduation")
 	}
 	m := unknownField.FindStringSubmatch(err.Error())
