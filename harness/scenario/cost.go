@@ -319,8 +319,8 @@ func (s *Scenario) EstimateCost(b Budget) Cost {
 		add(path, true, math.Min(shared*window, c.TotalEvents)*bytesPerSharedEvent, "%s node events per second kept while a pod that saw them lives (%s) × %s",
 			count(shared), fmtSeconds(window), fmtBytes(bytesPerSharedEvent))
 	}
-	add("", false, processFloorBytes, "sidebench itself: the binary and the Go runtime")
-	c.Terms[len(c.Terms)-1].Floor = true
+	// The floor is resident whatever the soft limit (CostTerm.Floor).
+	c.Terms = append(c.Terms, CostTerm{What: "sidebench itself: the binary and the Go runtime", Bytes: processFloorBytes, Floor: true})
 	add("", true, trialPipelineBytes, "a running trial's pipeline: data file encoders, event queues, metrics")
 	if b.ExpandsTrials {
 		add("trials", false, float64(c.Trials)*float64(unsafe.Sizeof(Trial{})+retainedPerTrial),
