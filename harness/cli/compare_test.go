@@ -318,6 +318,11 @@ func TestGraduate(t *testing.T) {
 	if code != ExitFailed || !strings.Contains(out, "violation-rate         FAIL") || !strings.Contains(out, "overall (alpha): FAIL") {
 		t.Errorf("none: exit %d\n%s", code, out)
 	}
+	// Its sidecar overhead is against itself: NOT APPLICABLE, not a PASS
+	// at ratio 1.
+	if !regexp.MustCompile(`\n  sidecar-overhead +NOT APPLICABLE +- +- +3 `).MatchString(out) || !strings.Contains(out, "none sidecar-overhead: NOT APPLICABLE: ") {
+		t.Errorf("none's sidecar overhead:\n%s", out)
+	}
 
 	// A criteria file the run meets: every criterion PASS, exit 0.
 	crit := filepath.Join(dir, "loose.yaml")

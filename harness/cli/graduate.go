@@ -58,6 +58,9 @@ it) or INSUFFICIENT DATA (within the limit, but the data cannot support the
 claim yet; NEEDED estimates how many more trials, pods or Jobs would;
 ? where no count is known or more trials of the same runs cannot help,
 for example Jobs of a scenario that has none: its note says what would).
+A criterion that cannot be asked of the policy judged is NOT APPLICABLE and
+counts for nothing in the overall line: the sidecar overhead of the none
+baseline (--policy none), which would be its ratio to itself.
 
 A run that did not complete (Ctrl-C, a crash, a soak still running) is
 labelled partial in every verdict; with --strict its PASS verdicts become

@@ -184,6 +184,7 @@ func (a *Aggregate) GraduationInputs(r *Row) graduation.Inputs {
 		Violations: r.ViolatingPods, Lifecycles: r.Pods,
 		PodStartupMs: a.lat.Hist(metrics.Key{Scenario: r.Scenario, Policy: r.Policy, Metric: metrics.PodStartup}),
 		BaselineMs:   a.lat.Hist(metrics.Key{Scenario: r.Scenario, Policy: api.PolicyNone.String(), Metric: metrics.PodStartup}),
+		IsBaseline:   r.Policy == api.PolicyNone.String(),
 	}
 	if s := a.byName[r.Scenario]; s != nil {
 		in.Seed = s.MasterSeed()

@@ -21,6 +21,10 @@ const (
 	// Insufficient: the observed value is within the limit but the data
 	// cannot yet support the claim at the required confidence.
 	Insufficient Status = "INSUFFICIENT DATA"
+	// NotApplicable: the criterion cannot be asked of the policy judged
+	// (the sidecar overhead of the none baseline against itself). It
+	// neither passes nor fails a graduation: Overall skips it.
+	NotApplicable Status = "NOT APPLICABLE"
 )
 
 // Criterion names, as they appear in verdicts.
@@ -49,6 +53,10 @@ type Inputs struct {
 	SidecarJobs, SidecarJobsCompleted int
 	// Seed seeds the bootstrap of the overhead ratio.
 	Seed uint64
+	// IsBaseline says the policy judged is the none baseline itself: its
+	// overhead against none is 1 by construction, so sidecar-overhead is
+	// NotApplicable (it was a PASS at ratio 1).
+	IsBaseline bool
 }
 
 // Verdict is one criterion's outcome.
@@ -104,7 +112,8 @@ func (v Verdict) String() string {
 }
 
 // Overall is FAIL if any verdict failed, else INSUFFICIENT DATA if any is
-// insufficient, else PASS (also for no verdicts).
+// insufficient, else PASS (also for no verdicts, or only NOT APPLICABLE
+// ones).
 func Overall(vs []Verdict) Status {
 	st := Pass
 	for _, v := range vs {
@@ -314,6 +323,11 @@ func evalOverhead(c *Criteria, in Inputs) Verdict {
 	base := in.BaselineMs
 	p := 100 * o.Quantile
 	name := fmt.Sprintf("p%g %s ratio vs none", p, o.Metric)
+	if in.IsBaseline {
+		v.Status, v.Bound = NotApplicable, math.NaN()
+		v.Message = fmt.Sprintf("%s: the policy judged is the none baseline, whose ratio to itself is 1 by construction; judge a policy with sidecars against it", name)
+		return v
+	}
 	if minN := max(o.MinSamples, 1); cand.N() < minN || base.N() < minN {
 		v.Status = Insufficient
 		v.Message = fmt.Sprintf("%s: %d candidate and %d baseline (policy none) samples; need >= %d each", name, cand.N(), base.N(), minN)

@@ -220,6 +220,8 @@ func TestSidecarOverhead(t *testing.T) {
 		{"1.9x alpha point", alpha, Inputs{PodStartupMs: h(scale(1.9)), BaselineMs: h(base)}, Pass, 1.9, 0},
 		{"no baseline", ga, Inputs{PodStartupMs: h(base)}, Insufficient, math.NaN(), 0},
 		{"few baseline samples", ga, Inputs{PodStartupMs: h(base), BaselineMs: h(base[:5])}, Insufficient, math.NaN(), 0},
+		// The none baseline judged against itself: not a PASS at ratio 1.
+		{"baseline itself", ga, Inputs{PodStartupMs: h(base), BaselineMs: h(base), Seed: 1, IsBaseline: true}, NotApplicable, math.NaN(), 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -237,7 +239,7 @@ func TestSidecarOverhead(t *testing.T) {
 			if ran := tt.in.BaselineMs.N() > 0; tt.status == Insufficient && v.Bound == math.Inf(1) && (v.MoreTrialsNeeded > 0) != ran {
 				t.Errorf("MoreTrialsNeeded = %d with %d baseline samples: %s", v.MoreTrialsNeeded, tt.in.BaselineMs.N(), v.Message)
 			}
-			if again := Evaluate(c, tt.in)[0]; again.Bound != v.Bound && !math.IsInf(v.Bound, 1) {
+			if again := Evaluate(c, tt.in)[0]; again.Bound != v.Bound && !math.IsInf(v.Bound, 1) && !math.IsNaN(v.Bound) {
 				t.Errorf("not deterministic: %v vs %v", again.Bound, v.Bound)
 			}
 		})
@@ -266,6 +268,13 @@ func TestEvaluateAllAndOverall(t *testing.T) {
 	}
 	if Overall(vs) != Pass {
 		t.Errorf("overall = %v", Overall(vs))
+	}
+	// A NOT APPLICABLE verdict neither passes nor fails the whole.
+	if st := Overall(append(slices.Clone(vs), Verdict{Status: NotApplicable})); st != Pass {
+		t.Errorf("overall with NOT APPLICABLE = %v", st)
+	}
+	if st := Overall([]Verdict{{Status: NotApplicable}, {Status: Insufficient}}); st != Insufficient {
+		t.Errorf("overall = %v", st)
 	}
 	bad := good
 	bad.Lifecycles = 100
