@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -81,11 +82,22 @@ type OverheadLimit struct {
 	Resamples     int     `json:"resamples,omitempty"`
 }
 
-// Parse decodes a criteria file strictly (unknown or duplicate fields are
-// errors) and validates it.
+// Parse decodes a criteria file strictly (unknown, duplicate or
+// wrongly capitalised fields are errors) and validates it. It decodes as
+// the apiserver does (sigs.k8s.io/json): encoding/json matches field
+// names case-insensitively, so `maxMS` was taken for `maxMs` and a file
+// giving both kept whichever came last.
 func Parse(data []byte) (Criteria, error) {
 	var c Criteria
-	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+	j, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return Criteria{}, explainDecodeError(data, err)
+	}
+	strict, err := kjson.UnmarshalStrict(j, &c)
+	if err == nil && len(strict) > 0 {
+		err = strict[0]
+	}
+	if err != nil {
 		return Criteria{}, explainDecodeError(data, err)
 	}
 	if err := c.Validate(); err != nil {
@@ -195,8 +207,9 @@ var (
 
 // explainDecodeError turns a strict decode error into one a user can act
 // on: an unknown field with its line, its section and the fields allowed
-// there (the decoder goes through JSON and says neither), and a scenario
-// given as a criteria file named as such.
+// there (the decoder goes through JSON and gives only the field's path,
+// e.g. "podStartup.maxMS"), and a scenario given as a criteria file named
+// as such.
 func explainDecodeError(data []byte, err error) error {
 	if scenarioKind.Match(data) {
 		return fmt.Errorf("graduation criteria: this is a scenario file, not a criteria file (stage, confidence, violationRate, podStartup, sidecarJobs, sidecarOverhead, as in reports/graduation/beta.yaml); a scenario's own stage is its criteria.graduation")
@@ -205,37 +218,55 @@ func explainDecodeError(data []byte, err error) error {
 	if m == nil {
 		return fmt.Errorf("graduation criteria: %w", err)
 	}
-	field := m[1]
-	lines := strings.Split(string(data), "\n")
-	for i, l := range lines {
-		key, _, ok := strings.Cut(strings.TrimSpace(l), ":")
-		if !ok || key != field || strings.HasPrefix(strings.TrimSpace(l), "#") {
-			continue
-		}
-		// The section is the nearest line above indented less.
-		indent := len(l) - len(strings.TrimLeft(l, " "))
-		section := ""
-		for j := i - 1; j >= 0 && indent > 0; j-- {
-			t := strings.TrimSpace(lines[j])
-			if t == "" || strings.HasPrefix(t, "#") {
-				continue
-			}
-			if in := len(lines[j]) - len(strings.TrimLeft(lines[j], " ")); in < indent {
-				section, _, _ = strings.Cut(t, ":")
-				break
-			}
-		}
-		typ, known := sections[section]
-		if !known {
-			break
-		}
-		where := "at the top level"
-		if section != "" {
-			where = "in " + section
-		}
-		return fmt.Errorf("graduation criteria: line %d: unknown field %q %s (allowed: %s)", i+1, field, where, strings.Join(jsonFields(typ), ", "))
+	section, field, nested := strings.Cut(m[1], ".")
+	if !nested {
+		section, field = "", m[1]
 	}
-	return fmt.Errorf("graduation criteria: %w", err)
+	typ, known := sections[section]
+	if !known || strings.Contains(field, ".") {
+		return fmt.Errorf("graduation criteria: %w", err)
+	}
+	where := "at the top level"
+	if section != "" {
+		where = "in " + section
+	}
+	allowed := jsonFields(typ)
+	hint := ""
+	if i := slices.IndexFunc(allowed, func(a string) bool { return strings.EqualFold(a, field) }); i >= 0 {
+		hint = fmt.Sprintf("; did you mean %q? field names are case-sensitive", allowed[i])
+	}
+	at := ""
+	if line := keyLine(data, section, field); line > 0 {
+		at = fmt.Sprintf("line %d: ", line)
+	}
+	return fmt.Errorf("graduation criteria: %sunknown field %q %s (allowed: %s)%s", at, field, where, strings.Join(allowed, ", "), hint)
+}
+
+// keyLine is the 1-based line of key in data: the first one after
+// section's own key (any line if section is ""), in block or flow style;
+// 0 if not found. Comments are skipped.
+func keyLine(data []byte, section, key string) int {
+	lines := strings.Split(string(data), "\n")
+	from := 0
+	if section != "" {
+		if from = findKey(lines, 0, section); from < 0 {
+			return 0
+		}
+	}
+	return findKey(lines, from, key) + 1
+}
+
+// findKey is the index of the first line at or after from holding key as
+// a mapping key, -1 if none.
+func findKey(lines []string, from int, key string) int {
+	re := regexp.MustCompile(`(^|[\s{,])` + regexp.QuoteMeta(key) + `\s*:`)
+	for i := from; i < len(lines); i++ {
+		l, _, _ := strings.Cut(lines[i], "#")
+		if re.MatchString(l) {
+			return i
+		}
+	}
+	return -1
 }
 
 // jsonFields are the JSON names of t's fields, in declaration order.

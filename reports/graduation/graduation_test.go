@@ -55,7 +55,16 @@ func TestParseStrict(t *testing.T) {
 			`line 3: unknown field "bogus" at the top level (allowed: stage, description, confidence, violationRate, podStartup, sidecarJobs, sidecarOverhead)`},
 		{"typo in section", "stage: x\nconfidence: 0.95\nviolationRate:\n  # the ceiling\n  maxx: 0.1\n",
 			`line 5: unknown field "maxx" in violationRate (allowed: max, sided)`},
-		{"flow section", "stage: x\nconfidence: 0.95\nsidecarJobs: {minJob: 3}\n", `unknown field "minJob"`},
+		{"flow section", "stage: x\nconfidence: 0.95\nsidecarJobs: {minJob: 3}\n", `line 3: unknown field "minJob" in sidecarJobs (allowed: `},
+		// Field names are case-sensitive, as the apiserver's: encoding/json
+		// took maxMS for maxMs, and both given kept the last.
+		{"wrong case", "stage: x\nconfidence: 0.95\npodStartup: {quantile: 0.99, maxMS: 5000}\n",
+			`line 3: unknown field "maxMS" in podStartup (allowed: quantile, maxMs, useUpperBound); did you mean "maxMs"? field names are case-sensitive`},
+		{"wrong case section", "stage: x\nconfidence: 0.95\nPodStartup:\n  quantile: 0.99\n", `line 3: unknown field "PodStartup" at the top level`},
+		{"both cases", "stage: x\nconfidence: 0.95\npodStartup:\n  quantile: 0.99\n  maxMs: 5000\n  maxMS: 100\n", `line 6: unknown field "maxMS" in podStartup`},
+		// The same field name in two sections: the line of the one named.
+		{"field of a later section", "stage: x\nconfidence: 0.95\npodStartup:\n  quantile: 0.99\n  maxMs: 5000\nsidecarOverhead:\n  metric: pod_startup\n  quantile: 0.5\n  maxRatio: 2\n  maxMs: 3\n",
+			`line 10: unknown field "maxMs" in sidecarOverhead`},
 		{"a scenario", "apiVersion: sidebench.dev/v1alpha1\nkind: Scenario\nmetadata: {name: s}\n", "this is a scenario file, not a criteria file"},
 		{"duplicate key", "stage: x\nstage: y\nconfidence: 0.95\n", "already set"},
 		{"missing stage", "confidence: 0.95\n", "stage is required"},
