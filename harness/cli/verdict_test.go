@@ -99,7 +99,7 @@ func TestTableEqualsEveryOutput(t *testing.T) {
 	}
 	files, _ := filepath.Glob("../../scenarios/*.yaml")
 	dir := t.TempDir()
-	out, errOut, code := run(t, append([]string{"run", "--quiet", "--out", dir}, files...)...)
+	out, errOut, code := run(t, append([]string{"run", "--progress", "plain", "--out", dir}, files...)...)
 	if code != ExitOK {
 		t.Fatalf("make run's equivalent: exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -108,7 +108,7 @@ func TestTableEqualsEveryOutput(t *testing.T) {
 	if len(runs) < 20 || len(rows) < len(runs) {
 		t.Fatalf("%d run directories, %d table rows", len(runs), len(rows))
 	}
-	checked := 0
+	checked, checkedFaults := 0, 0
 	for _, sumPath := range runs {
 		rd := filepath.Dir(sumPath)
 		f, _ := os.Open(sumPath)
@@ -168,6 +168,7 @@ func TestTableEqualsEveryOutput(t *testing.T) {
 			}
 			checked++
 		}
+		checkedFaults += faultsAgree(t, sum, string(md), errOut)
 		tests, failures, failing := junitCounts(t, filepath.Join(rd, render.JUnitFile))
 		if tests == 0 || failures != 0 {
 			t.Errorf("%s: junit.xml has %d failures of %d (%v) although the run passed", rd, failures, tests, failing)
@@ -176,6 +177,71 @@ func TestTableEqualsEveryOutput(t *testing.T) {
 	if checked < 20 {
 		t.Errorf("only %d scenario × policy latencies compared", checked)
 	}
+	if checkedFaults < 10 {
+		t.Errorf("only %d fault tallies compared", checkedFaults)
+	}
+	// The notices of faults NOT applied are one wrapped line per scenario
+	// (they were a line per scenario × policy × fault kind with every
+	// reason: 63 lines of up to 250 columns).
+	notices := 0
+	for _, l := range strings.Split(errOut, "\n") {
+		if strings.Contains(l, "NOT applied") {
+			notices++
+		}
+		if n := len([]rune(l)); n > render.TableWidth && (strings.Contains(l, "NOT applied") || strings.HasPrefix(l, "  ")) {
+			t.Errorf("stderr line of %d columns: %s", n, l)
+		}
+	}
+	if notices == 0 || notices > len(runs) {
+		t.Errorf("%d notices of faults NOT applied for %d run directories", notices, len(runs))
+	}
+}
+
+// faultsAgree checks one run directory's fault tallies: every row of
+// summary.json's is in report.md's "Faults injected", and the run's
+// stderr notice for its scenario gives, per fault kind, the rows' total of
+// firings NOT applied. It returns the tallies compared.
+func faultsAgree(t *testing.T, sum render.Summary, md, errOut string) int {
+	t.Helper()
+	if sum.Sidebench == nil {
+		t.Errorf("%s: summary.json has no sidebench section", sum.Scenario)
+		return 0
+	}
+	notice := ""
+	if i := strings.Index(errOut, "sidebench: "+sum.Scenario+" on sim: fault firings NOT applied"); i >= 0 {
+		notice = errOut[i:]
+		if j := strings.Index(notice[1:], "sidebench: "); j >= 0 {
+			notice = notice[:j+1]
+		}
+		notice = strings.Join(strings.Fields(notice), " ")
+	}
+	n := 0
+	total := map[string][2]int{}
+	for _, r := range sum.Sidebench.Rows {
+		for k, c := range r.Faults {
+			na := fmt.Sprint(c.NotApplied)
+			if c.NotApplied > 0 {
+				na = "**" + na + "**"
+			}
+			if row := fmt.Sprintf("| %s | %s | %d | %s | ", k, r.Policy, c.Applied, na); !strings.Contains(md, row) {
+				t.Errorf("%s: report.md lacks the fault row %q", sum.Scenario, row)
+			}
+			if c.NotApplied > 0 {
+				tot := total[k]
+				total[k] = [2]int{tot[0] + c.NotApplied, tot[1] + c.Applied}
+			}
+			n++
+		}
+	}
+	if len(total) == 0 && notice != "" {
+		t.Errorf("%s: a notice without firings NOT applied: %s", sum.Scenario, notice)
+	}
+	for k, tot := range total {
+		if want := fmt.Sprintf(" %s %d (%d applied)", k, tot[0], tot[1]); !strings.Contains(notice, want) {
+			t.Errorf("%s: the stderr notice lacks %q: %q", sum.Scenario, want, notice)
+		}
+	}
+	return n
 }
 
 // scenarioWith writes testdata/tiny.yaml with its criteria replaced.

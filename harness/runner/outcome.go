@@ -93,12 +93,7 @@ func Judge(a *Aggregate, m Meta) Outcome {
 		for _, v := range vs {
 			sr.Criteria = append(sr.Criteria, render.StateCriterion{Name: v.Criterion, Status: string(v.Status), Message: v.Message, MoreTrialsNeeded: v.MoreTrialsNeeded})
 		}
-		for k, c := range r.Faults {
-			if sr.Faults == nil {
-				sr.Faults = map[string]render.FaultTally{}
-			}
-			sr.Faults[k] = render.FaultTally{Applied: c.Applied, NotApplied: c.NotApplied, Reasons: slices.Clone(c.Reasons)}
-		}
+		sr.Faults = r.faultTallies()
 		out.State.Rows = append(out.State.Rows, sr)
 	}
 	out.State.Verdict = string(graduation.Overall(all))
@@ -111,6 +106,19 @@ func Judge(a *Aggregate, m Meta) Outcome {
 	if len(out.Runs) == 1 {
 		st := out.State
 		out.Runs[0].State = &st
+	}
+	return out
+}
+
+// faultTallies are r's fault firings by kind as summary.json's rows and
+// the report's "Faults injected" section show them (nil for none).
+func (r *Row) faultTallies() map[string]render.FaultTally {
+	var out map[string]render.FaultTally
+	for k, c := range r.Faults {
+		if out == nil {
+			out = map[string]render.FaultTally{}
+		}
+		out[k] = render.FaultTally{Applied: c.Applied, NotApplied: c.NotApplied, Reasons: slices.Clone(c.Reasons)}
 	}
 	return out
 }
@@ -229,7 +237,8 @@ func (a *Aggregate) runData(s *scenario.Scenario, m Meta, partial bool, lat metr
 	for _, r := range rows {
 		d.Policies = append(d.Policies, r.Policy)
 		d.Roles[r.Policy] = string(r.Role)
-		d.PolicyRuns[r.Policy] = render.PolicyRun{Trials: r.Trials, Pods: r.Pods, ElapsedSeconds: r.Elapsed.Seconds(), ViolatingPods: r.ViolatingPods}
+		d.PolicyRuns[r.Policy] = render.PolicyRun{Trials: r.Trials, Pods: r.Pods, ElapsedSeconds: r.Elapsed.Seconds(), ViolatingPods: r.ViolatingPods,
+			Faults: r.faultTallies()}
 		d.Meta.Trials = max(d.Meta.Trials, r.Trials)
 		d.Meta.Pods += r.Pods
 		for _, row := range r.Invariants() {

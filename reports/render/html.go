@@ -106,6 +106,8 @@ type htmlPage struct {
 	LatencyWarns []string
 	Invariants   []htmlInvTable
 	Matrix       htmlMatrix
+	Faults       []faultRow
+	FaultsNote   string
 	UserLevel    template.HTML // the user-level section (userlevel.go)
 	Overall      string
 	OverallCls   string
@@ -252,6 +254,7 @@ func htmlView(d RunData) (htmlPage, error) {
 		}
 		pg.Invariants = append(pg.Invariants, t)
 	}
+	pg.Faults, pg.FaultsNote = faultRows(d), faultsInjectedNote
 	pg.Matrix.Faults = faultColumns(d.Matrix)
 	for _, row := range matrixRows(d.Matrix) {
 		hr := htmlMatrixRow{Policy: row.policy, ID: id(row.id)}
@@ -376,6 +379,13 @@ footer{font-size:.85rem;color:#333;margin-top:2rem}
 {{end}}{{if .CleanLine}}<tr class="ok"><td>{{.Policy}}</td><td colspan="10">{{.CleanLine}}<div class="ids">{{range $i, $c := .Clean}}{{if $i}}, {{end}}<abbr title="{{$c.Rule}}">{{$c.ID}}</abbr>{{end}}</div></td></tr>
 {{end}}{{end}}</table>
 <p>Hover an ID for its rule; every rule is listed under “Invariant rules” below.</p>{{end}}
+
+{{if .Faults}}<h2>Faults injected</h2>
+<p>{{.FaultsNote}}</p>
+<table>
+<tr><th>fault</th><th>policy</th><th>applied</th><th>NOT applied</th><th>why not</th></tr>
+{{range .Faults}}<tr><td>{{.Fault}}</td><td>{{.Policy}}</td><td class="num">{{.Applied}}</td><td class="num{{if .NotApplied}} insufficient{{end}}">{{.NotApplied}}</td><td>{{.Why}}</td></tr>
+{{end}}</table>{{end}}
 
 <h2>Violations and degradations by fault</h2>
 {{if not .Matrix.Rows}}<p>No findings under any fault.</p>{{else}}

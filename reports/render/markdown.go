@@ -100,6 +100,19 @@ func writeMarkdown(w *bufio.Writer, d RunData) {
 		p("\nThe rules of the IDs are listed under \"Invariant rules\" below.\n\n")
 	}
 
+	if rows := faultRows(d); len(rows) > 0 {
+		p("## Faults injected\n\n%s\n\n", faultsInjectedNote)
+		p("| fault | policy | applied | NOT applied | why not |\n|---|---|---:|---:|---|\n")
+		for _, r := range rows {
+			notApplied := strconv.Itoa(r.NotApplied)
+			if r.NotApplied > 0 {
+				notApplied = "**" + notApplied + "**"
+			}
+			p("| %s | %s | %d | %s | %s |\n", r.Fault, r.Policy, r.Applied, notApplied, mdCell(r.Why()))
+		}
+		p("\n")
+	}
+
 	if cols := faultColumns(d.Matrix); len(cols) > 0 {
 		p("## Findings by fault\n\n")
 		p("Cells are violations/degradations/bounds exceeded of each invariant attributed to the fault. A finding is attributed to a fault only when that fault can have caused it (it touched the pod or its node, and its window contains the offending event); otherwise it is \"unattributed\". Only invariants with findings are listed.\n\n")

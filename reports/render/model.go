@@ -84,6 +84,9 @@ type PolicyRun struct {
 	// ViolatingPods counts the pods with at least one violation: the
 	// numerator of the policy's violation rate (graduation, trend).
 	ViolatingPods int
+	// Faults are the policy's fault firings by kind, applied and not
+	// (the same tallies as summary.json's rows).
+	Faults map[string]FaultTally
 }
 
 // Policy roles (RunData.Roles).

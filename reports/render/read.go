@@ -93,6 +93,17 @@ func (s Summary) RunData() RunData {
 	for _, g := range s.Groups {
 		d.Groups = append(d.Groups, GroupRate{Policy: g.Policy, Group: g.Group, Pods: g.Pods, ViolatingPods: g.ViolatingPods})
 	}
+	for _, f := range s.Faults {
+		if d.PolicyRuns == nil {
+			d.PolicyRuns = map[string]PolicyRun{}
+		}
+		pr := d.PolicyRuns[f.Policy]
+		if pr.Faults == nil {
+			pr.Faults = map[string]FaultTally{}
+		}
+		pr.Faults[f.Fault] = FaultTally{Applied: f.Applied, NotApplied: f.NotApplied, Reasons: f.Reasons}
+		d.PolicyRuns[f.Policy] = pr
+	}
 	return d
 }
 

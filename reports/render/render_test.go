@@ -215,8 +215,9 @@ func sampleRun(t testing.TB) RunData {
 		Scenario: "sidecar-basic",
 		Policies: []string{"kep753", "none"},
 		Roles:    map[string]string{"kep753": RoleJudged, "none": RoleBaseline},
-		PolicyRuns: map[string]PolicyRun{"kep753": {Trials: 2, Pods: 20, ElapsedSeconds: 1.25},
-			"none": {Trials: 2, Pods: 20, ElapsedSeconds: 0.5}},
+		PolicyRuns: map[string]PolicyRun{"kep753": {Trials: 2, Pods: 20, ElapsedSeconds: 1.25,
+			Faults: map[string]FaultTally{"oom-kill": {Applied: 3, NotApplied: 2, Reasons: []string{"container not running"}}, "kubelet-crash": {Applied: 1}}},
+			"none": {Trials: 2, Pods: 20, ElapsedSeconds: 0.5, Faults: map[string]FaultTally{"oom-kill": {Applied: 5}}}},
 		Meta: Meta{Seed: 42, Trials: 2, Backend: "sim", Version: "v0.1.0", ScenarioHash: "sha256:1f2e",
 			StartUnixNano: 1780000000000000000, Pods: 40, Extra: map[string]string{"nodes": "2", "kubelet": "reference"}},
 		Latencies: []Latency{
@@ -768,5 +769,41 @@ func TestReportsNameRunDirectoryFiles(t *testing.T) {
 				t.Errorf("%s names %s; a run directory has %v", name, file, have)
 			}
 		}
+	}
+}
+
+// TestFaultsInjected: report.md and report.html show every policy's fault
+// tallies by kind, the firings NOT applied with their reasons (they were
+// only in summary.json and the run's stderr); a run without faults has no
+// such section.
+func TestFaultsInjected(t *testing.T) {
+	d := sampleRun(t)
+	md := string(render(t, func(b *bytes.Buffer, d RunData) error { return WriteMarkdown(b, d) }, d))
+	html := string(render(t, func(b *bytes.Buffer, d RunData) error { return WriteHTML(b, d) }, d))
+	for _, want := range []string{
+		"## Faults injected\n",
+		"| kubelet-crash | kep753 | 1 | 0 |  |\n| oom-kill | kep753 | 3 | **2** | container not running |\n| oom-kill | none | 5 | 0 |  |\n",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	for _, want := range []string{
+		"<h2>Faults injected</h2>",
+		`<tr><td>oom-kill</td><td>kep753</td><td class="num">3</td><td class="num insufficient">2</td><td>container not running</td></tr>`,
+		`<tr><td>oom-kill</td><td>none</td><td class="num">5</td><td class="num">0</td><td></td></tr>`,
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	for p, pr := range d.PolicyRuns {
+		pr.Faults = nil
+		d.PolicyRuns[p] = pr
+	}
+	md = string(render(t, func(b *bytes.Buffer, d RunData) error { return WriteMarkdown(b, d) }, d))
+	html = string(render(t, func(b *bytes.Buffer, d RunData) error { return WriteHTML(b, d) }, d))
+	if strings.Contains(md, "Faults injected") || strings.Contains(html, "Faults injected") {
+		t.Error("a run without fault tallies has a Faults injected section")
 	}
 }

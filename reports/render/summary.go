@@ -28,6 +28,9 @@ type Summary struct {
 	// Groups are the violation counts per invariant group and policy
 	// (the policy comparison figure); "all" is every invariant.
 	Groups []SummaryGroup `json:"groups,omitempty"`
+	// Faults are the report's "Faults injected" rows: each policy's fault
+	// firings by kind, applied and not.
+	Faults []SummaryFault `json:"faults,omitempty"`
 	// UserLevel is the user-level guarantees section of the report (what
 	// a sidecar's user wanted; never part of a verdict), if it has one.
 	UserLevel *SummaryUserLevel `json:"userLevel,omitempty"`
@@ -132,6 +135,15 @@ type SummaryGroup struct {
 	Rate          float64 `json:"rate"`
 	CPLower       float64 `json:"clopperPearsonLower"`
 	CPUpper       float64 `json:"clopperPearsonUpper"`
+}
+
+// SummaryFault is one fault kind × policy of the "Faults injected" rows.
+type SummaryFault struct {
+	Fault      string   `json:"fault"`
+	Policy     string   `json:"policy"`
+	Applied    int      `json:"applied"`
+	NotApplied int      `json:"notApplied"`
+	Reasons    []string `json:"reasons,omitempty"` // why not applied
 }
 
 // SummaryUserLevel is the report's "User-level guarantees by fault kind"
@@ -269,6 +281,9 @@ func buildSummary(d RunData) Summary {
 		})
 	}
 	s.Groups = summaryGroups(d)
+	for _, r := range faultRows(d) {
+		s.Faults = append(s.Faults, SummaryFault{Fault: r.Fault, Policy: r.Policy, Applied: r.Applied, NotApplied: r.NotApplied, Reasons: r.Reasons})
+	}
 	s.UserLevel = summaryUserLevel(d.UserLevel)
 	for i := range d.Findings {
 		f := &d.Findings[i]

@@ -378,3 +378,39 @@ func (g findingGroup) trialsText() string {
 	}
 	return s
 }
+
+// faultRow is one fault kind × policy of the "Faults injected" section.
+type faultRow struct {
+	Fault, Policy       string
+	Applied, NotApplied int
+	Reasons             []string // why not applied
+}
+
+// Why is the reasons joined, as the report shows them.
+func (r faultRow) Why() string { return strings.Join(r.Reasons, "; ") }
+
+// faultsInjectedNote says what the "Faults injected" table counts.
+const faultsInjectedNote = "Firings of each fault kind, per policy, that took effect (applied) and that found nothing to act on (NOT applied: the container not running, the kubelet already down, ...). A firing NOT applied is recorded in the history as fault.not-applied with its reason and is not counted as applied: the pods it missed did not get that fault."
+
+// faultRows lists the fault tallies of d (normalized) by fault kind, then
+// policy in report order; nil if no policy has any.
+func faultRows(d RunData) []faultRow {
+	var kinds []string
+	for _, pr := range d.PolicyRuns {
+		for k := range pr.Faults {
+			if !slices.Contains(kinds, k) {
+				kinds = append(kinds, k)
+			}
+		}
+	}
+	slices.Sort(kinds)
+	var out []faultRow
+	for _, k := range kinds {
+		for _, pol := range d.Policies {
+			if t, ok := d.PolicyRuns[pol].Faults[k]; ok {
+				out = append(out, faultRow{Fault: k, Policy: pol, Applied: t.Applied, NotApplied: t.NotApplied, Reasons: t.Reasons})
+			}
+		}
+	}
+	return out
+}
