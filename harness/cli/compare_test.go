@@ -342,6 +342,64 @@ func TestGraduate(t *testing.T) {
 	}
 }
 
+// TestGraduateJudgesEachCriterionWhereItsEvidenceIs: over several run
+// directories, sidecar-jobs-complete is judged in the scenario that has
+// Jobs with sidecars and sidecar-overhead in the one with the none
+// baseline; each is NOT APPLICABLE in the other, naming where it is
+// judged. Every scenario had to hold both, so the INSUFFICIENT DATA note
+// "such as scenarios/job-completion.yaml" did not help when followed.
+func TestGraduateJudgesEachCriterionWhereItsEvidenceIs(t *testing.T) {
+	dir := t.TempDir()
+	cmp, jobs := filepath.Join(dir, "cmp"), filepath.Join(dir, "jobs")
+	runCmp(t, cmp, "testdata/cmp.yaml")
+	runCmp(t, jobs, "../../scenarios/job-completion.yaml")
+	out, errOut, code := run(t, "graduate", "--criteria", "alpha", "--policy", "kep753", cmp, jobs)
+	if code != ExitOK && code != ExitFailed {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, re := range []string{
+		`\ncmp  kep753\n(  .*\n)*  sidecar-jobs-complete +NOT APPLICABLE +- +- `,
+		`\ncmp  kep753\n(  .*\n)*  sidecar-overhead +(PASS|INSUFFICIENT DATA) `,
+		`\njob-completion  kep753\n(  .*\n)*  sidecar-jobs-complete +(PASS|INSUFFICIENT DATA|FAIL) `,
+		`\njob-completion  kep753\n(  .*\n)*  sidecar-overhead +NOT APPLICABLE +- +- `,
+		`cmp kep753 sidecar-jobs-complete: NOT APPLICABLE: no Job with sidecars in this scenario: the criterion is judged in\s+job-completion`,
+		`job-completion kep753 sidecar-overhead: NOT APPLICABLE: no pod_startup samples of this policy or of none in this\s+scenario: the criterion is judged in cmp`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("output does not match %s:\n%s", re, out)
+		}
+	}
+	// --format json names each verdict's scenario and policy (the
+	// embedded Verdict's MarshalJSON dropped them).
+	js, errOut, code := run(t, "graduate", "--criteria", "alpha", "--policy", "kep753", "--format", "json", cmp, jobs)
+	if code != ExitOK && code != ExitFailed {
+		t.Fatalf("json: exit %d: %s", code, errOut)
+	}
+	var res struct {
+		Verdicts []struct {
+			Scenario  string `json:"scenario"`
+			Policy    string `json:"policy"`
+			Criterion string `json:"criterion"`
+			Status    string `json:"status"`
+		} `json:"verdicts"`
+	}
+	if err := json.Unmarshal([]byte(js), &res); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, v := range res.Verdicts {
+		got[v.Scenario+" "+v.Policy+" "+v.Criterion] = v.Status
+	}
+	if len(res.Verdicts) != 8 || got["cmp kep753 sidecar-jobs-complete"] != "NOT APPLICABLE" || got["job-completion kep753 sidecar-overhead"] != "NOT APPLICABLE" {
+		t.Errorf("json verdicts: %v\n%s", got, js)
+	}
+	// Alone, the scenario without Jobs is short of evidence, as before.
+	out, _, _ = run(t, "graduate", "--criteria", "alpha", "--policy", "kep753", cmp)
+	if !regexp.MustCompile(`\n  sidecar-jobs-complete +INSUFFICIENT DATA `).MatchString(out) {
+		t.Errorf("cmp alone:\n%s", out)
+	}
+}
+
 // TestGraduateFitsTheTerminal: graduate's table, like run's, fits
 // render.TableWidth whatever the policy's name: the policy is named in
 // full once, on its scenario's line, not in a column of every criterion's

@@ -60,7 +60,12 @@ claim yet; NEEDED estimates how many more trials, pods or Jobs would;
 for example Jobs of a scenario that has none: its note says what would).
 A criterion that cannot be asked of the policy judged is NOT APPLICABLE and
 counts for nothing in the overall line: the sidecar overhead of the none
-baseline (--policy none), which would be its ratio to itself.
+baseline (--policy none), which would be its ratio to itself. Over several
+scenarios, sidecar-jobs-complete is judged in those with Jobs with
+sidecars and sidecar-overhead in those with the none baseline: in a
+scenario without, it is NOT APPLICABLE (naming where it is judged) when
+another scenario of the same policy has them, and INSUFFICIENT DATA when
+none has.
 
 A run that did not complete (Ctrl-C, a crash, a soak still running) is
 labelled partial in every verdict; with --strict its PASS verdicts become
@@ -115,6 +120,24 @@ type gradVerdict struct {
 	Scenario string `json:"scenario"`
 	Policy   string `json:"policy"`
 	graduation.Verdict
+}
+
+// MarshalJSON puts the scenario and the policy before the verdict's
+// fields. Without it the embedded Verdict's MarshalJSON was promoted and
+// every verdict of --format json came out without them.
+func (g gradVerdict) MarshalJSON() ([]byte, error) {
+	head, err := json.Marshal(struct {
+		Scenario string `json:"scenario"`
+		Policy   string `json:"policy"`
+	}{g.Scenario, g.Policy})
+	if err != nil {
+		return nil, err
+	}
+	v, err := json.Marshal(g.Verdict)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(head[:len(head)-1], ','), v[1:]...), nil
 }
 
 // gradResult is graduate --format json.
@@ -193,12 +216,18 @@ func runGraduate(streams IOStreams, f *graduateFlags, dirs []string) error {
 			return usageErr("--policy %s: not in %v, which ran %s", p, dirs, strings.Join(ran, ", "))
 		}
 	}
-	var all []graduation.Verdict
+	var judged []graduation.Judged
 	for _, r := range rows {
 		if !judge(r) || r.Trials == 0 {
 			continue
 		}
-		for _, v := range graduation.Evaluate(crit, agg.GraduationInputs(r)) {
+		in := agg.GraduationInputs(r)
+		judged = append(judged, graduation.Judged{Scenario: r.Scenario, Policy: r.Policy, In: in, Verdicts: graduation.Evaluate(crit, in)})
+	}
+	graduation.PoolEvidence(crit, judged)
+	var all []graduation.Verdict
+	for _, j := range judged {
+		for _, v := range j.Verdicts {
 			if res.Partial {
 				v.Warnings = append(v.Warnings, "partial run: the verdict covers only the trials committed")
 				if f.strict && v.Status == graduation.Pass {
@@ -210,7 +239,7 @@ func runGraduate(streams IOStreams, f *graduateFlags, dirs []string) error {
 				v.Warnings = append(v.Warnings, "mixed: pooled runs of different scenario content (--allow-mixed)")
 			}
 			all = append(all, v)
-			res.Verdicts = append(res.Verdicts, gradVerdict{Scenario: r.Scenario, Policy: r.Policy, Verdict: v})
+			res.Verdicts = append(res.Verdicts, gradVerdict{Scenario: j.Scenario, Policy: j.Policy, Verdict: v})
 		}
 	}
 	if len(res.Verdicts) == 0 {

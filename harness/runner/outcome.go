@@ -77,10 +77,11 @@ func Judge(a *Aggregate, m Meta) Outcome {
 		out.State.Status = StatusPartial
 	}
 	verdicts := map[*Row][]graduation.Verdict{}
+	staged := a.stageVerdicts()
 	var all []graduation.Verdict
 	for _, r := range a.rows {
 		ps, _ := summaryOf(r.Scenario, r.Policy, metrics.PodStartup)
-		vs := a.verdicts(r, ps, partial, m.Strict)
+		vs := a.verdicts(r, ps, partial, m.Strict, staged)
 		verdicts[r] = vs
 		all = append(all, vs...)
 		sr := render.StateRow{Scenario: r.Scenario, Policy: r.Policy, Role: string(r.Role), Trials: r.Trials,
@@ -132,7 +133,7 @@ func finite(x float64) float64 {
 
 // verdicts judges one row: a judged policy against its scenario's
 // criteria and graduation stage, a bug replica on whether it was caught.
-func (a *Aggregate) verdicts(r *Row, ps metrics.MetricSummary, partial, strict bool) []graduation.Verdict {
+func (a *Aggregate) verdicts(r *Row, ps metrics.MetricSummary, partial, strict bool, staged map[*Row][]graduation.Verdict) []graduation.Verdict {
 	s := a.byName[r.Scenario]
 	var vs []graduation.Verdict
 	switch r.Role {
@@ -165,7 +166,7 @@ func (a *Aggregate) verdicts(r *Row, ps metrics.MetricSummary, partial, strict b
 				vs = append(vs, graduation.Verdict{Criterion: c.Graduation, Status: graduation.Insufficient, Observed: math.NaN(), Bound: math.NaN(),
 					Message: "criteria: " + err.Error()})
 			} else {
-				for _, v := range graduation.Evaluate(crit, a.GraduationInputs(r)) {
+				for _, v := range staged[r] {
 					v.Criterion = crit.Stage + "/" + v.Criterion
 					vs = append(vs, v)
 				}
@@ -183,6 +184,43 @@ func (a *Aggregate) verdicts(r *Row, ps metrics.MetricSummary, partial, strict b
 		}
 	}
 	return vs
+}
+
+// stageVerdicts judges the judged rows whose scenario names a graduation
+// stage (criteria.graduation) against it, as graduate judges them: over
+// the run's scenarios of that stage, each criterion where its evidence is
+// (graduation.PoolEvidence), so that graduate of the run directory gives
+// the report's verdicts also for a soak of several scenarios.
+func (a *Aggregate) stageVerdicts() map[*Row][]graduation.Verdict {
+	out := map[*Row][]graduation.Verdict{}
+	byStage := map[string][]graduation.Judged{}
+	rowsOf := map[string][]*Row{}
+	var stages []string
+	for _, r := range a.rows {
+		s := a.byName[r.Scenario]
+		if r.Role == Baseline || r.Role == BugReplica || s == nil || s.Criteria.Graduation == "" {
+			continue
+		}
+		stage := s.Criteria.Graduation
+		crit, err := graduation.Load(stage)
+		if err != nil {
+			continue // verdicts says so
+		}
+		if _, seen := byStage[stage]; !seen {
+			stages = append(stages, stage)
+		}
+		in := a.GraduationInputs(r)
+		byStage[stage] = append(byStage[stage], graduation.Judged{Scenario: r.Scenario, Policy: r.Policy, In: in, Verdicts: graduation.Evaluate(crit, in)})
+		rowsOf[stage] = append(rowsOf[stage], r)
+	}
+	for _, stage := range stages {
+		crit, _ := graduation.Load(stage)
+		graduation.PoolEvidence(crit, byStage[stage])
+		for i, j := range byStage[stage] {
+			out[rowsOf[stage][i]] = j.Verdicts
+		}
+	}
+	return out
 }
 
 // GraduationInputs gathers a row's inputs for graduation criteria, from

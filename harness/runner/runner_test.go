@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -212,5 +213,52 @@ func TestSoakParallelCommits(t *testing.T) {
 	}
 	if res.State.State.TrialsCommitted < 6 {
 		t.Errorf("%d trials", res.State.State.TrialsCommitted)
+	}
+}
+
+// TestSoakJudgesEachStageCriterionWhereItsEvidenceIs: a soak of two
+// scenarios at criteria.graduation alpha, one with the none baseline and
+// no Job, one with Jobs and no baseline, judges sidecar-jobs-complete in
+// the second and sidecar-overhead in the first (graduation.PoolEvidence,
+// as `graduate` of the directory does); each is NOT APPLICABLE in the
+// other. Each scenario had to hold both before.
+func TestSoakJudgesEachStageCriterionWhereItsEvidenceIs(t *testing.T) {
+	withStage := func(s *scenario.Scenario) *scenario.Scenario {
+		s.Criteria.Graduation = "alpha"
+		s.Criteria.Policies = []string{"kep753"}
+		return s
+	}
+	cmp := withStage(load(t))
+	jobs, err := scenario.Load("../../scenarios/job-completion.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs = withStage(jobs)
+	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	// One second a trial: six trials are two rounds of the three
+	// scenario × policy pairs.
+	res, err := Soak(context.Background(), opts(fake{clk: clk}), SoakOptions{Dir: filepath.Join(t.TempDir(), "s"), Duration: 6 * time.Second,
+		Checkpoint: time.Hour, Clock: clk, Scenarios: []*scenario.Scenario{cmp, jobs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range res.State.State.Rows {
+		for _, c := range r.Criteria {
+			got[r.Scenario+" "+r.Policy+" "+c.Name] = c.Status + ": " + c.Message
+		}
+	}
+	for key, want := range map[string]string{
+		"tiny kep753 alpha/sidecar-jobs-complete":      "NOT APPLICABLE: no Job with sidecars in this scenario: the criterion is judged in job-completion",
+		"job-completion kep753 alpha/sidecar-overhead": "NOT APPLICABLE: no pod_startup samples of this policy or of none in this scenario: the criterion is judged in tiny",
+	} {
+		if got[key] != want {
+			t.Errorf("%s: %q, want %q", key, got[key], want)
+		}
+	}
+	for _, key := range []string{"tiny kep753 alpha/sidecar-overhead", "job-completion kep753 alpha/sidecar-jobs-complete"} {
+		if strings.HasPrefix(got[key], "NOT APPLICABLE") || got[key] == "" {
+			t.Errorf("%s: %q, want a judgement", key, got[key])
+		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/sidebench/sidebench/reports/stats"
 )
@@ -380,6 +382,75 @@ func evalOverhead(c *Criteria, in Inputs) Verdict {
 }
 
 func nonPositive(x float64) bool { return !(x > 0) }
+
+// Judged is one scenario × policy's verdicts with the inputs they were
+// judged on: a row of a graduation over several scenarios.
+type Judged struct {
+	Scenario, Policy string
+	In               Inputs
+	Verdicts         []Verdict
+}
+
+// noEvidence reports whether in holds nothing at all for the criterion
+// named to judge, which no number of further trials of the same scenario
+// can change: no Job with sidecars (sidecar-jobs-complete); no sample of
+// the candidate or of the none baseline (sidecar-overhead).
+func noEvidence(c *Criteria, criterion string, in Inputs) bool {
+	switch criterion {
+	case CriterionSidecarJobs:
+		return in.SidecarJobs == 0
+	case CriterionSidecarOverhead:
+		if in.IsBaseline {
+			return false // NotApplicable already
+		}
+		cand := in.OverheadMs
+		if cand == nil && c.SidecarOverhead != nil && c.SidecarOverhead.Metric == "pod_startup" {
+			cand = in.PodStartupMs
+		}
+		return cand.N() == 0 || in.BaselineMs.N() == 0
+	}
+	return false
+}
+
+// PoolEvidence judges each criterion of a graduation over several
+// scenarios where its evidence is: a scenario holding none for a
+// criterion (no Job with sidecars, no none baseline) while another
+// scenario judged for the same policy holds some gets NotApplicable there
+// instead of INSUFFICIENT DATA, naming the scenarios that judge it. Every
+// scenario had to run Jobs and the none baseline before, so a graduation
+// over policy-comparison and job-completion could never pass, and the
+// message pointing to job-completion was of no use. Without evidence in
+// any scenario the verdicts stay INSUFFICIENT DATA, whose message says
+// which scenario would give some. js's verdicts are changed in place.
+func PoolEvidence(c Criteria, js []Judged) {
+	for _, crit := range []string{CriterionSidecarJobs, CriterionSidecarOverhead} {
+		judgedIn := map[string][]string{} // policy -> scenarios with evidence
+		for _, j := range js {
+			if slices.ContainsFunc(j.Verdicts, func(v Verdict) bool { return v.Criterion == crit }) && !noEvidence(&c, crit, j.In) {
+				judgedIn[j.Policy] = append(judgedIn[j.Policy], j.Scenario)
+			}
+		}
+		for _, j := range js {
+			where := judgedIn[j.Policy]
+			if len(where) == 0 || !noEvidence(&c, crit, j.In) {
+				continue
+			}
+			for i := range j.Verdicts {
+				v := &j.Verdicts[i]
+				if v.Criterion != crit {
+					continue
+				}
+				what := "no Job with sidecars"
+				if crit == CriterionSidecarOverhead {
+					what = fmt.Sprintf("no %s samples of this policy or of none", c.SidecarOverhead.Metric)
+				}
+				v.Status, v.MoreTrialsNeeded = NotApplicable, 0
+				v.Observed, v.Bound = math.NaN(), math.NaN()
+				v.Message = fmt.Sprintf("%s in this scenario: the criterion is judged in %s", what, strings.Join(where, ", "))
+			}
+		}
+	}
+}
 
 // LifecyclesNeeded is the number of pod lifecycles in total at which the
 // violation-rate criterion of c passes, if violations occur at the

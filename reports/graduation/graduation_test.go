@@ -342,3 +342,80 @@ func TestLifecyclesNeeded(t *testing.T) {
 		t.Error("no violation-rate criterion: want -1")
 	}
 }
+
+// TestPoolEvidence: over several scenarios, a criterion is judged where
+// its evidence is. A scenario without Jobs with sidecars, or without the
+// none baseline, gets NOT APPLICABLE for that criterion when another
+// scenario of the same policy has some (a graduation over
+// policy-comparison and job-completion could never pass: each lacked
+// what the other had), and stays INSUFFICIENT DATA when none has.
+func TestPoolEvidence(t *testing.T) {
+	h := stats.HistOf
+	beta := mustLoad(t, "beta")
+	lat := h(ms(400, func(i int) float64 { return 500 + float64(i) }))
+	noJobsWithBase := Inputs{Lifecycles: 400, PodStartupMs: lat, BaselineMs: lat, Seed: 1}
+	jobsNoBase := Inputs{Lifecycles: 400, PodStartupMs: lat, SidecarJobs: 400, SidecarJobsCompleted: 400, Seed: 1}
+	judge := func(scen, pol string, in Inputs) Judged {
+		return Judged{Scenario: scen, Policy: pol, In: in, Verdicts: Evaluate(beta, in)}
+	}
+	status := func(j Judged, crit string) (Status, string) {
+		for _, v := range j.Verdicts {
+			if v.Criterion == crit {
+				return v.Status, v.Message
+			}
+		}
+		t.Fatalf("%s %s: no %s verdict", j.Scenario, j.Policy, crit)
+		return "", ""
+	}
+	tests := []struct {
+		name   string
+		js     []Judged
+		want   map[string]Status // scenario/policy/criterion -> status
+		naming map[string]string // scenario/policy/criterion -> in the message
+	}{
+		{
+			name: "each lacks what the other has",
+			js:   []Judged{judge("cmp", "kep753", noJobsWithBase), judge("jobs", "kep753", jobsNoBase)},
+			want: map[string]Status{
+				"cmp/kep753/" + CriterionSidecarJobs: NotApplicable, "cmp/kep753/" + CriterionSidecarOverhead: Pass,
+				"jobs/kep753/" + CriterionSidecarJobs: Pass, "jobs/kep753/" + CriterionSidecarOverhead: NotApplicable,
+			},
+			naming: map[string]string{
+				"cmp/kep753/" + CriterionSidecarJobs:      "no Job with sidecars in this scenario: the criterion is judged in jobs",
+				"jobs/kep753/" + CriterionSidecarOverhead: "no pod_startup samples of this policy or of none in this scenario: the criterion is judged in cmp",
+			},
+		},
+		{
+			name: "one scenario: insufficient, as before",
+			js:   []Judged{judge("cmp", "kep753", noJobsWithBase)},
+			want: map[string]Status{"cmp/kep753/" + CriterionSidecarJobs: Insufficient},
+		},
+		{
+			name: "no scenario has Jobs: insufficient everywhere",
+			js:   []Judged{judge("a", "kep753", noJobsWithBase), judge("b", "kep753", noJobsWithBase)},
+			want: map[string]Status{"a/kep753/" + CriterionSidecarJobs: Insufficient, "b/kep753/" + CriterionSidecarJobs: Insufficient},
+		},
+		{
+			name: "another policy's evidence does not count",
+			js:   []Judged{judge("cmp", "kep753", noJobsWithBase), judge("jobs", "other", jobsNoBase)},
+			want: map[string]Status{"cmp/kep753/" + CriterionSidecarJobs: Insufficient, "jobs/other/" + CriterionSidecarOverhead: Insufficient},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			PoolEvidence(beta, tt.js)
+			for _, j := range tt.js {
+				for _, crit := range []string{CriterionSidecarJobs, CriterionSidecarOverhead} {
+					key := j.Scenario + "/" + j.Policy + "/" + crit
+					st, msg := status(j, crit)
+					if want, ok := tt.want[key]; ok && st != want {
+						t.Errorf("%s: %s (%s), want %s", key, st, msg, want)
+					}
+					if want := tt.naming[key]; want != "" && msg != want {
+						t.Errorf("%s: message %q, want %q", key, msg, want)
+					}
+				}
+			}
+		})
+	}
+}
