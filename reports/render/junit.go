@@ -68,7 +68,7 @@ type junitMessage struct {
 //     invariant, failing on violations (degradations, bounds exceeded and
 //     unknown verdicts are in system-out), and "[criterion] POLICY NAME"
 //     per criterion, failing on FAIL, skipped on INSUFFICIENT DATA (the
-//     message says how many more trials are needed).
+//     message says how many more trials are needed) and on NOT APPLICABLE.
 //   - A bug replica: "[bug-replica] POLICY caught", failing when the
 //     checker did not catch it (that is what it is for); its findings are
 //     in system-out.
@@ -145,6 +145,8 @@ func WriteJUnit(w io.Writer, d RunData) error {
 					msg += fmt.Sprintf(" (≈%d more trials needed)", v.MoreTrialsNeeded)
 				}
 				c.Skipped = &junitMessage{Message: msg}
+			case StatusNotApplicable:
+				c.Skipped = &junitMessage{Message: "NOT APPLICABLE: " + v.Message}
 			}
 			s.Cases = append(s.Cases, c)
 		}

@@ -310,6 +310,10 @@ const (
 	StatusPass         = "PASS"
 	StatusFail         = "FAIL"
 	StatusInsufficient = "INSUFFICIENT DATA"
+	// StatusNotApplicable is a criterion the scenario cannot be asked
+	// (graduation.NotApplicable): shown, skipped in junit.xml, and neither
+	// a pass nor a failure of the overall verdict.
+	StatusNotApplicable = "NOT APPLICABLE"
 )
 
 // Timeline is one pod's history, drawn as a Gantt chart.

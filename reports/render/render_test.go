@@ -695,6 +695,9 @@ func TestJUnitRoles(t *testing.T) {
 		{"baseline, violated", RoleBaseline, inv("p", 3), nil, 0, []string{"[run] complete", "[trials] p"}},
 		{"bug replica caught", RoleBugReplica, inv("p", 3), []Verdict{caught("p", StatusPass)}, 0, []string{"[run] complete", "[trials] p", "[bug-replica] p caught"}},
 		{"bug replica missed", RoleBugReplica, inv("p", 0), []Verdict{caught("p", StatusFail)}, 1, []string{"[run] complete", "[trials] p", "[bug-replica] p caught"}},
+		// A criterion the scenario cannot be asked is skipped, not passed.
+		{"judged, not applicable", RoleJudged, inv("p", 0), []Verdict{{Policy: "p", Criterion: "alpha/sidecar-jobs-complete", Status: StatusNotApplicable, Message: "no Job",
+			Observed: math.NaN(), Bound: math.NaN(), Threshold: 0.99}}, 0, []string{"[run] complete", "[trials] p", "[invariant] p INV-S5", "[criterion] p alpha/sidecar-jobs-complete"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := RunData{Scenario: "s", Policies: []string{"p"}, Roles: map[string]string{"p": tc.role}, Invariants: []InvariantRow{tc.inv}, Verdicts: tc.verdicts}
@@ -709,6 +712,11 @@ func TestJUnitRoles(t *testing.T) {
 			}
 			if doc.Failures != tc.failures || !slices.Equal(names, tc.cases) {
 				t.Errorf("failures %d (want %d), cases %q (want %q)", doc.Failures, tc.failures, names, tc.cases)
+			}
+			for _, v := range tc.verdicts {
+				if skipped := bytes.Contains(out, []byte("<skipped message=\"NOT APPLICABLE: ")); skipped != (v.Status == StatusNotApplicable) {
+					t.Errorf("%s: skipped as not applicable: %v\n%s", v.Status, skipped, out)
+				}
 			}
 		})
 	}
