@@ -12,7 +12,7 @@ build:
 
 ## test: unit, golden and sim tests (the README's test command), then each
 ## fuzzer for FUZZTIME on its committed corpus (testdata/fuzz): scenario
-## files, check input, explain input.
+## files, check input, explain input, graduation criteria files.
 FUZZTIME ?= 4s
 FUZZ = $(GO) test -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 50x
 test: vet
@@ -20,6 +20,7 @@ test: vet
 	$(FUZZ) -fuzz '^FuzzLoad$$' ./harness/scenario/
 	$(FUZZ) -fuzz '^FuzzCheck$$' ./harness/check/
 	$(FUZZ) -fuzz '^FuzzExplain$$' ./harness/cli/
+	$(FUZZ) -fuzz '^FuzzParse$$' ./reports/graduation/
 
 ## run: run every shipped scenario on the embedded sim backend.
 run: build
