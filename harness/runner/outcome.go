@@ -193,6 +193,7 @@ func (a *Aggregate) verdicts(r *Row, ps metrics.MetricSummary, partial, strict b
 // the report's verdicts also for a soak of several scenarios.
 func (a *Aggregate) stageVerdicts() map[*Row][]graduation.Verdict {
 	out := map[*Row][]graduation.Verdict{}
+	criteria := map[string]graduation.Criteria{}
 	byStage := map[string][]graduation.Judged{}
 	rowsOf := map[string][]*Row{}
 	var stages []string
@@ -202,11 +203,13 @@ func (a *Aggregate) stageVerdicts() map[*Row][]graduation.Verdict {
 			continue
 		}
 		stage := s.Criteria.Graduation
-		crit, err := graduation.Load(stage)
-		if err != nil {
-			continue // verdicts says so
-		}
-		if _, seen := byStage[stage]; !seen {
+		crit, known := criteria[stage]
+		if !known {
+			var err error
+			if crit, err = graduation.Load(stage); err != nil {
+				continue // verdicts says so
+			}
+			criteria[stage] = crit
 			stages = append(stages, stage)
 		}
 		in := a.GraduationInputs(r)
@@ -214,8 +217,7 @@ func (a *Aggregate) stageVerdicts() map[*Row][]graduation.Verdict {
 		rowsOf[stage] = append(rowsOf[stage], r)
 	}
 	for _, stage := range stages {
-		crit, _ := graduation.Load(stage)
-		graduation.PoolEvidence(crit, byStage[stage])
+		graduation.PoolEvidence(criteria[stage], byStage[stage])
 		for i, j := range byStage[stage] {
 			out[rowsOf[stage][i]] = j.Verdicts
 		}
