@@ -194,7 +194,13 @@ func RunCheckCommand(stdout, stderr io.Writer, paths []string, open Opener) (exi
 // up to n findings (violations first) with their history excerpts.
 func (r *Report) WriteText(w io.Writer, n int) {
 	if m := r.Meta; m != nil {
-		fmt.Fprintf(w, "run: scenario=%s policy=%s backend=%s seed=%d trial=%d\n", m.Scenario, m.Policy, m.Backend, m.Seed, m.Trial)
+		if r.Runs > 1 {
+			// The pods of several trials, pooled: the first trial's seed
+			// and number would read as if only it was checked.
+			fmt.Fprintf(w, "runs: scenario=%s policy=%s backend=%s trials=%d (the first: seed=%d trial=%d)\n", m.Scenario, m.Policy, m.Backend, r.Runs, m.Seed, m.Trial)
+		} else {
+			fmt.Fprintf(w, "run: scenario=%s policy=%s backend=%s seed=%d trial=%d\n", m.Scenario, m.Policy, m.Backend, m.Seed, m.Trial)
+		}
 	}
 	fmt.Fprintf(w, "pods: %d  verdict: %s\n\n", r.Pods, r.Valid)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -227,7 +233,7 @@ func (r *Report) WriteText(w io.Writer, n int) {
 			for i := range r.Findings {
 				if f := &r.Findings[i]; f.Class == class && shown < n {
 					shown++
-					writeFinding(w, f)
+					writeFinding(w, f, r.Runs > 1)
 				}
 			}
 		}
@@ -241,8 +247,11 @@ func (r *Report) WriteText(w io.Writer, n int) {
 	}
 }
 
-func writeFinding(w io.Writer, f *Finding) {
-	fmt.Fprintf(w, "\n%s\n", f.String())
+// writeFinding prints f and its excerpt; withTrial names its trial (a
+// report over several trials: each has a pod of that name, and explain
+// needs --trial).
+func writeFinding(w io.Writer, f *Finding, withTrial bool) {
+	fmt.Fprintf(w, "\n%s\n", f.format(withTrial))
 	for k := range f.Excerpt {
 		if f.Elided > 0 && k == excerptCap/2 {
 			fmt.Fprintf(w, "      ... %d events elided ...\n", f.Elided)

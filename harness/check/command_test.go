@@ -80,3 +80,42 @@ func TestCheckCommandTooManyReports(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want 2 and %q", code, errb.String(), want)
 	}
 }
+
+// TestCheckCommandNamesTheTrials: a history of several trials of one
+// scenario × policy (a run directory) is one report; its header counts the
+// trials and each finding names its trial, since every trial has pods of
+// the same names (the header gave the first trial's seed and number as if
+// only it had been checked).
+func TestCheckCommandNamesTheTrials(t *testing.T) {
+	none, err := os.ReadFile("testdata/none.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := strings.Replace(string(none), `"trial":0`, `"trial":1`, 1)
+	if second == string(none) {
+		t.Fatal("no trial in the run.meta line")
+	}
+	path := filepath.Join(t.TempDir(), "h.jsonl")
+	if err := os.WriteFile(path, append(none, second...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb strings.Builder
+	if code := RunCheckCommand(&out, &errb, []string{path}, nil); code != 1 {
+		t.Fatalf("exit %d, want 1 (violations)\n%s", code, errb.String())
+	}
+	text := out.String()
+	if !strings.HasPrefix(text, "runs: scenario=golden policy=none backend=sim trials=2 (the first: seed=1 trial=0)\n") {
+		t.Errorf("header:\n%s", text)
+	}
+	for _, trial := range []string{" trial=0 pod=", " trial=1 pod="} {
+		if !strings.Contains(text, trial) {
+			t.Errorf("no finding with %q:\n%s", trial, text)
+		}
+	}
+	// One trial: the header and the findings as before.
+	out.Reset()
+	RunCheckCommand(&out, &errb, []string{"testdata/none.jsonl"}, nil)
+	if !strings.HasPrefix(out.String(), "run: scenario=golden policy=none backend=sim seed=1 trial=0\n") || strings.Contains(out.String(), " trial=0 pod=") {
+		t.Errorf("one trial:\n%s", out.String())
+	}
+}

@@ -24,6 +24,9 @@ type Finding struct {
 	// out of its middle.
 	Excerpt []history.Event `json:"excerpt,omitempty"`
 	Elided  int             `json:"elided,omitempty"`
+	// Trial is the trial (run.meta) of the pod, set when the report
+	// stores the finding: pods of the same name run in every trial.
+	Trial int `json:"trial,omitempty"`
 
 	chk int // index of the checker in the runner's list
 }
@@ -86,8 +89,16 @@ func (p *Pod) excerpt(f *Finding, a, b int32) {
 }
 
 // String is a one-line summary of f.
-func (f *Finding) String() string {
-	s := fmt.Sprintf("%s %s pod=%s node=%s t=%s: %s", f.ID, f.Class, f.Pod, f.Node, ms(f.T), f.Msg)
+func (f *Finding) String() string { return f.format(false) }
+
+// format is String, with the trial before the pod when withTrial (a report
+// over several trials, each with a pod of that name).
+func (f *Finding) format(withTrial bool) string {
+	where := "pod=" + f.Pod
+	if withTrial {
+		where = fmt.Sprintf("trial=%d %s", f.Trial, where)
+	}
+	s := fmt.Sprintf("%s %s %s node=%s t=%s: %s", f.ID, f.Class, where, f.Node, ms(f.T), f.Msg)
 	if f.Excuse != "" {
 		s += " [excused: " + f.Excuse + "]"
 	}

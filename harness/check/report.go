@@ -50,7 +50,9 @@ type PodError struct {
 // arrival order, Errors the first FindingsCap errors.
 type Report struct {
 	Meta *history.Meta `json:"meta,omitempty"` // the first run's
-	Pods int           `json:"pods"`
+	// Runs counts the runs (trials: run.meta) whose pods were checked.
+	Runs int `json:"runs"`
+	Pods int `json:"pods"`
 	// ViolatingPods counts pods with at least one violation of any
 	// invariant: the numerator of the hard-violation rate per lifecycle.
 	ViolatingPods int        `json:"violatingPods"`
@@ -98,6 +100,8 @@ type aggregator struct {
 	cells  map[cellKey]*Cell
 	stored []int // findings stored per checker
 	keep   keeper
+	// lastMeta is the run of the pod folded last (Report.Runs).
+	lastMeta *history.Meta
 }
 
 func newAggregator(checkers []Checker, cap int) *aggregator {
@@ -114,6 +118,12 @@ func (a *aggregator) fold(res *podResult) {
 	r.Pods++
 	if r.Meta == nil {
 		r.Meta = res.meta
+	}
+	if res.meta != a.lastMeta {
+		// The pods of one run share its Meta; a history holds its runs
+		// one after another.
+		a.lastMeta = res.meta
+		r.Runs++
 	}
 	for i := range r.Rows {
 		if res.unknown&(1<<uint(i)) != 0 {
@@ -161,6 +171,9 @@ func (a *aggregator) fold(res *podResult) {
 		}
 		if a.stored[f.chk] < r.FindingsCap {
 			a.stored[f.chk]++
+			if res.meta != nil {
+				f.Trial = res.meta.Trial
+			}
 			r.Findings = append(r.Findings, *f)
 		}
 	}

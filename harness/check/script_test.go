@@ -45,7 +45,7 @@ func TestScripts(t *testing.T) {
 			var got bytes.Buffer
 			fs := checkAllExcerpts(t, meta, h.events())
 			for i := range fs {
-				writeFinding(&got, &fs[i])
+				writeFinding(&got, &fs[i], false)
 			}
 			if len(fs) == 0 {
 				got.WriteString("no findings\n")
