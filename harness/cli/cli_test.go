@@ -132,6 +132,11 @@ func TestUsageErrors(t *testing.T) {
 		{"run", "--backend", "local", "--nodes", "0", "testdata/tiny.yaml"},
 		{"run", "--backend", "kube", "testdata/tiny.yaml"},
 		{"run", "--backend", "nope", "testdata/tiny.yaml"},
+		// Refused whatever the backend and --quiet (both ran).
+		{"run", "--out", filepath.Join(t.TempDir(), "o"), "--horizon", "-1s", "testdata/tiny.yaml"},
+		{"run", "--out", filepath.Join(t.TempDir(), "o"), "--horizon", "0s", "testdata/tiny.yaml"},
+		{"run", "--out", filepath.Join(t.TempDir(), "o"), "--quiet", "--progress", "weird", "testdata/tiny.yaml"},
+		{"soak", "--out", filepath.Join(t.TempDir(), "o"), "--duration", "1ms", "--quiet", "--progress", "weird", "testdata/tiny.yaml"},
 		{"soak", "testdata/tiny.yaml"},
 		{"explain", "somewhere"},
 		{"validate"},

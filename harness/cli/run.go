@@ -56,6 +56,10 @@ func (f *backendFlags) prepare(cmd *cobra.Command, scens []*scenario.Scenario) e
 	if f.nodes < 1 {
 		return usageErr("--nodes must be >= 1")
 	}
+	if f.horizon < 0 || cmd.Flags().Changed("horizon") && f.horizon == 0 {
+		// A cap of no time at all; it was taken as "no --horizon".
+		return usageErr("--horizon %v: must be > 0 (without --horizon, the scenario's horizon, at most 10m)", f.horizon)
+	}
 	var policies []string
 	for _, s := range scens {
 		for _, g := range s.PolicyGates() {
@@ -172,14 +176,15 @@ func (f *runFlags) check() error {
 func (f *runFlags) reporter(w io.Writer) (*progress.Reporter, error) {
 	mode := progress.Auto
 	switch {
+	case f.progress != "auto" && f.progress != "bars" && f.progress != "plain":
+		// Checked with --quiet too: a misspelt value was accepted there.
+		return nil, usageErr("--progress %q: allowed: auto, bars, plain", f.progress)
 	case f.quiet:
 		mode = progress.Quiet
 	case f.progress == "bars":
 		mode = progress.Bars
 	case f.progress == "plain":
 		mode = progress.Plain
-	case f.progress != "auto":
-		return nil, usageErr("--progress %q: allowed: auto, bars, plain", f.progress)
 	}
 	return progress.New(w, progress.Options{Mode: mode, Interval: f.progressInterval}), nil
 }
