@@ -30,7 +30,8 @@ func newExplainCommand(streams IOStreams) *cobra.Command {
 		Short: "List a run's pods with findings, or print one pod's timeline",
 		Long: `Without --pod: list the pods of a run directory that have findings, one line
 per pod of a trial and policy, with their invariants and classes, violations
-first (at most 50; --all lists every one).
+first (at most 50; --all lists every one); --policy and --trial list only
+that policy's or trial's pods.
 
 With --pod: print the timeline of that pod from a run directory (or a
 history file): its containers' starts, probes, exits and signals, the node
@@ -58,8 +59,8 @@ Timeline markers:
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.pod, "pod", "", "pod name (NAME or NAMESPACE/NAME); without it, list the pods with findings")
-	fl.IntVar(&f.trial, "trial", -1, "trial number; -1 is the first trial with the pod")
-	fl.StringVar(&f.policy, "policy", "", "policy (default: the first one with the pod)")
+	fl.IntVar(&f.trial, "trial", -1, "trial number; -1 is the first trial with the pod (without --pod: every trial)")
+	fl.StringVar(&f.policy, "policy", "", "policy (default: the first one with the pod; without --pod: every policy)")
 	fl.BoolVar(&f.all, "all", false, "print the pod of every trial and policy (without --pod: list every pod with findings)")
 	return cmd
 }
@@ -78,36 +79,8 @@ func runExplain(streams IOStreams, f *explainFlags, target string) error {
 	}
 	defer hf.Close()
 	q := explain.Query{Pod: f.pod, Trial: f.trial, All: f.all}
-	// A run directory's journal says which policies and trials it has:
-	// a --policy or --trial it does not have is named as such, with what
-	// it has, rather than as a pod not found (or every policy sidebench
-	// knows).
-	var ran []string
-	trials := map[int]bool{}
-	if findDir != "" {
-		_, _ = rundir.EachEntry(filepath.Join(findDir, rundir.FileJournal), func(e *rundir.Entry) error {
-			if !slices.Contains(ran, e.Policy) {
-				ran = append(ran, e.Policy)
-			}
-			trials[e.Trial] = true
-			return nil
-		})
-	}
-	if f.policy != "" {
-		g, err := api.ParseGates(f.policy)
-		if err != nil && len(ran) > 0 {
-			return usageErr("explain: --policy %q: not a policy; %s ran %s", f.policy, target, strings.Join(ran, ", "))
-		}
-		if err != nil {
-			return usageErr("explain: --policy: %v", err)
-		}
-		q.Policy = g.String()
-		if len(ran) > 0 && !slices.Contains(ran, q.Policy) {
-			return usageErr("explain: --policy %s: not in %s, which ran %s", q.Policy, target, strings.Join(ran, ", "))
-		}
-	}
-	if f.trial >= 0 && len(trials) > 0 && !trials[f.trial] {
-		return usageErr("explain: --trial %d: not in %s, which has trials %s", f.trial, target, trialRanges(trials))
+	if q.Policy, err = f.selection(findDir, target); err != nil {
+		return err
 	}
 	hits, names, err := explain.Find(hf, q)
 	if err != nil {
@@ -137,6 +110,43 @@ func runExplain(streams IOStreams, f *explainFlags, target string) error {
 	return nil
 }
 
+// selection checks --policy and --trial against the run directory dir
+// (when target is one: its journal says which policies and trials it
+// has): one it does not have is named as such, with what it has, rather
+// than as a pod not found (or every policy sidebench knows). It returns
+// the policy's canonical name ("" for none given).
+func (f *explainFlags) selection(dir, target string) (string, error) {
+	var ran []string
+	trials := map[int]bool{}
+	if dir != "" {
+		_, _ = rundir.EachEntry(filepath.Join(dir, rundir.FileJournal), func(e *rundir.Entry) error {
+			if !slices.Contains(ran, e.Policy) {
+				ran = append(ran, e.Policy)
+			}
+			trials[e.Trial] = true
+			return nil
+		})
+	}
+	policy := ""
+	if f.policy != "" {
+		g, err := api.ParseGates(f.policy)
+		if err != nil && len(ran) > 0 {
+			return "", usageErr("explain: --policy %q: not a policy; %s ran %s", f.policy, target, strings.Join(ran, ", "))
+		}
+		if err != nil {
+			return "", usageErr("explain: --policy: %v", err)
+		}
+		policy = g.String()
+		if len(ran) > 0 && !slices.Contains(ran, policy) {
+			return "", usageErr("explain: --policy %s: not in %s, which ran %s", policy, target, strings.Join(ran, ", "))
+		}
+	}
+	if f.trial >= 0 && len(trials) > 0 && !trials[f.trial] {
+		return "", usageErr("explain: --trial %d: not in %s, which has trials %s", f.trial, target, trialRanges(trials))
+	}
+	return policy, nil
+}
+
 // explainListMax is how many pods `explain RUNDIR` lists without --all.
 const explainListMax = 50
 
@@ -146,7 +156,11 @@ func runExplainList(streams IOStreams, f *explainFlags, dir string) error {
 	if err != nil || !st.IsDir() {
 		return usageErr("%s: not a run directory (without --pod, explain lists the pods with findings of a run directory)", dir)
 	}
-	l, err := explain.List(dir)
+	policy, err := f.selection(dir, dir)
+	if err != nil {
+		return err
+	}
+	l, err := explain.List(dir, policy, f.trial)
 	if err != nil {
 		return runError(err)
 	}

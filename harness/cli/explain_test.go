@@ -95,4 +95,38 @@ func TestExplainNamesWhatTheRunHas(t *testing.T) {
 	if out, errOut, code := run(t, "explain", dir, "--pod", "web-0", "--policy", "none", "--trial", "1"); code != ExitOK || out == "" {
 		t.Errorf("explain of a pod the run has: exit %d %s", code, errOut)
 	}
+	// The listing (no --pod) checks them the same way, and lists only the
+	// pods of the policy and trial given (it ignored both and listed
+	// every pod with findings).
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--policy", "kep753-2019"}, "--policy kep753-2019: not in " + dir + ", which ran kep753, none"},
+		{[]string{"--trial", "9"}, "--trial 9: not in " + dir + ", which has trials 0-1"},
+	} {
+		_, errOut, code := run(t, append([]string{"explain", dir}, tc.args...)...)
+		if code != ExitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("explain %v (listing): exit %d %q; want exit %d saying %q", tc.args, code, errOut, ExitUsage, tc.want)
+		}
+	}
+	out, errOut, code := run(t, "explain", dir, "--policy", "none", "--trial", "1", "--all")
+	if code != ExitOK || !strings.Contains(out, " of policy none of trial 1 (violations first)\n") {
+		t.Fatalf("listing of none, trial 1: exit %d %s\n%s", code, errOut, out)
+	}
+	rows := 0
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 2 && strings.HasPrefix(f[2], "default/") {
+			rows++
+			if f[0] != "none" || f[1] != "1" {
+				t.Errorf("listed a pod of policy %s, trial %s: %s", f[0], f[1], l)
+			}
+		}
+	}
+	if rows == 0 {
+		t.Errorf("no pod listed:\n%s", out)
+	}
+	if out, _, _ := run(t, "explain", dir, "--policy", "kep753"); !strings.Contains(out, "no findings: every invariant held on every pod of policy kep753") {
+		t.Errorf("listing of kep753:\n%s", out)
+	}
 }

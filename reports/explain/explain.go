@@ -192,17 +192,34 @@ type PodFindings struct {
 type Listing struct {
 	Findings int
 	Pods     []*PodFindings
+	// Of says which pods were listed when not all: " of policy P",
+	// " of trial N", both, or "".
+	Of string
 }
 
 // List reads a run directory's findings into a Listing: one entry per pod
 // of a trial and policy, ordered by worst class, policy, trial and first
-// finding.
-func List(dir string) (*Listing, error) {
+// finding. A policy other than "" and a trial >= 0 keep only that
+// policy's or trial's findings.
+func List(dir, policy string, trial int) (*Listing, error) {
 	var c lister
-	if err := rundir.EachFinding(dir, c.add); err != nil {
+	err := rundir.EachFinding(dir, func(fr *rundir.FindingRecord) error {
+		if policy != "" && fr.Policy != policy || trial >= 0 && fr.Trial != trial {
+			return nil
+		}
+		return c.add(fr)
+	})
+	if err != nil {
 		return nil, err
 	}
-	return c.listing(), nil
+	l := c.listing()
+	if policy != "" {
+		l.Of += " of policy " + policy
+	}
+	if trial >= 0 {
+		l.Of += fmt.Sprintf(" of trial %d", trial)
+	}
+	return l, nil
 }
 
 // lister gathers findings by pod (List without the file).
@@ -259,10 +276,10 @@ func (c *lister) listing() *Listing {
 // (max <= 0: all), with the command that shows the first pod's timeline.
 func WriteListing(w io.Writer, dir string, l *Listing, max int) {
 	if l.Findings == 0 {
-		fmt.Fprintf(w, "%s: no findings: every invariant held on every pod\n", dir)
+		fmt.Fprintf(w, "%s: no findings: every invariant held on every pod%s\n", dir, l.Of)
 		return
 	}
-	fmt.Fprintf(w, "%s: %d findings on %d pods (violations first)\n", dir, l.Findings, len(l.Pods))
+	fmt.Fprintf(w, "%s: %d findings on %d pods%s (violations first)\n", dir, l.Findings, len(l.Pods), l.Of)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "POLICY\tTRIAL\tPOD\tFINDINGS")
 	shown := l.Pods
