@@ -106,19 +106,13 @@ func runCompare(streams IOStreams, f *compareFlags, dirs []string) error {
 	default:
 		return usageErr("--format %q: allowed: text, md, json", f.format)
 	}
-	if !(f.alpha > 0 && f.alpha < 1) {
-		return usageErr("--alpha %v: must be in (0, 1)", f.alpha)
-	}
-	if math.IsNaN(f.threshold) || math.IsInf(f.threshold, 0) || f.threshold < 0 {
-		return usageErr("--threshold %v: must be a finite fraction >= 0 (0: any significant increase)", f.threshold)
+	if err := checkTestFlags(f.alpha, f.threshold); err != nil {
+		return err
 	}
 	if (f.policyA == "") != (f.policyB == "") {
 		return usageErr("--policy-a and --policy-b go together")
 	}
-	thr := f.threshold
-	if thr == 0 {
-		thr = -1 // compare.Options: 0 is the default 5%, negative any increase
-	}
+	thr := thresholdOption(f.threshold)
 	runs, err := runner.CompareRuns(dirs)
 	if err != nil {
 		return usageErr("%v", err)
@@ -143,4 +137,25 @@ func unwrapPathErr(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// checkTestFlags checks --alpha and --threshold, as compare and trend
+// take them.
+func checkTestFlags(alpha, threshold float64) error {
+	if !(alpha > 0 && alpha < 1) {
+		return usageErr("--alpha %v: must be in (0, 1)", alpha)
+	}
+	if math.IsNaN(threshold) || math.IsInf(threshold, 0) || threshold < 0 {
+		return usageErr("--threshold %v: must be a finite fraction >= 0 (0: any significant increase)", threshold)
+	}
+	return nil
+}
+
+// thresholdOption is --threshold as compare.Options and trend.Options
+// take it: their 0 is the default 5%, a negative value any increase.
+func thresholdOption(t float64) float64 {
+	if t == 0 {
+		return -1
+	}
+	return t
 }

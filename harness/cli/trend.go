@@ -37,7 +37,12 @@ func newTrendCommand(streams IOStreams) *cobra.Command {
 		Long:  trendLong,
 		Args:  atLeastOne("run directory"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			t, md, err := runner.Trend(args, f.out, trend.Options{Alpha: f.alpha, Threshold: f.threshold})
+			// Checked as compare checks them: trend took --alpha 0 for
+			// 0.05, --threshold 0 for 5% and a negative one as given.
+			if err := checkTestFlags(f.alpha, f.threshold); err != nil {
+				return err
+			}
+			t, md, err := runner.Trend(args, f.out, trend.Options{Alpha: f.alpha, Threshold: thresholdOption(f.threshold)})
 			if err != nil {
 				return runError(err)
 			}

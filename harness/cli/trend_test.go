@@ -101,3 +101,28 @@ func TestTrendCreatesOut(t *testing.T) {
 		}
 	}
 }
+
+// TestTrendChecksItsTestFlags: --alpha and --threshold are checked as
+// compare checks them, and --threshold 0 flags any significant change
+// (trend took --alpha 0 for 0.05, --threshold 0 for 5%, and a negative
+// threshold as given).
+func TestTrendChecksItsTestFlags(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "night")
+	if _, errOut, code := run(t, "run", "--quiet", "--out", dir, "testdata/tiny.yaml"); code != ExitOK {
+		t.Fatalf("run: exit %d %s", code, errOut)
+	}
+	for _, tc := range []struct{ args, want string }{
+		{"--alpha 0", "--alpha 0: must be in (0, 1)"},
+		{"--alpha 1.5", "--alpha 1.5: must be in (0, 1)"},
+		{"--threshold -1", "--threshold -1: must be a finite fraction >= 0"},
+	} {
+		_, errOut, code := run(t, append(append([]string{"trend", "--out", t.TempDir()}, strings.Fields(tc.args)...), dir)...)
+		if code != ExitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("trend %s: exit %d %q, want %q", tc.args, code, errOut, tc.want)
+		}
+	}
+	out, errOut, code := run(t, "trend", "--out", t.TempDir(), "--threshold", "0", dir)
+	if code != ExitOK || !strings.Contains(out, "a median change above 0%") {
+		t.Errorf("--threshold 0: exit %d %s\n%s", code, errOut, out)
+	}
+}

@@ -40,7 +40,8 @@ type Night struct {
 }
 
 // Options control the change tests (compare.Options' defaults: α 0.05, a
-// 5% threshold on the median, 95% intervals).
+// 5% threshold on the median, 95% intervals; a negative Threshold flags
+// any significant change).
 type Options struct {
 	Alpha, Threshold, Confidence float64
 }
@@ -99,6 +100,9 @@ func Build(nights []Night, o Options) Table {
 	}
 	if o.Threshold == 0 {
 		o.Threshold = 0.05
+	}
+	if o.Threshold < 0 {
+		o.Threshold = 0 // any significant change, as compare.Options
 	}
 	if o.Confidence <= 0 || o.Confidence >= 1 {
 		o.Confidence = 0.95
