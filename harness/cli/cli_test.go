@@ -137,6 +137,7 @@ func TestUsageErrors(t *testing.T) {
 		{"run", "--out", filepath.Join(t.TempDir(), "o"), "--horizon", "0s", "testdata/tiny.yaml"},
 		{"run", "--out", filepath.Join(t.TempDir(), "o"), "--quiet", "--progress", "weird", "testdata/tiny.yaml"},
 		{"soak", "--out", filepath.Join(t.TempDir(), "o"), "--duration", "1ms", "--quiet", "--progress", "weird", "testdata/tiny.yaml"},
+		{"soak", "--out", filepath.Join(t.TempDir(), "o"), "--duration", "-1s", "testdata/tiny.yaml"},
 		{"soak", "testdata/tiny.yaml"},
 		{"explain", "somewhere"},
 		{"validate"},
@@ -390,5 +391,23 @@ func TestResumeTruncatesTornTail(t *testing.T) {
 	}
 	if p, _ := os.ReadFile(filepath.Join(dir, rundir.FilePods)); !bytes.Equal(p, pods) {
 		t.Error("pods.jsonl.zst not truncated")
+	}
+}
+
+// TestSoakKeepsASampleByDefault: a soak without --keep-history keeps
+// findings plus 0.1% of the other pods, and its help says so (it said
+// "all", run's default, while the soak kept the sample).
+func TestSoakKeepsASampleByDefault(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "s")
+	if _, errOut, code := run(t, "soak", "--quiet", "--duration", "1ms", "--out", dir, "testdata/tiny.yaml"); code != ExitOK && code != ExitFailed {
+		t.Fatalf("soak: exit %d %s", code, errOut)
+	}
+	info, err := rundir.ReadInfo(dir)
+	if err != nil || info.KeepHistory != rundir.DefaultSoakRetention.String() {
+		t.Errorf("run.json keepHistory %q (%v), want %q", info.KeepHistory, err, rundir.DefaultSoakRetention)
+	}
+	help, _, _ := run(t, "soak", "--help")
+	if !strings.Contains(help, `(default "`+rundir.DefaultSoakRetention.String()+`")`) {
+		t.Errorf("soak --help does not give the soak's default:\n%s", help)
 	}
 }

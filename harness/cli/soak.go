@@ -83,6 +83,10 @@ func newSoakCommand(streams IOStreams, d deps) *cobra.Command {
 	f.register(cmd)
 	fl := cmd.Flags()
 	_ = fl.MarkHidden("trials") // a soak runs trials until --duration
+	// A soak's own default, shown as such (its help said "all", run's).
+	keep := fl.Lookup("keep-history")
+	keep.DefValue = rundir.DefaultSoakRetention.String()
+	_ = keep.Value.Set(keep.DefValue)
 	fl.DurationVar(&f.duration, "duration", 0, "how long to keep starting trials (e.g. 8h)")
 	fl.DurationVar(&f.checkpoint, "checkpoint", 5*time.Minute, "how often to rewrite summary.json and the reports and sample RSS")
 	fl.StringVar(&f.out, "out", "", "run directory (default reports/runs/<UTC timestamp>-soak-<first scenario>)")
@@ -150,8 +154,11 @@ func runSoak(cmd *cobra.Command, streams IOStreams, d deps, f *soakFlags, files 
 		if len(files) == 0 {
 			return usageErr("soak: at least one scenario file is required (or --resume DIR)")
 		}
-		if f.duration <= 0 {
+		if !f.given("duration") {
 			return usageErr("soak: --duration is required (e.g. --duration 8h)")
+		}
+		if f.duration <= 0 {
+			return usageErr("soak: --duration %v: must be > 0", f.duration)
 		}
 		var err error
 		scens, err = loadScenarios(streams.ErrOut, files, f.seed, 0)
@@ -186,9 +193,6 @@ func runSoak(cmd *cobra.Command, streams IOStreams, d deps, f *soakFlags, files 
 	}
 	defer closeBackend(streams, name, be)
 	o := f.runnerOptions(name, be, rep, log)
-	if !cmd.Flags().Changed("keep-history") {
-		o.Keep = rundir.DefaultSoakRetention
-	}
 	res, err := runner.Soak(ctx, o, so)
 	rep.Close()
 	if err != nil {
