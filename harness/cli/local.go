@@ -63,6 +63,11 @@ sidebench's CRI server, with etcd and kube-apiserver on loopback (docs/local-bac
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if nodes < 1 {
+				// As run refuses it (localcluster.Up would start one
+				// kubelet after saying "0 kubelets").
+				return usageErr("--nodes must be >= 1")
+			}
 			t0 := time.Now()
 			fmt.Fprintf(streams.ErrOut, "sidebench: starting a local cluster (%d kubelets) ...\n", nodes)
 			c, err := localcluster.Up(ctx, localcluster.Config{Nodes: nodes, Log: streams.ErrOut, Runtime: runtime,

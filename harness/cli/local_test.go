@@ -19,3 +19,13 @@ func TestClusterUpRefusesWhatDoesNotFit(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit %d and the memory estimate", code, out, errOut, ExitUsage)
 	}
 }
+
+// TestClusterUpRefusesNoNodes: `cluster up --nodes 0` is a usage error,
+// as for run, before anything starts (it said "starting a local cluster
+// (0 kubelets)" and started one).
+func TestClusterUpRefusesNoNodes(t *testing.T) {
+	out, errOut, code := run(t, "cluster", "up", "--nodes", "0")
+	if code != ExitUsage || !strings.Contains(errOut, "--nodes must be >= 1") || strings.Contains(errOut, "starting") || out != "" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit %d and nothing started", code, out, errOut, ExitUsage)
+	}
+}
