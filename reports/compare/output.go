@@ -221,7 +221,12 @@ func (t *Table) WriteText(w io.Writer) error {
 		if l.Path != "" {
 			path = l.Path + "  "
 		}
-		fmt.Fprintf(&b, "%s: %s%s\n", l.Name, path, l)
+		line := fmt.Sprintf("%s: %s%s", l.Name, path, l)
+		if utf8.RuneCountInString(line) > render.TableWidth {
+			// Wrapped like the rest: a long path made the line as wide.
+			line = render.Wrap(line, render.TableWidth, "   ")
+		}
+		b.WriteString(line + "\n")
 	}
 	b.WriteString("\n")
 	base := t.Runs[0].Name
