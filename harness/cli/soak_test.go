@@ -53,26 +53,18 @@ func TestSoakKillResume(t *testing.T) {
 		t.Skip("subprocess soak")
 	}
 	dir := filepath.Join(t.TempDir(), "soak")
-	args, _ := json.Marshal([]string{"soak", "--duration", "1m", "--checkpoint", "100ms", "--quiet", "--keep-history", "all", "--out", dir, "testdata/tiny.yaml"})
+	// Killed at a trial count, never at the end of --duration.
+	args, _ := json.Marshal([]string{"soak", "--duration", "10m", "--checkpoint", "100ms", "--quiet", "--keep-history", "all", "--out", dir, "testdata/tiny.yaml"})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "SIDEBENCH_TEST_MAIN=1", "SIDEBENCH_TEST_ARGS="+string(args))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	// It dies with the test process, whatever stops that.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for journalLines(dir) < 6 {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("soak did not commit trials in time; stderr:\n%s", stderr.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
+	killAt(t, cmd, &stderr, dir, 6)
 	before := journalLines(dir)
 	if _, err := os.Stat(filepath.Join(dir, render.SummaryFile)); err != nil {
 		t.Fatalf("no summary.json after the kill: %v", err)
@@ -163,25 +155,32 @@ func startSoak(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
 	cmd.Env = append(os.Environ(), "SIDEBENCH_TEST_MAIN=1", "SIDEBENCH_TEST_ARGS="+string(b))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	// It dies with the test process, whatever stops that.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	return cmd, &stderr
 }
 
-// killAt SIGKILLs cmd once dir's journal has at least n lines.
+// killAt SIGKILLs cmd once dir's journal has at least n lines. It waits
+// as long as the soak runs, however slowly (the test's -timeout is the
+// backstop): a 60-second deadline failed it on a loaded machine, where
+// each 50 ms checkpoint rewrites the reports of a growing run. A soak that
+// ends before n trials fails the test at once.
 func killAt(t *testing.T, cmd *exec.Cmd, stderr *bytes.Buffer, dir string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
 	for journalLines(dir) < n {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("soak did not reach %d trials; stderr:\n%s", n, stderr.String())
+		select {
+		case err := <-exited:
+			t.Fatalf("soak ended (%v) after %d of %d trials; stderr:\n%s", err, journalLines(dir), n, stderr.String())
+		case <-time.After(2 * time.Millisecond):
 		}
-		time.Sleep(2 * time.Millisecond)
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	<-exited
 }
 
 // prefix copies the first n committed trials of a run directory into a
@@ -217,10 +216,11 @@ func TestSoakKilledThriceEqualsUninterrupted(t *testing.T) {
 		t.Fatalf("uninterrupted soak committed %d trials; need >= 12", m)
 	}
 	killed := filepath.Join(base, "killed")
-	cmd, stderr := startSoak(t, "--duration", "1m", "--out", killed, "testdata/tiny.yaml")
+	// Killed at a trial count, never at the end of --duration.
+	cmd, stderr := startSoak(t, "--duration", "10m", "--out", killed, "testdata/tiny.yaml")
 	killAt(t, cmd, stderr, killed, m/4)
 	for i, at := range []int{m / 2, 3 * m / 4} {
-		cmd, stderr = startSoak(t, "--resume", killed, "--duration", "1m")
+		cmd, stderr = startSoak(t, "--resume", killed, "--duration", "10m")
 		killAt(t, cmd, stderr, killed, at)
 		if journalLines(killed) < at {
 			t.Fatalf("resume %d committed nothing", i+1)

@@ -114,17 +114,24 @@ func (v Verdict) String() string {
 }
 
 // Overall is FAIL if any verdict failed, else INSUFFICIENT DATA if any is
-// insufficient, else PASS (also for no verdicts, or only NOT APPLICABLE
-// ones).
+// insufficient, else PASS (also for no verdicts). NOT APPLICABLE verdicts
+// count for nothing, but verdicts that are all NOT APPLICABLE are
+// INSUFFICIENT DATA: nothing was judged, which is no PASS.
 func Overall(vs []Verdict) Status {
-	st := Pass
+	st, judged := Pass, false
 	for _, v := range vs {
 		switch v.Status {
 		case Fail:
 			return Fail
 		case Insufficient:
 			st = Insufficient
+		case NotApplicable:
+			continue
 		}
+		judged = true
+	}
+	if len(vs) > 0 && !judged {
+		return Insufficient
 	}
 	return st
 }

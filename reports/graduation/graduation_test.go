@@ -285,6 +285,13 @@ func TestEvaluateAllAndOverall(t *testing.T) {
 	if st := Overall([]Verdict{{Status: NotApplicable}, {Status: Insufficient}}); st != Insufficient {
 		t.Errorf("overall = %v", st)
 	}
+	// Nothing judged is no PASS.
+	if st := Overall([]Verdict{{Status: NotApplicable}, {Status: NotApplicable}}); st != Insufficient {
+		t.Errorf("overall of NOT APPLICABLE only = %v", st)
+	}
+	if st := Overall(nil); st != Pass {
+		t.Errorf("overall of no verdicts = %v", st)
+	}
 	bad := good
 	bad.Lifecycles = 100
 	vs = Evaluate(ga, bad)

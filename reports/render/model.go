@@ -521,19 +521,27 @@ func (r InvariantRow) Rate(confidence float64) stats.RateSummary {
 }
 
 // overall is FAIL if any verdict failed, else INSUFFICIENT DATA if any is
-// insufficient, else PASS ("" for no verdicts).
+// insufficient, else PASS ("" for no verdicts), as graduation.Overall:
+// NOT APPLICABLE verdicts count for nothing, and only such verdicts are
+// INSUFFICIENT DATA.
 func overall(vs []Verdict) string {
 	if len(vs) == 0 {
 		return ""
 	}
-	st := StatusPass
+	st, judged := StatusPass, false
 	for _, v := range vs {
 		switch v.Status {
 		case StatusFail:
 			return StatusFail
 		case StatusInsufficient:
 			st = StatusInsufficient
+		case StatusNotApplicable:
+			continue
 		}
+		judged = true
+	}
+	if !judged {
+		return StatusInsufficient
 	}
 	return st
 }

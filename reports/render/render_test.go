@@ -815,3 +815,23 @@ func TestFaultsInjected(t *testing.T) {
 		t.Error("a run without fault tallies has a Faults injected section")
 	}
 }
+
+// TestOverallSkipsNotApplicable: the report's overall verdict, as
+// graduation.Overall, counts NOT APPLICABLE criteria for nothing, and
+// only such criteria are INSUFFICIENT DATA (nothing was judged).
+func TestOverallSkipsNotApplicable(t *testing.T) {
+	na := Verdict{Policy: "p", Criterion: "alpha/sidecar-overhead", Status: StatusNotApplicable, Observed: math.NaN(), Bound: math.NaN()}
+	pass := Verdict{Policy: "p", Criterion: "maxViolations", Status: StatusPass, Observed: 0, Bound: 0}
+	for _, tc := range []struct {
+		vs   []Verdict
+		want string
+	}{
+		{[]Verdict{pass, na}, StatusPass},
+		{[]Verdict{na}, StatusInsufficient},
+		{nil, ""},
+	} {
+		if got := overall(tc.vs); got != tc.want {
+			t.Errorf("overall(%v) = %q, want %q", tc.vs, got, tc.want)
+		}
+	}
+}
