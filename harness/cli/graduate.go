@@ -59,7 +59,8 @@ claim yet; NEEDED estimates how many more trials, pods or Jobs would;
 ? where no count is known or more trials of the same runs cannot help,
 for example Jobs of a scenario that has none: its note says what would).
 A criterion that cannot be asked of the policy judged is NOT APPLICABLE and
-counts for nothing in the overall line: the sidecar overhead of the none
+counts for nothing in the overall line (only NOT APPLICABLE verdicts:
+INSUFFICIENT DATA, nothing was judged): the sidecar overhead of the none
 baseline (--policy none), which would be its ratio to itself. Over several
 scenarios, sidecar-jobs-complete is judged in those with Jobs with
 sidecars and sidecar-overhead in those with the none baseline: in a
