@@ -56,7 +56,7 @@ func (f *backendFlags) prepare(cmd *cobra.Command, scens []*scenario.Scenario) e
 	if f.nodes < 1 {
 		return usageErr("--nodes must be >= 1")
 	}
-	if f.horizon < 0 || cmd.Flags().Changed("horizon") && f.horizon == 0 {
+	if cmd.Flags().Changed("horizon") && f.horizon <= 0 {
 		// A cap of no time at all; it was taken as "no --horizon".
 		return usageErr("--horizon %v: must be > 0 (without --horizon, the scenario's horizon, at most 10m)", f.horizon)
 	}

@@ -160,18 +160,7 @@ func (a *Aggregate) verdicts(r *Row, ps metrics.MetricSummary, partial, strict b
 		}
 		vs = graduation.EvaluateScenario(lim, graduation.ScenarioInputs{Violations: r.Violations, Degradations: r.Degradations,
 			StartupN: ps.N, StartupP50Ms: ps.P50.Center, StartupP99Ms: ps.P99.Center, StartupFaulted: ps.FaultedExcluded})
-		if c.Graduation != "" {
-			crit, err := graduation.Load(c.Graduation)
-			if err != nil {
-				vs = append(vs, graduation.Verdict{Criterion: c.Graduation, Status: graduation.Insufficient, Observed: math.NaN(), Bound: math.NaN(),
-					Message: "criteria: " + err.Error()})
-			} else {
-				for _, v := range staged[r] {
-					v.Criterion = crit.Stage + "/" + v.Criterion
-					vs = append(vs, v)
-				}
-			}
-		}
+		vs = append(vs, staged[r]...)
 	}
 	if partial {
 		for i := range vs {
@@ -190,7 +179,9 @@ func (a *Aggregate) verdicts(r *Row, ps metrics.MetricSummary, partial, strict b
 // stage (criteria.graduation) against it, as graduate judges them: over
 // the run's scenarios of that stage, each criterion where its evidence is
 // (graduation.PoolEvidence), so that graduate of the run directory gives
-// the report's verdicts also for a soak of several scenarios.
+// the report's verdicts also for a soak of several scenarios. The
+// verdicts are named "STAGE/criterion"; a stage that does not load is one
+// INSUFFICIENT DATA verdict saying why.
 func (a *Aggregate) stageVerdicts() map[*Row][]graduation.Verdict {
 	out := map[*Row][]graduation.Verdict{}
 	criteria := map[string]graduation.Criteria{}
@@ -207,7 +198,9 @@ func (a *Aggregate) stageVerdicts() map[*Row][]graduation.Verdict {
 		if !known {
 			var err error
 			if crit, err = graduation.Load(stage); err != nil {
-				continue // verdicts says so
+				out[r] = []graduation.Verdict{{Criterion: stage, Status: graduation.Insufficient, Observed: math.NaN(), Bound: math.NaN(),
+					Message: "criteria: " + err.Error()}}
+				continue
 			}
 			criteria[stage] = crit
 			stages = append(stages, stage)
@@ -219,6 +212,9 @@ func (a *Aggregate) stageVerdicts() map[*Row][]graduation.Verdict {
 	for _, stage := range stages {
 		graduation.PoolEvidence(criteria[stage], byStage[stage])
 		for i, j := range byStage[stage] {
+			for k := range j.Verdicts {
+				j.Verdicts[k].Criterion = criteria[stage].Stage + "/" + j.Verdicts[k].Criterion
+			}
 			out[rowsOf[stage][i]] = j.Verdicts
 		}
 	}

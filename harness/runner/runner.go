@@ -688,5 +688,3 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(keys)
 	return keys
 }
-
-func joinReasons(rs []string) string { return strings.Join(rs, "; ") }
