@@ -1,15 +1,20 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"math"
 	"os"
+	"path/filepath"
+	"slices"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sidebench/sidebench/harness/rundir"
 	"github.com/sidebench/sidebench/harness/runner"
 	"github.com/sidebench/sidebench/reports/compare"
+	"github.com/sidebench/sidebench/reports/render"
 )
 
 // compareFlags is the flagpole of `sidebench compare`.
@@ -53,6 +58,11 @@ entirely below; invariants without a violation in any run are one line.
 A regression is a significant quantile increase by more than --threshold (a
 fraction: 0.05 = 5%; 0 = any significant increase) whose CI lies above 0,
 or a violation rate marked "worse". Each regression is listed at the end.
+
+Directories of runs, as 'run --out DIR a.yaml b.yaml' writes (DIR/a,
+DIR/b), are compared scenario by scenario: A/a with B/a, A/b with B/b, a
+table each (--format json: an array of them); every directory must hold
+the same scenarios' runs.
 
 Runs of different scenarios are refused unless --force. The same scenario
 with different content (another scenarioHash) is a warning: the comparison
@@ -113,19 +123,73 @@ func runCompare(streams IOStreams, f *compareFlags, dirs []string) error {
 		return usageErr("--policy-a and --policy-b go together")
 	}
 	thr := thresholdOption(f.threshold)
-	runs, err := runner.CompareRuns(dirs)
-	if err != nil {
-		return usageErr("%v", err)
+	names, groups := []string{""}, [][]string{dirs}
+	if slices.ContainsFunc(dirs, holdsRunsOnly) {
+		var err error
+		if names, groups, err = rundir.RunGroups(dirs); err != nil {
+			return usageErr("compare: %v", err)
+		}
 	}
-	t, err := compare.Compare(runs, compare.Options{Alpha: f.alpha, Threshold: thr, PolicyA: f.policyA, PolicyB: f.policyB, Force: f.force})
-	if err != nil {
-		return usageErr("%v", err)
+	// Directories of runs ('run --out DIR a.yaml b.yaml'): A/<name> is
+	// compared with B/<name>, a table per scenario.
+	tables := make([]compare.Table, len(groups))
+	regression := false
+	for i, group := range groups {
+		runs, err := runner.CompareRuns(group)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		tables[i], err = compare.Compare(runs, compare.Options{Alpha: f.alpha, Threshold: thr, PolicyA: f.policyA, PolicyB: f.policyB, Force: f.force})
+		if err != nil {
+			if names[i] != "" {
+				return usageErr("%s: %v", names[i], err)
+			}
+			return usageErr("%v", err)
+		}
+		regression = regression || tables[i].RegressionFound
 	}
-	if err := write(&t, streams.Out); err != nil {
+	if err := writeTables(streams.Out, tables, write, f.format == "json"); err != nil {
 		return asInternal(err)
 	}
-	if t.RegressionFound {
+	if regression {
 		return silent(ExitFailed)
+	}
+	return nil
+}
+
+// writeTables writes one comparison as it always has, several (a table
+// per scenario) one after the other, or as a JSON array of them.
+func writeTables(w io.Writer, tables []compare.Table, write func(*compare.Table, io.Writer) error, asJSON bool) error {
+	if len(tables) == 1 {
+		return write(&tables[0], w)
+	}
+	for i := range tables {
+		var b bytes.Buffer
+		if err := write(&tables[i], &b); err != nil {
+			return err
+		}
+		sep := "\n"
+		switch {
+		case asJSON && i == 0:
+			sep = "[\n"
+		case asJSON:
+			sep = ",\n"
+		case i == 0:
+			sep = ""
+		}
+		if _, err := io.WriteString(w, sep); err != nil {
+			return err
+		}
+		if _, err := w.Write(bytes.TrimRight(b.Bytes(), "\n")); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(w, "\n"); err != nil {
+			return err
+		}
+	}
+	if asJSON {
+		_, err := io.WriteString(w, "]\n")
+		return err
 	}
 	return nil
 }
@@ -158,4 +222,15 @@ func thresholdOption(t float64) float64 {
 		return -1
 	}
 	return t
+}
+
+// holdsRunsOnly reports whether path is a directory of runs and no run
+// itself: compare also reads a directory with only summary.json and
+// pods.jsonl (a multi-scenario run's reports/<scenario>, older runs).
+func holdsRunsOnly(path string) bool {
+	if _, err := os.Stat(filepath.Join(path, render.SummaryFile)); err == nil || rundir.IsRun(path) {
+		return false
+	}
+	_, err := rundir.Runs(path)
+	return err == nil
 }

@@ -31,7 +31,8 @@ func newExplainCommand(streams IOStreams) *cobra.Command {
 		Long: `Without --pod: list the pods of a run directory that have findings, one line
 per pod of a trial and policy, with their invariants and classes, violations
 first (at most 50; --all lists every one); --policy and --trial list only
-that policy's or trial's pods.
+that policy's or trial's pods. A directory of runs ('run --out DIR a.yaml
+b.yaml' writes DIR/a, DIR/b) lists each run's.
 
 With --pod: print the timeline of that pod from a run directory (or a
 history file): its containers' starts, probes, exits and signals, the node
@@ -68,6 +69,14 @@ Timeline markers:
 func runExplain(streams IOStreams, f *explainFlags, target string) error {
 	histPath, findDir, keep := target, "", ""
 	if st, err := os.Stat(target); err == nil && st.IsDir() {
+		runs, err := rundir.Runs(target)
+		if err != nil {
+			return usageErr("explain: %v", err)
+		}
+		if len(runs) > 1 {
+			return usageErr("explain: %s holds the runs of %s: --pod needs one of them (such as %s)", target, runNames(runs), runs[0])
+		}
+		target = runs[0]
 		histPath, findDir = filepath.Join(target, rundir.FileHistory), target
 		if info, err := rundir.ReadInfo(target); err == nil {
 			keep = info.KeepHistory
@@ -150,19 +159,41 @@ func (f *explainFlags) selection(dir, target string) (string, error) {
 // explainListMax is how many pods `explain RUNDIR` lists without --all.
 const explainListMax = 50
 
-// runExplainList lists the pods of a run with findings.
-func runExplainList(streams IOStreams, f *explainFlags, dir string) error {
-	st, err := os.Stat(dir)
-	if err != nil || !st.IsDir() {
-		return usageErr("%s: not a run directory (without --pod, explain lists the pods with findings of a run directory)", dir)
+// runExplainList lists the pods with findings of a run, or of each run
+// in a directory of runs (`run --out DIR a.yaml b.yaml`).
+func runExplainList(streams IOStreams, f *explainFlags, target string) error {
+	if st, err := os.Stat(target); err == nil && !st.IsDir() {
+		return usageErr("%s: not a run directory (without --pod, explain lists the pods with findings of a run directory)", target)
 	}
-	policy, err := f.selection(dir, dir)
+	runs, err := rundir.Runs(target)
 	if err != nil {
-		return err
+		return usageErr("explain: %v", err)
 	}
-	l, err := explain.List(dir, policy, f.trial)
-	if err != nil {
-		return runError(err)
+	type listed struct {
+		dir string
+		l   *explain.Listing
+	}
+	var out []listed
+	var skipped []error
+	for _, dir := range runs {
+		policy, err := f.selection(dir, dir)
+		if err != nil && len(runs) > 1 {
+			// Several scenarios' runs: --policy or --trial may name one
+			// that only some of them have.
+			skipped = append(skipped, err)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		l, err := explain.List(dir, policy, f.trial)
+		if err != nil {
+			return runError(err)
+		}
+		out = append(out, listed{dir, l})
+	}
+	if len(out) == 0 {
+		return skipped[0]
 	}
 	w := bufio.NewWriter(streams.Out)
 	defer w.Flush()
@@ -170,8 +201,25 @@ func runExplainList(streams IOStreams, f *explainFlags, dir string) error {
 	if f.all {
 		max = 0
 	}
-	explain.WriteListing(w, dir, l, max)
+	for i, o := range out {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		explain.WriteListing(w, o.dir, o.l, max)
+	}
+	for _, err := range skipped {
+		fmt.Fprintf(w, "\n%v\n", strings.TrimPrefix(err.Error(), "explain: "))
+	}
 	return nil
+}
+
+// runNames names runs by their directories' base names: "a, b".
+func runNames(runs []string) string {
+	names := make([]string, len(runs))
+	for i, r := range runs {
+		names[i] = filepath.Base(r)
+	}
+	return strings.Join(names, ", ")
 }
 
 // trialRanges writes a set of trial numbers as ranges: "0-2, 5".

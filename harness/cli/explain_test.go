@@ -126,7 +126,7 @@ func TestExplainNamesWhatTheRunHas(t *testing.T) {
 	if rows == 0 {
 		t.Errorf("no pod listed:\n%s", out)
 	}
-	if out, _, _ := run(t, "explain", dir, "--policy", "kep753"); !strings.Contains(out, "no findings: every invariant held on every pod of policy kep753") {
+	if out, _, _ := run(t, "explain", dir, "--policy", "kep753"); out != dir+": no findings of policy kep753 (2 committed trials): every invariant held on every pod\n" {
 		t.Errorf("listing of kep753:\n%s", out)
 	}
 }

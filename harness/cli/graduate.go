@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/sidebench/sidebench/harness/rundir"
 	"github.com/sidebench/sidebench/harness/runner"
 	"github.com/sidebench/sidebench/reference-impl/api"
 	"github.com/sidebench/sidebench/reports/graduation"
@@ -28,7 +29,8 @@ type graduateFlags struct {
 
 const graduateLong = `Judge the policies of one or more run directories against graduation
 criteria: a built-in stage (alpha, beta, ga; reports/graduation) or a
-criteria file (PATH.yaml, same schema).
+criteria file (PATH.yaml, same schema). A directory of runs, as 'run
+--out DIR a.yaml b.yaml' writes (DIR/a, DIR/b), stands for its runs.
 
 Run directories are pooled through the same aggregation as 'run' (so a
 single directory judged at its scenario's criteria.graduation stage gives
@@ -82,7 +84,7 @@ func newGraduateCommand(streams IOStreams) *cobra.Command {
 	f := &graduateFlags{}
 	cmd := &cobra.Command{
 		Use:   "graduate [flags] --criteria alpha|beta|ga|PATH.yaml RUNDIR...",
-		Short: "Judge runs against graduation criteria (PASS, FAIL, INSUFFICIENT DATA)",
+		Short: "Judge runs against graduation criteria (PASS, FAIL, INSUFFICIENT DATA, NOT APPLICABLE)",
 		Long:  graduateLong,
 		Args:  atLeastOne("run directory"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -178,12 +180,11 @@ func runGraduate(streams IOStreams, f *graduateFlags, dirs []string) error {
 	if res.Stage == "" {
 		res.Stage = f.criteria
 	}
+	dirs, err = rundir.ExpandRuns(dirs)
+	if err != nil {
+		return usageErr("%v", err)
+	}
 	for _, dir := range dirs {
-		if fi, err := os.Stat(dir); err != nil {
-			return usageErr("%s: %v", dir, unwrapPathErr(err))
-		} else if !fi.IsDir() {
-			return usageErr("%s: not a run directory", dir)
-		}
 		st, err := agg.Load(dir)
 		if err != nil {
 			return runError(err)

@@ -1,12 +1,18 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sidebench/sidebench/harness/rundir"
 	"github.com/sidebench/sidebench/harness/runner"
 	"github.com/sidebench/sidebench/internal/version"
+	"github.com/sidebench/sidebench/reports/render"
 )
 
 type mergeFlags struct {
@@ -25,6 +31,11 @@ summary.json, report.md, report.html, junit.xml and PerfData are
 recomputed through the same aggregation as 'run', so the merge of N shards
 is the unsharded run: the same data files byte for byte, the same counts,
 findings and verdicts. --out is locked while it is written.
+
+A directory of runs, as 'run --out DIR a.yaml b.yaml' writes (DIR/a,
+DIR/b), stands for its runs: 'merge --out M shard-0 shard-1' pools
+shard-0/a with shard-1/a into M/a, and so on for every scenario, the
+layout of the unsharded run (every shard must hold the same scenarios).
 
 Exit codes (the pooled run's, as for 'run'):
   0  every criterion met (INSUFFICIENT DATA too, unless --strict)
@@ -47,19 +58,57 @@ func newMergeCommand(streams IOStreams) *cobra.Command {
 			if f.quiet {
 				log = nil
 			}
-			res, err := runner.Merge(cmd.Context(), runner.MergeOptions{Dirs: args, Out: f.out, Build: version.Get(), Strict: f.strict, Log: log})
+			names, groups, err := rundir.RunGroups(args)
 			if err != nil {
-				return runError(err)
+				return usageErr("merge: %v", err)
 			}
-			writeTable(streams.Out, res.State.State.Rows)
-			if !f.quiet {
-				fmt.Fprintf(streams.ErrOut, "sidebench: wrote %s (%d trials from %d directories)\n", f.out, res.State.State.TrialsCommitted, len(args))
+			if len(names) > 1 || names[0] != "" {
+				// Directories of runs ('run --out DIR a.yaml b.yaml' on
+				// each shard): OUT/<name> pools every DIR/<name>, the
+				// layout of the unsharded run.
+				if err := emptyOrAbsent(f.out); err != nil {
+					return err
+				}
 			}
-			return exitFor(cmd.Context(), streams, f.strict, []*runner.Result{res})
+			var results []*runner.Result
+			var rows []render.StateRow
+			for i, name := range names {
+				out := filepath.Join(f.out, name)
+				res, err := runner.Merge(cmd.Context(), runner.MergeOptions{Dirs: groups[i], Out: out, Build: version.Get(), Strict: f.strict, Log: log})
+				if err != nil {
+					if i > 0 {
+						fmt.Fprintf(streams.ErrOut, "sidebench: merge: stopped at %s; %s are merged\n", name, strings.Join(names[:i], ", "))
+					}
+					return runError(err)
+				}
+				results = append(results, res)
+				rows = append(rows, res.State.State.Rows...)
+				if !f.quiet {
+					fmt.Fprintf(streams.ErrOut, "sidebench: wrote %s (%d trials from %d directories)\n", out, res.State.State.TrialsCommitted, len(groups[i]))
+				}
+			}
+			writeTable(streams.Out, rows)
+			return exitFor(cmd.Context(), streams, f.strict, results)
 		},
 	}
 	cmd.Flags().StringVar(&f.out, "out", "", "the merged run directory (must not exist or be empty)")
 	cmd.Flags().BoolVar(&f.strict, "strict", false, "fail (exit 1) on INSUFFICIENT DATA and on a partial run's verdicts")
 	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print only the result")
 	return cmd
+}
+
+// emptyOrAbsent refuses an --out that holds anything: merge writes a
+// directory of runs there, each of which must start empty.
+func emptyOrAbsent(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return usageErr("merge: --out %s: %v", dir, unwrapPathErr(err))
+	}
+	if len(ents) > 0 {
+		return usageErr("merge: --out %s is not empty", dir)
+	}
+	return nil
 }

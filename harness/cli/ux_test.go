@@ -42,14 +42,27 @@ func TestExplainRunDirGolden(t *testing.T) {
 			t.Errorf("target= twice: %s", line)
 		}
 	}
-	// A run without findings says so.
-	clean := filepath.Join(t.TempDir(), "c")
-	if err := os.MkdirAll(clean, 0o755); err != nil {
+	// A directory that is not a run is not a clean run: it read as one
+	// ("no findings: every invariant held on every pod", exit 0).
+	empty := filepath.Join(t.TempDir(), "c")
+	if err := os.MkdirAll(empty, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out, _, code := run(t, "explain", clean)
-	if code != ExitOK || !strings.Contains(out, "no findings") {
-		t.Errorf("explain of a run without findings: exit %d %q", code, out)
+	out, errOut, code := run(t, "explain", empty)
+	if code != ExitUsage || strings.Contains(out, "no findings") || !strings.Contains(errOut, "not a run directory (no run.json) and holds none") {
+		t.Errorf("explain of a directory that is no run: exit %d %q %q", code, out, errOut)
+	}
+	// Nor is a run that has committed no trial yet.
+	b, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(empty, "run.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = run(t, "explain", empty)
+	if code != ExitOK || out != empty+": no committed trial: nothing has been checked\n" {
+		t.Errorf("explain of a run without trials: exit %d %q", code, out)
 	}
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -77,8 +78,9 @@ func newCheckCommand(streams IOStreams) *cobra.Command {
 		Use:   "check HISTORY|RUNDIR...",
 		Short: "Re-check ordering invariants over recorded histories",
 		Long: `Check the ordering invariants (SEMANTICS.md) over histories, offline: a run
-directory (its committed trials), a compressed history (history.jsonl.zst)
-or a plain JSONL history. A run that kept only some pods' histories
+directory (its committed trials), a directory of runs ('run --out DIR
+a.yaml b.yaml' writes DIR/a, DIR/b: each run), a compressed history
+(history.jsonl.zst) or a plain JSONL history. A run that kept only some pods' histories
 (--keep-history findings or sample:P) re-checks to the same findings for
 every pod it kept. A file that ends inside a compressed frame or a line (a
 crashed run) is checked up to there, with a warning. Exit code 1 if any
@@ -88,10 +90,34 @@ read or is malformed (a broken line, an unknown kind, a line over 4 MiB,
 t going backwards within a run).`,
 		Args: atLeastOne("run directory or history file"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if code := check.RunCheckCommand(streams.Out, streams.ErrOut, args, rundir.OpenHistory); code != 0 {
+			paths, err := historyArgs(args)
+			if err != nil {
+				fmt.Fprintf(streams.ErrOut, "check: %v\n", err)
+				return silent(ExitUsage)
+			}
+			if code := check.RunCheckCommand(streams.Out, streams.ErrOut, paths, rundir.OpenHistory); code != 0 {
 				return silent(code)
 			}
 			return nil
 		},
 	}
+}
+
+// historyArgs expands the directories among paths into the run
+// directories they name (rundir.Runs: a run directory, or a directory of
+// them such as 'run --out DIR a.yaml b.yaml' writes); history files stay.
+func historyArgs(paths []string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			out = append(out, p)
+			continue
+		}
+		runs, err := rundir.Runs(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, runs...)
+	}
+	return out, nil
 }

@@ -190,6 +190,10 @@ type PodFindings struct {
 
 // Listing is a run's pods with findings, violations first.
 type Listing struct {
+	// Trials is the number of committed trials listed (their findings
+	// are the listing's; policy and trial choose them as they choose the
+	// findings).
+	Trials   int
 	Findings int
 	Pods     []*PodFindings
 	// Of says which pods were listed when not all: " of policy P",
@@ -203,7 +207,20 @@ type Listing struct {
 // policy's or trial's findings.
 func List(dir, policy string, trial int) (*Listing, error) {
 	var c lister
-	err := rundir.EachFinding(dir, func(fr *rundir.FindingRecord) error {
+	v, err := rundir.OpenView(dir)
+	if err != nil {
+		return nil, err
+	}
+	err = v.EachEntry(func(e *rundir.Entry) error {
+		if (policy == "" || e.Policy == policy) && (trial < 0 || e.Trial == trial) {
+			c.l.Trials++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = v.EachFinding(func(fr *rundir.FindingRecord) error {
 		if policy != "" && fr.Policy != policy || trial >= 0 && fr.Trial != trial {
 			return nil
 		}
@@ -275,8 +292,14 @@ func (c *lister) listing() *Listing {
 // WriteListing renders a Listing of run directory dir, at most max pods
 // (max <= 0: all), with the command that shows the first pod's timeline.
 func WriteListing(w io.Writer, dir string, l *Listing, max int) {
+	if l.Findings == 0 && l.Trials == 0 {
+		// An empty findings file of a run that committed nothing is not
+		// a clean run: nothing was checked.
+		fmt.Fprintf(w, "%s: no committed trial%s: nothing has been checked\n", dir, l.Of)
+		return
+	}
 	if l.Findings == 0 {
-		fmt.Fprintf(w, "%s: no findings: every invariant held on every pod%s\n", dir, l.Of)
+		fmt.Fprintf(w, "%s: no findings%s (%d committed trials): every invariant held on every pod\n", dir, l.Of, l.Trials)
 		return
 	}
 	fmt.Fprintf(w, "%s: %d findings on %d pods%s (violations first)\n", dir, l.Findings, len(l.Pods), l.Of)
