@@ -12,9 +12,11 @@ type trendFlags struct {
 	threshold, alpha float64
 }
 
-const trendLong = `Follow nightly runs: each argument is a run directory or a directory of
-run directories (a CronJob's results). The runs are ordered by start time
-and, per judged scenario × policy and night, trend.md and trend.html show
+const trendLong = `Follow nightly runs. A night is a run directory, or a directory of one
+night's runs ('run --out NIGHT a.yaml b.yaml' writes NIGHT/a, NIGHT/b).
+Several arguments are a night each; one argument that is no run is a
+directory of nights (a CronJob's results), each subdirectory a night. The
+nights are ordered by start time and, per judged scenario × policy and night, trend.md and trend.html show
 the violation rate with its Clopper–Pearson upper bound, pod_startup p50
 and p99 with their confidence intervals, the lifecycles behind them, and
 the version and VCS revision that ran. Adjacent nights are compared with

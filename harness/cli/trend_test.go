@@ -126,3 +126,49 @@ func TestTrendChecksItsTestFlags(t *testing.T) {
 		t.Errorf("--threshold 0: exit %d %s\n%s", code, errOut, out)
 	}
 }
+
+// TestTrendNightsOfSeveralScenarios: a nightly job that runs several
+// scenarios ('run --out NIGHTS/<night> a.yaml b.yaml') writes
+// NIGHTS/<night>/<scenario>; trend read such a NIGHTS as holding no run
+// ("neither a run directory nor a directory of run directories", exit 2).
+// A night is now a run or a directory of one night's runs, given as the
+// subdirectories of NIGHTS or one path each.
+func TestTrendNightsOfSeveralScenarios(t *testing.T) {
+	root := t.TempDir()
+	b, err := os.ReadFile("testdata/cmp.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmp := filepath.Join(root, "cmp.yaml")
+	if err := os.WriteFile(cmp, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nightsDir := filepath.Join(root, "nights")
+	var each []string
+	for i := 1; i <= 2; i++ {
+		out := filepath.Join(nightsDir, fmt.Sprintf("night-%d", i))
+		if _, errOut, code := run(t, "run", "--quiet", "--seed", fmt.Sprint(i), "--out", out, "testdata/tiny.yaml", cmp); code != ExitOK && code != ExitFailed {
+			t.Fatalf("night %d: exit %d %s", i, code, errOut)
+		}
+		each = append(each, out)
+	}
+	out, errOut, code := run(t, "trend", "--out", t.TempDir(), nightsDir)
+	if code != ExitOK {
+		t.Fatalf("trend NIGHTS: exit %d %s\n%s", code, errOut, out)
+	}
+	for _, want := range []string{"2 nights, oldest first", "## tiny / kep753", "## cmp / kep753", "| 2 | 2026", "night-1 |", "night-2 |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("trend of nights of two scenarios lacks %q:\n%s", want, out)
+		}
+	}
+	for _, name := range []string{"tiny", "cmp"} {
+		if strings.Contains(out, filepath.Join("night-1", name)+" |") {
+			t.Errorf("a scenario's run listed as a night of its own:\n%s", out)
+		}
+	}
+	// The nights given one by one are the same trend.
+	out2, errOut, code := run(t, append([]string{"trend", "--out", t.TempDir()}, each...)...)
+	if code != ExitOK || out2 != out {
+		t.Errorf("trend NIGHT NIGHT: exit %d %s; differs from trend NIGHTS:\n%s\nwant\n%s", code, errOut, out2, out)
+	}
+}

@@ -6,55 +6,80 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/sidebench/sidebench/harness/rundir"
 	"github.com/sidebench/sidebench/reports/render"
 	"github.com/sidebench/sidebench/reports/trend"
 )
 
-// LoadNights reads nightly runs for `sidebench trend`: each path is a run
-// directory, or a directory whose subdirectories are run directories (a
-// CronJob's results). Each night is judged through the one aggregation,
-// as its own report was. A path that holds no run is a *rundir.UsageError.
+// LoadNights reads nightly runs for `sidebench trend`. A night is a run
+// directory, or a directory of one night's runs ('run --out DIR a.yaml
+// b.yaml' writes DIR/a, DIR/b; rundir.Runs). Several paths are a night
+// each; one path that is no run is a directory of nights (a CronJob's
+// results), each of its subdirectories a run or a directory of runs.
+// Each night is judged through the one aggregation, as its own report
+// was. A path that holds no run is a *rundir.UsageError.
 func LoadNights(paths []string) ([]trend.Night, error) {
-	var dirs []string
+	var nights [][]string
 	for _, p := range paths {
-		if _, err := os.Stat(filepath.Join(p, rundir.FileRun)); err == nil {
-			dirs = append(dirs, p)
+		if rundir.IsRun(p) {
+			nights = append(nights, []string{p})
+			continue
+		}
+		if len(paths) > 1 {
+			runs, err := rundir.Runs(p)
+			if err != nil {
+				return nil, err
+			}
+			nights = append(nights, runs)
 			continue
 		}
 		ents, err := os.ReadDir(p)
 		if err != nil {
 			return nil, usage("%s: %v", p, unwrapPath(err))
 		}
-		n := len(dirs)
 		for _, e := range ents {
-			sub := filepath.Join(p, e.Name())
-			if _, err := os.Stat(filepath.Join(sub, rundir.FileRun)); e.IsDir() && err == nil {
-				dirs = append(dirs, sub)
+			if !e.IsDir() {
+				continue
+			}
+			if runs, err := rundir.Runs(filepath.Join(p, e.Name())); err == nil {
+				nights = append(nights, runs)
 			}
 		}
-		if len(dirs) == n {
-			return nil, usage("%s: neither a run directory nor a directory of run directories (no %s)", p, rundir.FileRun)
+		if len(nights) == 0 {
+			return nil, usage("%s: neither a run directory nor a directory of nights (run directories, or directories of one night's run directories; no %s)", p, rundir.FileRun)
 		}
 	}
-	slices.Sort(dirs)
-	dirs = slices.Compact(dirs)
+	slices.SortFunc(nights, func(a, b []string) int { return strings.Compare(a[0], b[0]) })
+	nights = slices.CompactFunc(nights, func(a, b []string) bool { return a[0] == b[0] })
 	var out []trend.Night
-	for _, dir := range dirs {
+	for _, runs := range nights {
 		a := NewAggregate(nil, nil)
-		a.AllowMixed = true // one directory: its scenarios are its own
-		st, err := a.Load(dir)
-		if err != nil {
-			return nil, err
+		a.AllowMixed = true // one night: its scenarios are its own
+		night := trend.Night{Dir: runs[0]}
+		if len(runs) > 1 {
+			night.Dir = filepath.Dir(runs[0])
+		}
+		var first rundir.Info
+		for i, dir := range runs {
+			st, err := a.Load(dir)
+			if err != nil {
+				return nil, err
+			}
+			if i == 0 || st.Info.StartedAt.Before(first.StartedAt) {
+				first = st.Info
+			}
+			night.Partial = night.Partial || !st.Complete
 		}
 		status := StatusComplete
-		if !st.Complete {
+		if night.Partial {
 			status = StatusPartial
 		}
-		judged := Judge(a, Meta{Command: st.Info.Command, Backend: st.Info.Backend, Status: status, StartedAt: st.Info.StartedAt, Build: st.Info.Build})
-		out = append(out, trend.Night{Dir: dir, Start: st.Info.StartedAt, Command: st.Info.Command, Partial: !st.Complete,
-			Build: render.Build{Version: st.Info.Build.Version, Revision: st.Info.Build.Revision, Modified: st.Info.Build.Modified}, Runs: judged.Runs})
+		judged := Judge(a, Meta{Command: first.Command, Backend: first.Backend, Status: status, StartedAt: first.StartedAt, Build: first.Build})
+		night.Start, night.Command, night.Runs = first.StartedAt, first.Command, judged.Runs
+		night.Build = render.Build{Version: first.Build.Version, Revision: first.Build.Revision, Modified: first.Build.Modified}
+		out = append(out, night)
 	}
 	return out, nil
 }
