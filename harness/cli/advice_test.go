@@ -87,13 +87,15 @@ func TestReportSaysWhatFailsTheRun(t *testing.T) {
 	}
 }
 
-// TestExplicitZeroFlags: a --seed 0 or --trials 0 the user typed is not
-// silently replaced by the scenario's seed or trials (it was: --seed 0 ran
-// tiny's seed 42). Each is refused, and the seed refusal's advice (seed: 0
-// in the scenario) runs with master seed 0.
+// TestExplicitZeroFlags: a --seed 0, --trials 0 or --shards 0 the user
+// typed is not silently replaced by the scenario's seed or trials or by no
+// sharding (it was: --seed 0 ran tiny's seed 42, --shards 0 the whole
+// run). Each is refused, and the seed refusal's advice (seed: 0 in the
+// scenario) runs with master seed 0.
 func TestExplicitZeroFlags(t *testing.T) {
 	base := t.TempDir()
-	for _, flag := range []string{"--seed", "--trials"} {
+	t.Setenv("JOB_COMPLETION_INDEX", "1")
+	for _, flag := range []string{"--seed", "--trials", "--shards"} {
 		dir := filepath.Join(base, flag[2:])
 		_, errOut, code := run(t, "run", "--quiet", flag, "0", "--out", dir, "testdata/tiny.yaml")
 		if code == ExitUsage {

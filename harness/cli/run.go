@@ -162,6 +162,10 @@ func (f *runFlags) check() error {
 	if f.trials < 0 || f.trials == 0 && f.given != nil && f.given("trials") {
 		return usageErr("--trials %d: must be >= 1 (without --trials, the scenario's trials)", f.trials)
 	}
+	if f.shards < 0 || f.shards == 0 && f.given != nil && f.given("shards") {
+		// --shards 0 ran the whole run as if unsharded.
+		return usageErr("--shards %d: must be >= 1 (the number of shards; the index comes from $JOB_COMPLETION_INDEX)", f.shards)
+	}
 	if f.seed == 0 && f.given != nil && f.given("seed") {
 		return usageErr("--seed 0: 0 stands for the scenario's seed here and cannot be given as a flag; for a master seed of 0, set seed: 0 in the scenario file")
 	}
