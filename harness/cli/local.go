@@ -17,7 +17,7 @@ import (
 // cluster registers itself in the host record that `cluster status` and
 // `cluster down` read).
 func newLocalBackend(f *backendFlags, log io.Writer) backend.Backend {
-	return local.NewLazy(local.Options{Nodes: f.nodes, Log: log, KeepOnExit: f.keep, Horizon: f.horizon, FeatureGates: f.featureGates})
+	return local.NewLazy(local.Options{Nodes: f.nodes, Log: log, KeepOnExit: f.keep, Horizon: f.horizon, FeatureGates: f.featureGates, ReapOrphans: true})
 }
 
 func newClusterCommand(streams IOStreams) *cobra.Command {
@@ -67,6 +67,9 @@ sidebench's CRI server, with etcd and kube-apiserver on loopback (docs/local-bac
 				// As run refuses it (localcluster.Up would start one
 				// kubelet after saying "0 kubelets").
 				return usageErr("--nodes must be >= 1")
+			}
+			if _, err := localcluster.ReapOrphans(streams.ErrOut); err != nil {
+				fmt.Fprintf(streams.ErrOut, "sidebench: warning: %v\n", err)
 			}
 			t0 := time.Now()
 			fmt.Fprintf(streams.ErrOut, "sidebench: starting a local cluster (%d kubelets) ...\n", nodes)
@@ -152,7 +155,7 @@ sidebench's CRI server, with etcd and kube-apiserver on loopback (docs/local-bac
 				for _, h := range hs {
 					// A cluster someone still runs, or one started to be
 					// kept, is not ours to remove: listed, not touched.
-					if !all && (h.OwnerAlive() || h.Keep) {
+					if !all && !h.Orphaned() {
 						fmt.Fprintf(streams.Out, "left %s (%d node(s), %s): 'sidebench cluster down %s' removes it\n", h.RunDir, h.Nodes, ownerText(h), h.RunDir)
 						continue
 					}

@@ -72,6 +72,46 @@ func (h Holder) OwnerAlive() bool {
 	return Proc{PID: h.OwnerPID, StartTicks: h.OwnerStart}.Alive()
 }
 
+// Orphaned reports whether the cluster was left behind: its owner is gone
+// and it was not started to be kept. That is a run that was SIGKILLed (or
+// OOM-killed): its kubelets died with it (the parent-death signal), its
+// mounts, cgroups and hold on the shared host state did not.
+func (h Holder) Orphaned() bool { return !h.Keep && !h.OwnerAlive() }
+
+// ReapOrphans tears down every orphaned cluster from its state file
+// (DownDir), as `sidebench cluster down` does, and returns the run dirs
+// it took down. Starting a cluster calls it first, so what a killed run
+// left is removed by the next one rather than when someone remembers
+// `cluster down`. A cluster that cannot be taken down is logged and
+// named in the error; it stays registered (`cluster status` shows it).
+func ReapOrphans(log io.Writer) ([]string, error) {
+	if log == nil {
+		log = io.Discard
+	}
+	hs, err := Clusters()
+	if err != nil {
+		return nil, err
+	}
+	var done []string
+	var errs []error
+	for _, h := range hs {
+		if !h.Orphaned() {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(h.RunDir, StateFile)); errors.Is(err, os.ErrNotExist) {
+			continue // removed by hand: the next acquire or release prunes the holder
+		}
+		fmt.Fprintf(log, "sidebench: tearing down %s: a local cluster left by a process that is gone (pid %d, up since %s)\n",
+			h.RunDir, h.OwnerPID, h.Started.UTC().Format(time.DateTime))
+		if err := DownDir(h.RunDir, log); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w (sidebench cluster down %s retries it)", h.RunDir, err, h.RunDir))
+			continue
+		}
+		done = append(done, h.RunDir)
+	}
+	return done, errors.Join(errs...)
+}
+
 // hostRecord is HostStateDir/host.json.
 type hostRecord struct {
 	Holders []Holder `json:"holders"`

@@ -239,3 +239,77 @@ func TestHostLimitsFor80(t *testing.T) {
 		t.Logf("%s: %s for 80 kubelets", l.Sysctl, strconv.FormatInt(need, 10))
 	}
 }
+
+// TestReapOrphans: a cluster whose owner is gone and that was not started
+// to be kept (a SIGKILLed run) is torn down by the next cluster's start;
+// a kept one, one whose owner runs, and one whose state was removed by
+// hand are left alone. Before, such a cluster stayed (mounts, cgroups,
+// the hold on the shared host state) until someone ran `cluster down`.
+func TestReapOrphans(t *testing.T) {
+	fakeHost(t)
+	self := os.Getpid()
+	ticks, err := procStartTicks(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := ticks + 1 // this PID with another start time: a process that is gone
+	clusters := []struct {
+		name       string
+		ownerStart uint64
+		keep       bool
+		noState    bool
+		wantReaped bool
+	}{
+		{"orphan", gone, false, false, true},
+		{"kept", gone, true, false, false},
+		{"running", ticks, false, false, false},
+		{"removed-by-hand", gone, false, true, false},
+	}
+	root := t.TempDir()
+	dirs := map[string]string{}
+	for _, c := range clusters {
+		dir := filepath.Join(root, c.name)
+		dirs[c.name] = dir
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if !c.noState {
+			s := &State{RunDir: dir, ID: c.name, RemoveRunDir: true, HostHeld: true}
+			if err := s.save(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h := Holder{RunDir: dir, ID: c.name, Nodes: 1, OwnerPID: self, OwnerStart: c.ownerStart, Keep: c.keep, Started: time.Unix(0, 0)}
+		if err := withHostLock(func(r *hostRecord) error { r.Holders = append(r.Holders, h); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var log bytes.Buffer
+	reaped, err := ReapOrphans(&log)
+	if err != nil {
+		t.Fatalf("ReapOrphans: %v\n%s", err, log.String())
+	}
+	if len(reaped) != 1 || reaped[0] != dirs["orphan"] {
+		t.Errorf("reaped %v, want only %s", reaped, dirs["orphan"])
+	}
+	if !strings.Contains(log.String(), "tearing down "+dirs["orphan"]+": a local cluster left by a process that is gone (pid "+strconv.Itoa(self)) {
+		t.Errorf("log does not say what it tears down and why:\n%s", log.String())
+	}
+	hs, err := Clusters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := map[string]bool{}
+	for _, h := range hs {
+		left[h.ID] = true
+	}
+	for _, c := range clusters {
+		_, statErr := os.Stat(dirs[c.name])
+		if c.wantReaped && (left[c.name] || !os.IsNotExist(statErr)) {
+			t.Errorf("%s: still registered (%v) or its run dir still there (%v)", c.name, left[c.name], statErr)
+		}
+		if !c.wantReaped && c.name != "removed-by-hand" && (!left[c.name] || statErr != nil) {
+			t.Errorf("%s: torn down (registered %v, run dir %v), want it left alone", c.name, left[c.name], statErr)
+		}
+	}
+}

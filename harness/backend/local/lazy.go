@@ -57,6 +57,13 @@ func (l *Lazy) up(ctx context.Context) (*Backend, error) {
 	if nodes <= 0 {
 		nodes = 3
 	}
+	if l.opts.ReapOrphans {
+		// What a killed run left is not a reason to fail this one: the
+		// error names the cluster and the command that retries it.
+		if _, err := localcluster.ReapOrphans(l.opts.Log); err != nil {
+			fmt.Fprintf(l.opts.Log, "sidebench: warning: %v\n", err)
+		}
+	}
 	fmt.Fprintf(l.opts.Log, "sidebench: starting a local cluster (%d kubelets, Kubernetes %s%s) ...\n", nodes, localcluster.DefaultVersion, gates)
 	t0 := time.Now()
 	b, err := New(ctx, l.opts)

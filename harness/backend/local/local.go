@@ -65,6 +65,11 @@ type Options struct {
 	// FeatureGates is passed as --feature-gates to kube-apiserver and the
 	// kubelets (see FeatureGates).
 	FeatureGates string
+	// ReapOrphans tears down the clusters that killed runs left behind
+	// (localcluster.ReapOrphans) before starting this one: the CLI sets
+	// it; tests that SIGKILL an owner on purpose and inspect what it left
+	// must not have another package's cluster remove it under them.
+	ReapOrphans bool
 	// OnUp is called once the cluster is up (for a state pointer file).
 	OnUp func(c *localcluster.Cluster)
 	// Clock drives pod arrivals, lifetimes and fault firings (default:
