@@ -17,10 +17,11 @@ import (
 )
 
 type explainFlags struct {
-	pod    string
-	trial  int
-	policy string
-	all    bool
+	scenario string
+	pod      string
+	trial    int
+	policy   string
+	all      bool
 }
 
 func newExplainCommand(streams IOStreams) *cobra.Command {
@@ -38,8 +39,9 @@ With --pod: print the timeline of that pod from a run directory (or a
 history file): its containers' starts, probes, exits and signals, the node
 and fault events that touched it, and the checker's findings about it, each
 also marked in the timeline at the instant the checker decided it. A run
-holds one pod of that name per trial and policy: --trial and --policy pick
-one (default: the first trial of the first policy; --all prints every one).
+holds one pod of that name per trial and policy (and scenario, in a run
+directory of several, such as a soak's): --trial, --policy and --scenario
+pick one (default: the first; --all prints every one).
 
 Timeline markers:
   !!  a fault event (fault.begin, fault.effect, fault.end, fault.not-applied)
@@ -61,6 +63,7 @@ Timeline markers:
 	fl := cmd.Flags()
 	fl.StringVar(&f.pod, "pod", "", "pod name (NAME or NAMESPACE/NAME); without it, list the pods with findings")
 	fl.IntVar(&f.trial, "trial", -1, "trial number; -1 is the first trial with the pod (without --pod: every trial)")
+	fl.StringVar(&f.scenario, "scenario", "", "scenario (a run directory of several, such as a soak's: default the first with the pod; without --pod: every scenario)")
 	fl.StringVar(&f.policy, "policy", "", "policy (default: the first one with the pod; without --pod: every policy)")
 	fl.BoolVar(&f.all, "all", false, "print the pod of every trial and policy (without --pod: list every pod with findings)")
 	return cmd
@@ -87,10 +90,11 @@ func runExplain(streams IOStreams, f *explainFlags, target string) error {
 		return usageErr("explain: %v", err)
 	}
 	defer hf.Close()
-	q := explain.Query{Pod: f.pod, Trial: f.trial, All: f.all}
-	if q.Policy, err = f.selection(findDir, target); err != nil {
+	q, err := f.selection(findDir, target)
+	if err != nil {
 		return err
 	}
+	q.Pod, q.All = f.pod, f.all
 	hits, names, err := explain.Find(hf, q)
 	if err != nil {
 		// The history is unreadable or malformed: an input error, as for
@@ -119,41 +123,50 @@ func runExplain(streams IOStreams, f *explainFlags, target string) error {
 	return nil
 }
 
-// selection checks --policy and --trial against the run directory dir
-// (when target is one: its journal says which policies and trials it
-// has): one it does not have is named as such, with what it has, rather
-// than as a pod not found (or every policy sidebench knows). It returns
-// the policy's canonical name ("" for none given).
-func (f *explainFlags) selection(dir, target string) (string, error) {
-	var ran []string
+// selection checks --scenario, --policy and --trial against the run
+// directory dir (when target is one: its journal says which scenarios,
+// policies and trials it has): one it does not have is named as such,
+// with what it has, rather than as a pod not found (or every policy
+// sidebench knows). It returns them as a query (the policy's canonical
+// name; "" and -1 for none given).
+func (f *explainFlags) selection(dir, target string) (explain.Query, error) {
+	var ran, scenarios []string
 	trials := map[int]bool{}
 	if dir != "" {
 		_, _ = rundir.EachEntry(filepath.Join(dir, rundir.FileJournal), func(e *rundir.Entry) error {
 			if !slices.Contains(ran, e.Policy) {
 				ran = append(ran, e.Policy)
 			}
+			if !slices.Contains(scenarios, e.Scenario) {
+				scenarios = append(scenarios, e.Scenario)
+			}
 			trials[e.Trial] = true
 			return nil
 		})
+	}
+	q := explain.Query{Scenario: f.scenario, Trial: f.trial}
+	if f.scenario != "" && len(scenarios) > 0 && !slices.Contains(scenarios, f.scenario) {
+		return q, usageErr("explain: --scenario %s: not in %s, which ran %s", f.scenario, target, strings.Join(scenarios, ", "))
 	}
 	policy := ""
 	if f.policy != "" {
 		g, err := api.ParseGates(f.policy)
 		if err != nil && len(ran) > 0 {
-			return "", usageErr("explain: --policy %q: not a policy; %s ran %s", f.policy, target, strings.Join(ran, ", "))
+			return q, usageErr("explain: --policy %q: not a policy; %s ran %s", f.policy, target, strings.Join(ran, ", "))
 		}
 		if err != nil {
-			return "", usageErr("explain: --policy: %v", err)
+			return q, usageErr("explain: --policy: %v", err)
 		}
 		policy = g.String()
 		if len(ran) > 0 && !slices.Contains(ran, policy) {
-			return "", usageErr("explain: --policy %s: not in %s, which ran %s", policy, target, strings.Join(ran, ", "))
+			return q, usageErr("explain: --policy %s: not in %s, which ran %s", policy, target, strings.Join(ran, ", "))
 		}
 	}
 	if f.trial >= 0 && len(trials) > 0 && !trials[f.trial] {
-		return "", usageErr("explain: --trial %d: not in %s, which has trials %s", f.trial, target, trialRanges(trials))
+		return q, usageErr("explain: --trial %d: not in %s, which has trials %s", f.trial, target, trialRanges(trials))
 	}
-	return policy, nil
+	q.Policy = policy
+	return q, nil
 }
 
 // explainListMax is how many pods `explain RUNDIR` lists without --all.
@@ -176,7 +189,7 @@ func runExplainList(streams IOStreams, f *explainFlags, target string) error {
 	var out []listed
 	var skipped []error
 	for _, dir := range runs {
-		policy, err := f.selection(dir, dir)
+		q, err := f.selection(dir, dir)
 		if err != nil && len(runs) > 1 {
 			// Several scenarios' runs: --policy or --trial may name one
 			// that only some of them have.
@@ -186,7 +199,7 @@ func runExplainList(streams IOStreams, f *explainFlags, target string) error {
 		if err != nil {
 			return err
 		}
-		l, err := explain.List(dir, policy, f.trial)
+		l, err := explain.List(dir, q)
 		if err != nil {
 			return runError(err)
 		}

@@ -117,6 +117,33 @@ func TestDirectoryOfRuns(t *testing.T) {
 		t.Errorf("compare --format json DIR DIR: %v %+v\n%s", err, tables, js)
 	}
 
+	// One run directory of several scenarios (a soak of several, or a
+	// merge of different scenarios' runs): the listing names each pod's
+	// scenario, which pods of the same name in two scenarios needed, and
+	// --scenario picks one.
+	both := filepath.Join(tmp, "both")
+	if _, errOut, code := run(t, "merge", "--quiet", "--out", both, filepath.Join(full, "cmp"), filepath.Join(full, "tiny")); code != ExitOK && code != ExitFailed {
+		t.Fatalf("merge of two scenarios' runs: exit %d %s", code, errOut)
+	}
+	out, _, _ = run(t, "explain", both)
+	if !strings.Contains(out, "SCENARIO  POLICY  TRIAL  POD") || !strings.Contains(out, "\ncmp       none    0      default/web-0 ") ||
+		!strings.Contains(out, "timeline of one: sidebench explain "+both+" --pod default/web-0 --scenario cmp --trial 0 --policy none") {
+		t.Errorf("listing of a run of two scenarios:\n%s", out)
+	}
+	out, _, _ = run(t, "explain", both, "--scenario", "tiny", "--all")
+	if !strings.Contains(out, " of scenario tiny (violations first)") || strings.Contains(out, "SCENARIO") || strings.Count(out, "default/web-") == 0 {
+		t.Errorf("listing of --scenario tiny:\n%s", out)
+	}
+	for _, scen := range []string{"cmp", "tiny"} {
+		out, errOut, code := run(t, "explain", both, "--pod", "web-0", "--scenario", scen, "--policy", "none", "--trial", "0")
+		if code != ExitOK || !strings.HasPrefix(out, "pod default/web-0  scenario="+scen+" policy=none trial=0") {
+			t.Errorf("explain --pod web-0 --scenario %s: exit %d %s\n%s", scen, code, errOut, out)
+		}
+	}
+	if _, errOut, code := run(t, "explain", both, "--scenario", "nope"); code != ExitUsage || !strings.Contains(errOut, "--scenario nope: not in "+both+", which ran cmp, tiny") {
+		t.Errorf("explain --scenario nope: exit %d %s", code, errOut)
+	}
+
 	// A directory with no run in it is named as such by every command.
 	empty := t.TempDir()
 	for _, args := range [][]string{{"explain", empty}, {"check", empty}, {"graduate", "--criteria", "alpha", empty}, {"compare", empty, empty}, {"merge", "--out", filepath.Join(tmp, "m4"), empty}} {

@@ -23,7 +23,8 @@ import (
 
 // Query selects pods of a history.
 type Query struct {
-	Pod    string // "ns/name" or "name" (namespace default)
+	Pod      string // "ns/name" or "name" (namespace default)
+	Scenario string // "": any (a run directory may hold several)
 	Trial  int    // < 0: any
 	Policy string // canonical gates string; "": any
 	All    bool   // every match, not only the first
@@ -60,7 +61,7 @@ func Find(r io.Reader, q Query) (hits []Hit, names []string, err error) {
 		if meta != nil {
 			m = *meta
 		}
-		if q.Trial >= 0 && m.Trial != q.Trial || q.Policy != "" && m.Policy != q.Policy {
+		if q.Trial >= 0 && m.Trial != q.Trial || q.Policy != "" && m.Policy != q.Policy || q.Scenario != "" && m.Scenario != q.Scenario {
 			return nil
 		}
 		if !q.All && len(hits) > 0 {
@@ -193,8 +194,12 @@ type Listing struct {
 	// Trials is the number of committed trials listed (their findings
 	// are the listing's; policy and trial choose them as they choose the
 	// findings).
-	Trials   int
-	Findings int
+	Trials int
+	// Scenarios is how many scenarios those trials ran (a soak of several
+	// scenarios writes one run directory): the listing names each pod's
+	// when more than one.
+	Scenarios int
+	Findings  int
 	Pods     []*PodFindings
 	// Of says which pods were listed when not all: " of policy P",
 	// " of trial N", both, or "".
@@ -202,26 +207,29 @@ type Listing struct {
 }
 
 // List reads a run directory's findings into a Listing: one entry per pod
-// of a trial and policy, ordered by worst class, policy, trial and first
-// finding. A policy other than "" and a trial >= 0 keep only that
-// policy's or trial's findings.
-func List(dir, policy string, trial int) (*Listing, error) {
+// of a scenario, trial and policy, ordered by worst class, scenario,
+// policy, trial and first finding. q's Scenario and Policy other than ""
+// and Trial >= 0 keep only those findings (Pod and All are not used).
+func List(dir string, q Query) (*Listing, error) {
 	var c lister
 	v, err := rundir.OpenView(dir)
 	if err != nil {
 		return nil, err
 	}
+	scenarios := map[string]bool{}
 	err = v.EachEntry(func(e *rundir.Entry) error {
-		if (policy == "" || e.Policy == policy) && (trial < 0 || e.Trial == trial) {
+		if q.listed(e.Scenario, e.Policy, e.Trial) {
 			c.l.Trials++
+			scenarios[e.Scenario] = true
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	c.l.Scenarios = len(scenarios)
 	err = v.EachFinding(func(fr *rundir.FindingRecord) error {
-		if policy != "" && fr.Policy != policy || trial >= 0 && fr.Trial != trial {
+		if !q.listed(fr.Scenario, fr.Policy, fr.Trial) {
 			return nil
 		}
 		return c.add(fr)
@@ -230,13 +238,21 @@ func List(dir, policy string, trial int) (*Listing, error) {
 		return nil, err
 	}
 	l := c.listing()
-	if policy != "" {
-		l.Of += " of policy " + policy
+	if q.Scenario != "" {
+		l.Of += " of scenario " + q.Scenario
 	}
-	if trial >= 0 {
-		l.Of += fmt.Sprintf(" of trial %d", trial)
+	if q.Policy != "" {
+		l.Of += " of policy " + q.Policy
+	}
+	if q.Trial >= 0 {
+		l.Of += fmt.Sprintf(" of trial %d", q.Trial)
 	}
 	return l, nil
+}
+
+// listed reports whether a trial's findings are q's.
+func (q Query) listed(scenario, policy string, trial int) bool {
+	return (q.Scenario == "" || scenario == q.Scenario) && (q.Policy == "" || policy == q.Policy) && (q.Trial < 0 || trial == q.Trial)
 }
 
 // lister gathers findings by pod (List without the file).
@@ -278,6 +294,9 @@ func (c *lister) listing() *Listing {
 		if a.rank != b.rank {
 			return a.rank < b.rank
 		}
+		if a.Scenario != b.Scenario {
+			return a.Scenario < b.Scenario
+		}
 		if a.Policy != b.Policy {
 			return a.Policy < b.Policy
 		}
@@ -304,12 +323,19 @@ func WriteListing(w io.Writer, dir string, l *Listing, max int) {
 	}
 	fmt.Fprintf(w, "%s: %d findings on %d pods%s (violations first)\n", dir, l.Findings, len(l.Pods), l.Of)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	several := l.Scenarios > 1
+	if several {
+		fmt.Fprint(tw, "SCENARIO\t")
+	}
 	fmt.Fprintln(tw, "POLICY\tTRIAL\tPOD\tFINDINGS")
 	shown := l.Pods
 	if max > 0 && len(shown) > max {
 		shown = shown[:max]
 	}
 	for _, p := range shown {
+		if several {
+			fmt.Fprintf(tw, "%s\t", p.Scenario)
+		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", p.Policy, p.Trial, p.Pod, strings.Join(p.What, ", "))
 	}
 	tw.Flush()
@@ -317,5 +343,9 @@ func WriteListing(w io.Writer, dir string, l *Listing, max int) {
 		fmt.Fprintf(w, "... %d more pods (--all lists them; %s in the run directory has every finding)\n", len(l.Pods)-len(shown), rundir.FileFindings)
 	}
 	p := shown[0]
-	fmt.Fprintf(w, "timeline of one: sidebench explain %s --pod %s --trial %d --policy %s\n", dir, p.Pod, p.Trial, p.Policy)
+	scen := ""
+	if several {
+		scen = " --scenario " + p.Scenario
+	}
+	fmt.Fprintf(w, "timeline of one: sidebench explain %s --pod %s%s --trial %d --policy %s\n", dir, p.Pod, scen, p.Trial, p.Policy)
 }
