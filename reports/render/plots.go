@@ -16,7 +16,10 @@ import (
 	"github.com/sidebench/sidebench/harness/history"
 )
 
-// palette is a colour-blind-safe qualitative palette (Okabe–Ito).
+// palette is a colour-blind-safe qualitative palette (Okabe–Ito), yellow
+// last: on the white page its contrast is 1.3:1, and as the seventh colour
+// it drew debate-2019's none baseline, the policy with every violation,
+// as the faintest marks of the figure.
 var palette = []color.RGBA{
 	{0x00, 0x72, 0xB2, 0xff}, // blue
 	{0xD5, 0x5E, 0x00, 0xff}, // vermillion
@@ -24,8 +27,8 @@ var palette = []color.RGBA{
 	{0xCC, 0x79, 0xA7, 0xff}, // reddish purple
 	{0xE6, 0x9F, 0x00, 0xff}, // orange
 	{0x56, 0xB4, 0xE9, 0xff}, // sky blue
-	{0xF0, 0xE4, 0x42, 0xff}, // yellow
 	{0x00, 0x00, 0x00, 0xff}, // black
+	{0xF0, 0xE4, 0x42, 0xff}, // yellow
 }
 
 func paletteColor(i int) color.RGBA { return palette[i%len(palette)] }
