@@ -275,6 +275,11 @@ func TestIdenticalPoliciesStayVisible(t *testing.T) {
 	if len(fig.Key) != 2 || !strings.Contains(fig.Key[1].Text, "identical to kep753") {
 		t.Errorf("key %+v", fig.Key)
 	}
+	// Policy names are identifiers: the caption does not capitalise one
+	// that starts a sentence ("Kep753-2019's samples", "None's samples").
+	if !strings.Contains(fig.Caption, " The samples of kep753-2019 are identical to those of kep753: its line is drawn thinner, on top.") {
+		t.Errorf("caption %q", fig.Caption)
+	}
 }
 
 // TestNotableFindingsNameTheirTrials guards "identical findings of

@@ -5,7 +5,6 @@ import (
 	"image/color"
 	"math"
 	"slices"
-	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -225,7 +224,7 @@ func latencyFigure(d RunData, metric string) (fig figure, ok bool, err error) {
 		name := fmt.Sprintf("%s (n=%d)", s.policy, n)
 		if s.identical != "" {
 			name += ", identical to " + s.identical
-			notes = append(notes, fmt.Sprintf("%s's samples are identical to %s's: its line is drawn thinner, on top", s.policy, s.identical))
+			notes = append(notes, fmt.Sprintf("The samples of %s are identical to those of %s: its line is drawn thinner, on top", s.policy, s.identical))
 		}
 		key = append(key, policyKey(s.idx, name, true))
 	}
@@ -269,7 +268,7 @@ func latencyFigure(d RunData, metric string) (fig figure, ok bool, err error) {
 		fig.Caption += fmt.Sprintf(" %d latencies of 0 are drawn at the left edge (%s).", raised, fmtDurationMs(floor))
 	}
 	for _, n := range notes {
-		fig.Caption += " " + upperFirst(n) + "."
+		fig.Caption += " " + n + "."
 	}
 	return fig, true, nil
 }
@@ -309,11 +308,4 @@ func reversed(xs plotter.XYs) plotter.XYs {
 	out := slices.Clone(xs)
 	slices.Reverse(out)
 	return out
-}
-
-func upperFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }
