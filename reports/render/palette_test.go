@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sidebench/sidebench/harness/faults"
 	"github.com/sidebench/sidebench/harness/scenario"
 	"github.com/sidebench/sidebench/scenarios"
 )
@@ -52,4 +53,23 @@ func contrastOnWhite(c color.RGBA) float64 {
 	}
 	l := 0.2126*lin(c.R) + 0.7152*lin(c.G) + 0.0722*lin(c.B)
 	return 1.05 / (l + 0.05)
+}
+
+// TestEveryFaultKindHasItsColour: each kind of the fault catalogue is
+// drawn in a colour of its own in the run timeline. The four kinds added
+// after the figure (image-pull-failure, container-kill, container-unknown,
+// resize) all fell back to the grey of unknown names.
+func TestEveryFaultKindHasItsColour(t *testing.T) {
+	seen := map[color.RGBA]string{}
+	for _, k := range faults.KindNames() {
+		c, ok := faultColors[k]
+		if !ok {
+			t.Errorf("fault kind %s has no colour (drawn in the grey of unknown names)", k)
+			continue
+		}
+		if other, dup := seen[c]; dup {
+			t.Errorf("fault kinds %s and %s share %v", other, k, c)
+		}
+		seen[c] = k
+	}
 }

@@ -43,6 +43,12 @@ var faultColors = map[string]color.RGBA{
 	"container-gc":    {0xCC, 0x79, 0xA7, 0xff},
 	"probe-failure":   {0xE6, 0x9F, 0x00, 0xff},
 	"image-change":    {0x8C, 0x56, 0x4B, 0xff},
+	// The catalogue's later kinds (Tol's muted colours): they shared the
+	// grey of unknown names, so a run of two drew them alike.
+	"image-pull-failure": {0x88, 0x22, 0x55, 0xff},
+	"container-kill":     {0x11, 0x77, 0x33, 0xff},
+	"container-unknown":  {0x33, 0x22, 0x88, 0xff},
+	"resize":             {0xAA, 0x44, 0x99, 0xff},
 }
 
 func faultColor(k string) color.RGBA {
