@@ -2,9 +2,11 @@ package cli
 
 import (
 	"encoding/json"
+	"html"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -138,6 +140,23 @@ func TestDirectoryOfRuns(t *testing.T) {
 		out, errOut, code := run(t, "explain", both, "--pod", "web-0", "--scenario", scen, "--policy", "none", "--trial", "0")
 		if code != ExitOK || !strings.HasPrefix(out, "pod default/web-0  scenario="+scen+" policy=none trial=0") {
 			t.Errorf("explain --pod web-0 --scenario %s: exit %d %s\n%s", scen, code, errOut, out)
+		}
+	}
+	// The report of each scenario gives timelines' commands that show
+	// that scenario's pod (the first scenario's web-0 came up before).
+	for _, scen := range []string{"cmp", "tiny"} {
+		page, err := os.ReadFile(filepath.Join(both, "reports", scen, "report.html"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := regexp.MustCompile(`sidebench explain RUNDIR (--pod [^<]*)`).FindSubmatch(page)
+		if m == nil {
+			t.Fatalf("%s's report.html has no explain command", scen)
+		}
+		args := append([]string{"explain", both}, strings.Fields(html.UnescapeString(string(m[1])))...)
+		out, errOut, code := run(t, args...)
+		if code != ExitOK || !strings.Contains(out, " scenario="+scen+" ") {
+			t.Errorf("%s's report command %v: exit %d %s\n%.300s", scen, args, code, errOut, out)
 		}
 	}
 	if _, errOut, code := run(t, "explain", both, "--scenario", "nope"); code != ExitUsage || !strings.Contains(errOut, "--scenario nope: not in "+both+", which ran cmp, tiny") {

@@ -142,3 +142,19 @@ func safeName(s string) string {
 	}
 	return b.String()
 }
+
+// explainCommand is the command that prints a pod's timeline from the run
+// directory, for the reports (one place: report.md and report.html's
+// findings and timelines). It names the scenario: a run directory may
+// hold several (a soak's), whose pods can share names, and explain then
+// shows the first scenario's pod.
+func explainCommand(d RunData, pod string, trial int, policy string) string {
+	cmd := fmt.Sprintf("sidebench explain RUNDIR --pod %s --trial %d", pod, trial)
+	if policy != "" {
+		cmd += " --policy " + policy
+	}
+	if d.Scenario != "" {
+		cmd += " --scenario " + d.Scenario
+	}
+	return cmd
+}

@@ -181,11 +181,7 @@ func reportFigures(d RunData) ([]htmlFigure, error) {
 		if t.Why != "" {
 			title += " — " + t.Why
 		}
-		cmd := fmt.Sprintf("sidebench explain RUNDIR --pod %s --trial %d", t.Pod, t.Trial)
-		if t.Policy != "" {
-			cmd += " --policy " + t.Policy
-		}
-		figs = append(figs, htmlFigure{ID: "gantt", Number: len(figs) + 1, Title: title, SVG: template.HTML(svg), Gantt: true, Command: cmd,
+		figs = append(figs, htmlFigure{ID: "gantt", Number: len(figs) + 1, Title: title, SVG: template.HTML(svg), Gantt: true, Command: explainCommand(d, t.Pod, t.Trial, t.Policy),
 			Caption: "The same timeline as text, with every event:"})
 	}
 	if f, ok, err := lifecyclesFigure(d); err != nil {
@@ -294,7 +290,7 @@ func htmlView(d RunData) (htmlPage, error) {
 	for _, g := range groups {
 		f := &g.F
 		cls := map[string]string{ClassViolation: "viol", ClassDegradation: "degr", ClassBound: "bound"}[f.Class]
-		ex := fmt.Sprintf("sidebench explain RUNDIR --pod %s --trial %d --policy %s", f.Pod, f.Trial, f.Policy)
+		ex := explainCommand(d, f.Pod, f.Trial, f.Policy)
 		pg.Findings = append(pg.Findings, htmlFinding{Title: findingTitle(f), Trials: g.trialsText(), Class: cls, Msg: f.Msg, Context: findingContext(f),
 			Explain: ex, Excerpt: strings.Join(excerptLines(f), "\n")})
 	}

@@ -164,7 +164,7 @@ func writeMarkdown(w *bufio.Writer, d RunData) {
 	for _, g := range groups {
 		f := &g.F
 		p("### %s\n\n", findingTitle(f))
-		p("_%s_ · `sidebench explain RUNDIR --pod %s --trial %d --policy %s`\n\n", g.trialsText(), f.Pod, f.Trial, f.Policy)
+		p("_%s_ · `%s`\n\n", g.trialsText(), explainCommand(d, f.Pod, f.Trial, f.Policy))
 		p("%s\n\n", f.Msg)
 		if c := findingContext(f); c != "" {
 			p("_%s_\n\n", c)
