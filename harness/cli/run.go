@@ -461,10 +461,23 @@ func runRun(cmd *cobra.Command, streams IOStreams, d deps, f *runFlags, files []
 		return runError(runErr)
 	}
 	var rows []render.StateRow
+	var notRun []string
 	for _, r := range results {
 		rows = append(rows, r.State.State.Rows...)
+		notRun = append(notRun, r.NotRun...)
+	}
+	for _, name := range order[len(results):] {
+		// Backends the run did not reach (interrupted or stopped first).
+		for _, j := range groups[name] {
+			notRun = append(notRun, j.Scenario.Metadata.Name)
+		}
 	}
 	writeTable(streams.Out, rows)
+	if len(notRun) > 0 {
+		// The table has no row for them: say so, or a partial run of two
+		// scenarios reads as a run of one.
+		fmt.Fprintf(streams.ErrOut, "sidebench: not run (the run stopped first): %s\n", strings.Join(notRun, ", "))
+	}
 	if !f.quiet {
 		for _, r := range results {
 			for _, dir := range r.Dirs {

@@ -197,3 +197,18 @@ func withoutDirs(t *testing.T, out string) string {
 	}
 	return strings.Join(keep, "\n")
 }
+
+// TestRunSaysWhichScenariosItDidNotRun: a run of two scenarios that stops
+// in the first (--max-disk here; Ctrl-C alike) printed a table of one
+// scenario, as if it had been given one; the second is now named as not
+// run.
+func TestRunSaysWhichScenariosItDidNotRun(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r")
+	_, errOut, code := run(t, "run", "--quiet", "--max-disk", "20KB", "--out", out, "testdata/tiny.yaml", "testdata/cmp.yaml")
+	if code != ExitFailed || !strings.Contains(errOut, "sidebench: not run (the run stopped first): cmp\n") {
+		t.Errorf("exit %d, stderr:\n%s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(out, "cmp")); !os.IsNotExist(err) {
+		t.Errorf("cmp's directory: %v, want none", err)
+	}
+}

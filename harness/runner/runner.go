@@ -113,6 +113,9 @@ type Result struct {
 	// Stopped says why the run stopped before its end other than an
 	// interruption (--max-disk), "" otherwise.
 	Stopped string
+	// NotRun names the scenarios the run never started (it was
+	// interrupted or stopped first): they have no directory and no row.
+	NotRun []string
 }
 
 // Pass reports whether the run passes: complete, no FAIL, and under
@@ -147,9 +150,12 @@ func Run(ctx context.Context, o Options, jobs []Job) (*Result, error) {
 	res := &Result{}
 	var all []*Aggregate
 	var metas []Meta
-	for _, j := range jobs {
-		if ctx.Err() != nil {
+	for n, j := range jobs {
+		if ctx.Err() != nil || res.Stopped != "" {
 			res.Partial = true
+			for _, rest := range jobs[n:] {
+				res.NotRun = append(res.NotRun, rest.Scenario.Metadata.Name)
+			}
 			break
 		}
 		s := j.Scenario
@@ -205,7 +211,6 @@ func Run(ctx context.Context, o Options, jobs []Job) (*Result, error) {
 		res.Partial = res.Partial || status != StatusComplete
 		if stopped != "" {
 			res.Stopped = stopped
-			break
 		}
 	}
 	res.State = JudgeAll(all, metas, o.Strict)
