@@ -163,13 +163,16 @@ func TestDirectoryOfRuns(t *testing.T) {
 		t.Errorf("explain --scenario nope: exit %d %s", code, errOut)
 	}
 
+	// A command that takes one run says what a directory of runs holds
+	// (it said "not a run directory: no such file or directory").
+	if _, errOut, code := run(t, "soak", "--resume", full); code != ExitUsage || !strings.Contains(errOut, full+": not a run directory (no run.json): it holds the runs of cmp, tiny; give one of them, such as "+filepath.Join(full, "cmp")) {
+		t.Errorf("soak --resume DIR of runs: exit %d %s", code, errOut)
+	}
+
 	// A directory with no run in it is named as such by every command.
 	empty := t.TempDir()
 	for _, args := range [][]string{{"explain", empty}, {"check", empty}, {"graduate", "--criteria", "alpha", empty}, {"compare", empty, empty}, {"merge", "--out", filepath.Join(tmp, "m4"), empty}} {
-		want := empty + ": not a run directory (no run.json) and holds none"
-		if args[0] == "compare" {
-			want = empty + ": not a run directory" // compare also reads bare summary.json directories
-		}
+		want := empty + ": not a run directory (no run.json)"
 		if _, errOut, code := run(t, args...); code != ExitUsage || !strings.Contains(errOut, want) {
 			t.Errorf("%v: exit %d %s", args, code, errOut)
 		}

@@ -340,7 +340,7 @@ func ReadInfo(dir string) (Info, error) {
 	var info Info
 	b, err := os.ReadFile(filepath.Join(dir, FileRun))
 	if err != nil {
-		return info, usage("%s: not a run directory: %v", dir, unwrapPath(err))
+		return info, notARun(dir, err)
 	}
 	if err := json.Unmarshal(b, &info); err != nil {
 		return info, usage("%s: bad %s: %v", dir, FileRun, err)

@@ -49,6 +49,24 @@ func Runs(path string) ([]string, error) {
 	return runs, nil // os.ReadDir sorts by name
 }
 
+// notARun is the error for a dir whose run.json could not be read: it
+// says what is missing, and what dir holds when it is a directory of runs
+// (the bare "no such file or directory" read as if dir itself was
+// missing).
+func notARun(dir string, err error) error {
+	if fi, serr := os.Stat(dir); serr != nil || !fi.IsDir() || !errors.Is(err, os.ErrNotExist) {
+		return usage("%s: not a run directory: %v", dir, unwrapPath(err))
+	}
+	if runs, rerr := Runs(dir); rerr == nil {
+		names := make([]string, len(runs))
+		for i, r := range runs {
+			names[i] = filepath.Base(r)
+		}
+		return usage("%s: not a run directory (no %s): it holds the runs of %s; give one of them, such as %s", dir, FileRun, strings.Join(names, ", "), runs[0])
+	}
+	return usage("%s: not a run directory (no %s)", dir, FileRun)
+}
+
 // ExpandRuns applies Runs to every path, in order.
 func ExpandRuns(paths []string) ([]string, error) {
 	var out []string

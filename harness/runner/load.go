@@ -108,7 +108,16 @@ func compareRun(path string) (compare.Run, error) {
 		}
 	}
 	info, err := rundir.ReadInfo(runDir)
-	if err != nil || info.Format < rundir.Format {
+	if err != nil {
+		if _, serr := os.Stat(filepath.Join(dir, render.SummaryFile)); serr != nil {
+			// Neither a run nor an older run's reports: say what is
+			// missing (compare.Load would name summary.json as "no such
+			// file" of the directory itself).
+			return compare.Run{}, err
+		}
+		return compare.Load(path)
+	}
+	if info.Format < rundir.Format {
 		return compare.Load(path)
 	}
 	if keep, _ := rundir.ParseRetention(info.KeepHistory); !keep.All() {
