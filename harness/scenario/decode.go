@@ -299,6 +299,17 @@ func yamlError(ix *posIndex, data []byte, err error) *FieldError {
 				fe.Path = ix.path(id) // the key holding the flow collection
 			}
 		}
+	case strings.Contains(msg, "found character that cannot start any token") && fe.Line > 0:
+		// The parser's words for a tab in the indentation, the usual
+		// cause (an editor's tab key): name it and where it is.
+		lines := strings.Split(string(data), "\n")
+		if fe.Line <= len(lines) {
+			l := lines[fe.Line-1]
+			if i := strings.IndexByte(l, '\t'); i >= 0 && strings.TrimLeft(l[:i], " ") == "" {
+				fe.Col = i + 1
+				fe.Msg = "invalid YAML: a tab in the indentation; YAML indents with spaces only"
+			}
+		}
 	case strings.Contains(msg, "excessive aliasing"):
 		fe.Msg = "YAML aliases expand to too much data (document contains excessive aliasing); write the values out instead of nesting aliases"
 		if len(ix.aliases) > 0 {
