@@ -50,6 +50,10 @@ func Merge(ctx context.Context, o MergeOptions) (*Result, error) {
 		if filepath.Clean(dir) == filepath.Clean(o.Out) {
 			return nil, usage("merge: %s is both an input and --out", dir)
 		}
+		if within(o.Out, dir) {
+			// A merge reads its inputs and writes nothing into them.
+			return nil, usage("merge: --out %s is inside the input %s: give a directory outside the inputs", o.Out, dir)
+		}
 		st, err := pool.Load(dir)
 		if err != nil {
 			return nil, err
@@ -215,4 +219,15 @@ func originOf(infos []rundir.Info, name string) string {
 		}
 	}
 	return ""
+}
+
+// within reports whether path is inside dir (both made absolute).
+func within(path, dir string) bool {
+	p, err1 := filepath.Abs(path)
+	d, err2 := filepath.Abs(dir)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(d, p)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }

@@ -115,6 +115,21 @@ func TestShardsMergeToTheRun(t *testing.T) {
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "other content") {
 		t.Errorf("mixed hashes: %v", err)
 	}
+	// A merge writes nothing into its inputs: an --out inside one (it
+	// made a directory there) and the input itself are refused.
+	for _, out := range []string{filepath.Join(shards[0], "merged"), filepath.Join(shards[0], "a", "b"), shards[1]} {
+		before, _ := os.ReadDir(shards[0])
+		_, err = Merge(context.Background(), MergeOptions{Dirs: shards, Out: out})
+		if !errors.As(err, &ue) {
+			t.Errorf("--out %s: %v, want a usage error", out, err)
+		}
+		if after, _ := os.ReadDir(shards[0]); len(after) != len(before) {
+			t.Errorf("--out %s: the input %s went from %d to %d entries", out, shards[0], len(before), len(after))
+		}
+	}
+	if !within("x/y", "x") || within("xy", "x") || within("x", "x") || within("../x", ".") {
+		t.Error("within")
+	}
 }
 
 // stable drops the lines of a report that name the run itself (start
