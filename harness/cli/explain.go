@@ -95,7 +95,7 @@ func runExplain(streams IOStreams, f *explainFlags, target string) error {
 		return err
 	}
 	q.Pod, q.All = f.pod, f.all
-	hits, names, err := explain.Find(hf, q)
+	hits, names, elsewhere, err := explain.Find(hf, q)
 	if err != nil {
 		// The history is unreadable or malformed: an input error, as for
 		// `check` (exit 2), not an internal one.
@@ -119,6 +119,11 @@ func runExplain(streams IOStreams, f *explainFlags, target string) error {
 			fmt.Fprintln(w)
 		}
 		explain.WriteTimeline(w, h.Meta, h.Events, findings)
+	}
+	if len(elsewhere) > 0 {
+		w.Flush()
+		fmt.Fprintf(streams.ErrOut, "sidebench: explain: scenario %s has a pod %s too (this is %s's): --scenario picks one\n",
+			strings.Join(elsewhere, ", "), f.pod, hits[0].Meta.Scenario)
 	}
 	return nil
 }

@@ -142,6 +142,13 @@ func TestDirectoryOfRuns(t *testing.T) {
 			t.Errorf("explain --pod web-0 --scenario %s: exit %d %s\n%s", scen, code, errOut, out)
 		}
 	}
+	// Without --scenario, the first scenario's pod is shown, and the
+	// others that have one of that name are named.
+	out, errOut, code = run(t, "explain", both, "--pod", "web-0", "--policy", "none", "--trial", "0")
+	if code != ExitOK || !strings.Contains(out, "scenario=cmp") || !strings.Contains(errOut, "scenario tiny has a pod web-0 too (this is cmp's): --scenario picks one") {
+		t.Errorf("explain --pod web-0 of two scenarios: exit %d %s\n%.200s", code, errOut, out)
+	}
+
 	// The report of each scenario gives timelines' commands that show
 	// that scenario's pod (the first scenario's web-0 came up before).
 	for _, scen := range []string{"cmp", "tiny"} {

@@ -41,9 +41,11 @@ const maxNames = 1000
 
 // Find reads a history and returns the wanted pods' histories (only those
 // are assembled: the others are dropped as they are read) and, when none
-// matched, up to maxNames of the pod names seen (sorted). A history cut
-// short (history.ErrTruncated) is read up to its end.
-func Find(r io.Reader, q Query) (hits []Hit, names []string, err error) {
+// matched, up to maxNames of the pod names seen (sorted). Without q.All
+// and q.Scenario, elsewhere names the other scenarios that have a pod of
+// that name matching q (a run directory of several: the first is shown).
+// A history cut short (history.ErrTruncated) is read up to its end.
+func Find(r io.Reader, q Query) (hits []Hit, names, elsewhere []string, err error) {
 	want := q.Pod
 	if !strings.Contains(want, "/") {
 		want = "default/" + want
@@ -65,19 +67,22 @@ func Find(r io.Reader, q Query) (hits []Hit, names []string, err error) {
 			return nil
 		}
 		if !q.All && len(hits) > 0 {
+			if q.Scenario == "" && m.Scenario != hits[0].Meta.Scenario && !slices.Contains(elsewhere, m.Scenario) {
+				elsewhere = append(elsewhere, m.Scenario)
+			}
 			return nil
 		}
 		hits = append(hits, Hit{m, append([]history.Event(nil), evs...)})
 		return nil
 	}, history.OnlyPods(wanted))
 	if err != nil && !errors.Is(err, history.ErrTruncated) {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if len(hits) > 0 {
 		names = nil
 	}
 	sort.Strings(names)
-	return hits, names, nil
+	return hits, names, elsewhere, nil
 }
 
 // Findings reads a run directory's findings ("" or unreadable: none).
