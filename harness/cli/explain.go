@@ -77,7 +77,7 @@ func runExplain(streams IOStreams, f *explainFlags, target string) error {
 			return usageErr("explain: %v", err)
 		}
 		if len(runs) > 1 {
-			return usageErr("explain: %s holds the runs of %s: --pod needs one of them (such as %s)", target, runNames(runs), runs[0])
+			return usageErr("explain: %s holds the runs of %s: --pod needs one of them (such as %s)", target, rundir.RunNames(runs), runs[0])
 		}
 		target = runs[0]
 		histPath, findDir = filepath.Join(target, rundir.FileHistory), target
@@ -229,15 +229,6 @@ func runExplainList(streams IOStreams, f *explainFlags, target string) error {
 		fmt.Fprintf(w, "\n%v\n", strings.TrimPrefix(err.Error(), "explain: "))
 	}
 	return nil
-}
-
-// runNames names runs by their directories' base names: "a, b".
-func runNames(runs []string) string {
-	names := make([]string, len(runs))
-	for i, r := range runs {
-		names[i] = filepath.Base(r)
-	}
-	return strings.Join(names, ", ")
 }
 
 // trialRanges writes a set of trial numbers as ranges: "0-2, 5".

@@ -58,13 +58,18 @@ func notARun(dir string, err error) error {
 		return usage("%s: not a run directory: %v", dir, unwrapPath(err))
 	}
 	if runs, rerr := Runs(dir); rerr == nil {
-		names := make([]string, len(runs))
-		for i, r := range runs {
-			names[i] = filepath.Base(r)
-		}
-		return usage("%s: not a run directory (no %s): it holds the runs of %s; give one of them, such as %s", dir, FileRun, strings.Join(names, ", "), runs[0])
+		return usage("%s: not a run directory (no %s): it holds the runs of %s; give one of them, such as %s", dir, FileRun, RunNames(runs), runs[0])
 	}
 	return usage("%s: not a run directory (no %s)", dir, FileRun)
+}
+
+// RunNames names runs by their directories' base names: "a, b".
+func RunNames(runs []string) string {
+	names := make([]string, len(runs))
+	for i, r := range runs {
+		names[i] = filepath.Base(r)
+	}
+	return strings.Join(names, ", ")
 }
 
 // ExpandRuns applies Runs to every path, in order.
