@@ -435,6 +435,11 @@ func runRun(cmd *cobra.Command, streams IOStreams, d deps, f *runFlags, files []
 		}
 		groups[name] = append(groups[name], runner.Job{Scenario: s, Dir: dir})
 	}
+	invocation := ""
+	if len(todo) > 1 {
+		// Ties DIR/a and DIR/b together (trend reads them as one night).
+		invocation = fmt.Sprintf("%s-%d", stamp, os.Getpid())
+	}
 	var results []*runner.Result
 	var runErr error
 	for _, name := range order {
@@ -446,7 +451,9 @@ func runRun(cmd *cobra.Command, streams IOStreams, d deps, f *runFlags, files []
 			rep.Close()
 			return err
 		}
-		res, err := runner.Run(ctx, f.runnerOptions(name, be, rep, log), groups[name])
+		o := f.runnerOptions(name, be, rep, log)
+		o.Invocation = invocation
+		res, err := runner.Run(ctx, o, groups[name])
 		closeBackend(streams, name, be)
 		if res != nil {
 			results = append(results, res)

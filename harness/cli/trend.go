@@ -15,7 +15,9 @@ type trendFlags struct {
 const trendLong = `Follow nightly runs. A night is a run directory, or a directory of one
 night's runs ('run --out NIGHT a.yaml b.yaml' writes NIGHT/a, NIGHT/b).
 Several arguments are a night each; one argument that is no run is a
-directory of nights (a CronJob's results), each subdirectory a night. The
+directory of nights (a CronJob's results), each subdirectory a night, but
+the runs of one 'run' of several scenarios (run.json's invocation) are
+one night. The
 nights are ordered by start time and, per judged scenario × policy and night, trend.md and trend.html show
 the violation rate with its Clopper–Pearson upper bound, pod_startup p50
 and p99 with their confidence intervals, the lifecycles behind them, and

@@ -171,4 +171,11 @@ func TestTrendNightsOfSeveralScenarios(t *testing.T) {
 	if code != ExitOK || out2 != out {
 		t.Errorf("trend NIGHT NIGHT: exit %d %s; differs from trend NIGHTS:\n%s\nwant\n%s", code, errOut, out2, out)
 	}
+	// One night's directory alone is one night: its runs share the
+	// invocation in run.json (each scenario's run was read as a night).
+	out3, errOut, code := run(t, "trend", "--out", t.TempDir(), each[0])
+	if code != ExitOK || !strings.Contains(out3, "1 night, oldest first") || !strings.Contains(out3, "| 1 | 2026") || strings.Contains(out3, "| 2 |") ||
+		!strings.Contains(out3, "## tiny / kep753") || !strings.Contains(out3, "## cmp / kep753") {
+		t.Errorf("trend NIGHT (a directory of one night's runs): exit %d %s\n%s", code, errOut, out3)
+	}
 }

@@ -92,6 +92,10 @@ type Info struct {
 	MaxDisk int64 `json:"maxDisk,omitempty"`
 	// Merged lists the directories 'sidebench merge' pooled into this one.
 	Merged []string `json:"merged,omitempty"`
+	// Invocation is shared by the run directories of one 'sidebench run'
+	// of several scenarios (DIR/a, DIR/b), "" for a run of one: nothing
+	// else ties them together (trend reads them as one night).
+	Invocation string `json:"invocation,omitempty"`
 }
 
 // ScenarioRef is one scenario of the run.

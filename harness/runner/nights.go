@@ -39,13 +39,27 @@ func LoadNights(paths []string) ([]trend.Night, error) {
 		if err != nil {
 			return nil, usage("%s: %v", p, unwrapPath(err))
 		}
+		byInvocation := map[string]int{} // index in nights
 		for _, e := range ents {
 			if !e.IsDir() {
 				continue
 			}
-			if runs, err := rundir.Runs(filepath.Join(p, e.Name())); err == nil {
-				nights = append(nights, runs)
+			runs, err := rundir.Runs(filepath.Join(p, e.Name()))
+			if err != nil {
+				continue
 			}
+			if len(runs) == 1 && runs[0] == filepath.Join(p, e.Name()) {
+				// A run of p itself: the runs of one invocation of several
+				// scenarios (p is then one night's directory) are one night.
+				if info, err := rundir.ReadInfo(runs[0]); err == nil && info.Invocation != "" {
+					if i, ok := byInvocation[info.Invocation]; ok {
+						nights[i] = append(nights[i], runs[0])
+						continue
+					}
+					byInvocation[info.Invocation] = len(nights)
+				}
+			}
+			nights = append(nights, runs)
 		}
 		if len(nights) == 0 {
 			return nil, usage("%s: neither a run directory nor a directory of nights (run directories, or directories of one night's run directories; no %s)", p, rundir.FileRun)

@@ -58,6 +58,10 @@ type Options struct {
 	Build version.Info
 	// Strict: INSUFFICIENT DATA and partial runs fail.
 	Strict bool
+	// Invocation is recorded in every run directory's run.json
+	// (rundir.Info.Invocation): the CLI sets one for a run of several
+	// scenarios.
+	Invocation string
 	// Seed and Trials are the command line's overrides (0: the
 	// scenario's), recorded in run.json for a resume.
 	Seed   uint64
@@ -254,7 +258,7 @@ func worse(a, b string) string {
 func (o *Options) info(command string, started time.Time, duration string) rundir.Info {
 	return rundir.Info{Command: command, Backend: o.BackendName, Seed: o.Seed, Trials: o.Trials, Duration: duration,
 		StartedAt: started.UTC(), Version: o.Build.Version, Build: o.Build, Options: o.BackendOptions,
-		KeepHistory: o.Keep.String(), Shard: o.Shard.String(), MaxDisk: o.MaxDisk}
+		KeepHistory: o.Keep.String(), Shard: o.Shard.String(), MaxDisk: o.MaxDisk, Invocation: o.Invocation}
 }
 
 // reportUnapplied says, per scenario, how many fault firings the backend

@@ -73,8 +73,8 @@ func (t *Table) nightStatus(i int) string {
 // WriteMarkdown writes trend.md.
 func (t *Table) WriteMarkdown(w io.Writer) error {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "# sidebench trend\n\n%d nights, oldest first. Per judged policy: lifecycles, pods with a violation, the violation rate with its one-sided %v Clopper–Pearson upper bound, and pod_startup p50 and p99 (ms, faulted pods excluded) with %v distribution-free intervals. ",
-		len(t.Nights), t.Confidence, t.Confidence)
+	fmt.Fprintf(&b, "# sidebench trend\n\n%s, oldest first. Per judged policy: lifecycles, pods with a violation, the violation rate with its one-sided %v Clopper–Pearson upper bound, and pod_startup p50 and p99 (ms, faulted pods excluded) with %v distribution-free intervals. ",
+		nightsText(len(t.Nights)), t.Confidence, t.Confidence)
 	fmt.Fprintf(&b, "A night is compared with the one before by `sidebench compare`'s tests: pod_startup by Mann–Whitney U (α=%v) and a median change above %.4g%%, the p99 by disjoint intervals and a change above %.4g%%, violation rates by disjoint Wilson intervals; `~`: no significant change.\n\n",
 		t.Alpha, 100*t.Threshold, 100*t.Threshold)
 	b.WriteString("## Nights\n\n| # | started (UTC) | run directory | version (revision) | status |\n|---|---|---|---|---|\n")
@@ -145,7 +145,7 @@ func (t *Table) WriteHTML(w io.Writer) error {
 	}
 	view.Regressed, view.Regressions, view.Warnings = t.Regressed, t.Regressions, t.Warnings
 	view.Comparable = len(t.Nights) >= 2
-	view.Intro = fmt.Sprintf("%d nights, oldest first; nights are numbered as in the first table. Intervals are %v; a ringed point changed significantly from the night before (sidebench compare's tests).", len(t.Nights), t.Confidence)
+	view.Intro = fmt.Sprintf("%s, oldest first; nights are numbered as in the first table. Intervals are %v; a ringed point changed significantly from the night before (sidebench compare's tests).", nightsText(len(t.Nights)), t.Confidence)
 	for _, s := range t.Series {
 		nan := func() []float64 {
 			x := make([]float64, len(t.Nights))
@@ -221,3 +221,11 @@ figure{margin:1rem 0}svg{max-width:100%;height:auto}svg text{font-family:"Libera
 </body>
 </html>
 `))
+
+// nightsText is "1 night" or "N nights".
+func nightsText(n int) string {
+	if n == 1 {
+		return "1 night"
+	}
+	return fmt.Sprintf("%d nights", n)
+}
