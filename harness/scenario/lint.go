@@ -16,8 +16,17 @@ import (
 // own gets the behaviour model's default: the probe passes, or the hook
 // returns, the instant the process runs, so the gate costs nothing and
 // pod_startup is optimistic.
+//
+// A scenario with no native sidecar in any workload (a Pod or Deployment
+// scaffolded as it was, before its sidecar was moved to initContainers)
+// runs the same pods under every policy: the sidecar invariants have
+// nothing to check.
 func (s *Scenario) Warnings() []string {
 	var out []string
+	if len(s.Workloads) > 0 && !s.hasNativeSidecar() {
+		out = append(out, fmt.Sprintf("%s: workloads: warning: no workload has a native sidecar (an initContainer with restartPolicy: Always): every policy runs the same pods and the sidecar ordering invariants have nothing to check; move the sidecar into initContainers with restartPolicy: Always",
+			s.Pos("workloads")))
+	}
 	for wi := range s.Workloads {
 		w := &s.Workloads[wi]
 		def, hasDef := w.Behaviors["default"]
@@ -52,4 +61,15 @@ func (s *Scenario) Warnings() []string {
 		}
 	}
 	return out
+}
+
+func (s *Scenario) hasNativeSidecar() bool {
+	for wi := range s.Workloads {
+		for _, c := range s.Workloads[wi].Template.Spec.InitContainers {
+			if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sidebench/sidebench/scenarios"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -263,5 +265,38 @@ func goldenFile(t *testing.T, path string, got []byte) {
 	if string(got) != string(want) {
 		os.WriteFile(path+".got", got, 0o644)
 		t.Errorf("%s differs (got in %s.got)", path, path)
+	}
+}
+
+// TestWarnsWithoutANativeSidecar: a scenario none of whose workloads has a
+// native sidecar (a plain Pod scaffolded as it was) runs the same pods
+// under every policy; it validated and ran without a word.
+func TestWarnsWithoutANativeSidecar(t *testing.T) {
+	m := []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: plain}\nspec:\n  containers:\n  - {name: app, image: app}\n  - {name: proxy, image: envoy}\n")
+	out, err := Scaffold(ScaffoldInput{Name: "plain", Source: "plain.yaml", Manifest: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := LoadBytes("plain.yaml", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	ws := s.Warnings()
+	if len(ws) != 1 || !strings.Contains(ws[0], ": workloads: warning: no workload has a native sidecar (an initContainer with restartPolicy: Always)") {
+		t.Errorf("warnings %q", ws)
+	}
+	// Every shipped scenario has one (several inherit it through base:).
+	names, err := fs.Glob(scenarios.FS, "*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		s, err := LoadShipped(strings.TrimSuffix(name, ".yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !s.hasNativeSidecar() {
+			t.Errorf("%s: no native sidecar", name)
+		}
 	}
 }
