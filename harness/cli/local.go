@@ -33,7 +33,11 @@ sidebench's CRI server, with etcd and kube-apiserver on loopback (docs/local-bac
   cluster down [DIR...]  tear down clusters (default: those whose owner process
                          is gone, e.g. after a SIGKILL, and that were not
                          started with --keep; the others are listed; --all:
-                         every one)`,
+                         every one)
+
+'cluster up' and 'run --backend local' first tear down, as a bare 'cluster
+down' would, the clusters left by processes that are gone: what a killed
+run left lasts until the next local run at most.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
