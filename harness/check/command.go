@@ -72,7 +72,42 @@ func checkFiles(open Opener, paths []string, byPolicy bool, opts ...Option) ([]*
 		}
 		return out
 	}
+	// A trial given twice (a run and its merge, a directory and a copy)
+	// is checked once, as graduate and merge count it: keyed by scenario
+	// content, policy, seed and trial number (histories without a
+	// scenario hash are not deduplicated). The run a pod belongs to is its
+	// meta's identity: every run.meta line decodes to its own Meta.
+	type trialKey struct {
+		hash, policy string
+		seed         uint64
+		trial        int
+	}
+	first := map[trialKey]*history.Meta{}
+	dup := map[*history.Meta]bool{}
+	path, dups := "", 0 // the input being read, its duplicate trials
+	duplicate := func(meta *history.Meta) bool {
+		if meta == nil || meta.ScenarioHash == "" {
+			return false
+		}
+		if d, ok := dup[meta]; ok {
+			return d
+		}
+		k := trialKey{meta.ScenarioHash, meta.Policy, meta.Seed, meta.Trial}
+		f, seen := first[k]
+		if !seen {
+			first[k] = meta
+		}
+		d := seen && f != meta
+		dup[meta] = d
+		if d {
+			dups++
+		}
+		return d
+	}
 	add := func(meta *history.Meta, pod string, evs []history.Event) error {
+		if duplicate(meta) {
+			return nil
+		}
 		r, err := runnerFor(meta)
 		if err == nil {
 			r.Add(meta, pod, evs)
@@ -83,7 +118,8 @@ func checkFiles(open Opener, paths []string, byPolicy bool, opts ...Option) ([]*
 		_, err := runnerFor(meta)
 		return err
 	}
-	for _, path := range paths {
+	for _, path = range paths {
+		dups = 0
 		f, err := open(path)
 		if err != nil {
 			closeAll()
@@ -93,6 +129,9 @@ func checkFiles(open Opener, paths []string, byPolicy bool, opts ...Option) ([]*
 		// gets its report too: it shows 0 pods checked.
 		err = forEachPod(history.NewReader(f), onRun, add)
 		f.Close()
+		if dups > 0 {
+			warnings = append(warnings, fmt.Sprintf("%s: %d trials (same scenario content, policy, seed and trial number) were in an earlier input too: each checked once", path, dups))
+		}
 		switch {
 		case errors.Is(err, history.ErrTruncated):
 			warnings = append(warnings, fmt.Sprintf("%s: %v (run cut short; its pods were checked)", path, err))

@@ -119,3 +119,53 @@ func TestCheckCommandNamesTheTrials(t *testing.T) {
 		t.Errorf("one trial:\n%s", out.String())
 	}
 }
+
+// TestCheckCommandCountsATrialOnce: a trial given twice (a run directory
+// and its merge, a history and its copy) was checked twice, doubling its
+// pods and findings, where graduate and merge count it once. Histories
+// without a scenario hash (older runs) cannot be told apart and are not
+// deduplicated.
+func TestCheckCommandCountsATrialOnce(t *testing.T) {
+	none, err := os.ReadFile("testdata/none.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hashed := strings.Replace(string(none), `"scenario":"golden",`, `"scenario":"golden","scenarioHash":"h1",`, 1)
+	if hashed == string(none) {
+		t.Fatal("no scenario in the run.meta line")
+	}
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a, b := write("a.jsonl", hashed), write("b.jsonl", hashed)
+	var once, twice, errb strings.Builder
+	RunCheckCommand(&once, &errb, []string{a}, nil)
+	errb.Reset()
+	RunCheckCommand(&twice, &errb, []string{a, b}, nil)
+	if twice.String() != once.String() {
+		t.Errorf("a trial given twice was not checked once:\n%s\nwant\n%s", twice.String(), once.String())
+	}
+	if want := "check: warning: " + b + ": 1 trials (same scenario content, policy, seed and trial number) were in an earlier input too: each checked once\n"; errb.String() != want {
+		t.Errorf("stderr %q, want %q", errb.String(), want)
+	}
+	// Other content (another hash) is another trial.
+	c := write("c.jsonl", strings.Replace(hashed, `"h1"`, `"h2"`, 1))
+	var out strings.Builder
+	errb.Reset()
+	RunCheckCommand(&out, &errb, []string{a, c}, nil)
+	if !strings.HasPrefix(out.String(), "runs: scenario=golden policy=none backend=sim trials=2 ") || errb.Len() != 0 {
+		t.Errorf("two contents:\n%s%s", out.String(), errb.String())
+	}
+	// Without a hash: checked as given.
+	out.Reset()
+	errb.Reset()
+	RunCheckCommand(&out, &errb, []string{"testdata/none.jsonl", "testdata/none.jsonl"}, nil)
+	if !strings.HasPrefix(out.String(), "runs: scenario=golden policy=none backend=sim trials=2 ") {
+		t.Errorf("no hash:\n%s", out.String())
+	}
+}

@@ -80,7 +80,9 @@ func newCheckCommand(streams IOStreams) *cobra.Command {
 		Long: `Check the ordering invariants (SEMANTICS.md) over histories, offline: a run
 directory (its committed trials), a directory of runs ('run --out DIR
 a.yaml b.yaml' writes DIR/a, DIR/b: each run), a compressed history
-(history.jsonl.zst) or a plain JSONL history. A run that kept only some pods' histories
+(history.jsonl.zst) or a plain JSONL history. A trial given twice (same
+scenario content, policy, seed and trial number: a run and its merge) is
+checked once, with a warning. A run that kept only some pods' histories
 (--keep-history findings or sample:P) re-checks to the same findings for
 every pod it kept. A file that ends inside a compressed frame or a line (a
 crashed run) is checked up to there, with a warning. Exit code 1 if any
