@@ -12,13 +12,13 @@ type trendFlags struct {
 	threshold, alpha float64
 }
 
-const trendLong = `Follow nightly runs. A night is a run directory, or a directory of one
-night's runs ('run --out NIGHT a.yaml b.yaml' writes NIGHT/a, NIGHT/b).
-Several arguments are a night each; one argument that is no run is a
-directory of nights (a CronJob's results), each subdirectory a night, but
-the runs of one 'run' of several scenarios (run.json's invocation) are
-one night. The
-nights are ordered by start time and, per judged scenario × policy and night, trend.md and trend.html show
+const trendLong = `Follow nightly runs. Each argument is a run directory (a night) or a
+directory of nights (a CronJob's results), whose subdirectories are runs
+or directories of one night's runs ('run --out NIGHTS/<night> a.yaml
+b.yaml' writes NIGHTS/<night>/a, NIGHTS/<night>/b). The runs of one 'run'
+of several scenarios (the invocation in their run.json) are one night, so
+the directory such a run wrote is a night too. The nights are ordered by
+start time and, per judged scenario × policy and night, trend.md and trend.html show
 the violation rate with its Clopper–Pearson upper bound, pod_startup p50
 and p99 with their confidence intervals, the lifecycles behind them, and
 the version and VCS revision that ran. Adjacent nights are compared with

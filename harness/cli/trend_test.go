@@ -171,6 +171,24 @@ func TestTrendNightsOfSeveralScenarios(t *testing.T) {
 	if code != ExitOK || out2 != out {
 		t.Errorf("trend NIGHT NIGHT: exit %d %s; differs from trend NIGHTS:\n%s\nwant\n%s", code, errOut, out2, out)
 	}
+	// Several directories of nights are the nights of each, as before
+	// (a directory of runs given among several paths was read as one
+	// night, pooling nights of one scenario).
+	var dirs []string
+	for i := 1; i <= 2; i++ {
+		d := filepath.Join(root, fmt.Sprintf("cron-%d", i))
+		for j := 1; j <= 2; j++ {
+			night := filepath.Join(d, fmt.Sprintf("night-%d", j))
+			if _, errOut, code := run(t, "run", "--quiet", "--seed", fmt.Sprint(10*i+j), "--out", night, "testdata/tiny.yaml"); code != ExitOK {
+				t.Fatalf("%s: exit %d %s", night, code, errOut)
+			}
+		}
+		dirs = append(dirs, d)
+	}
+	out4, errOut, code := run(t, append([]string{"trend", "--out", t.TempDir()}, dirs...)...)
+	if code != ExitOK || !strings.Contains(out4, "4 nights, oldest first") {
+		t.Errorf("trend NIGHTS NIGHTS: exit %d %s\n%s", code, errOut, out4)
+	}
 	// One night's directory alone is one night: its runs share the
 	// invocation in run.json (each scenario's run was read as a night).
 	out3, errOut, code := run(t, "trend", "--out", t.TempDir(), each[0])

@@ -13,13 +13,15 @@ import (
 	"github.com/sidebench/sidebench/reports/trend"
 )
 
-// LoadNights reads nightly runs for `sidebench trend`. A night is a run
-// directory, or a directory of one night's runs ('run --out DIR a.yaml
-// b.yaml' writes DIR/a, DIR/b; rundir.Runs). Several paths are a night
-// each; one path that is no run is a directory of nights (a CronJob's
-// results), each of its subdirectories a run or a directory of runs.
-// Each night is judged through the one aggregation, as its own report
-// was. A path that holds no run is a *rundir.UsageError.
+// LoadNights reads nightly runs for `sidebench trend`. Each path is a run
+// directory (a night), or a directory of nights (a CronJob's results):
+// its subdirectories are runs, or directories of one night's runs
+// (NIGHTS/<night>/<scenario>, as 'run --out NIGHTS/<night> a.yaml b.yaml'
+// writes them). The runs of one invocation of several scenarios (the
+// invocation in their run.json) are one night, so the directory 'run
+// --out DIR a.yaml b.yaml' wrote is one night too. Each night is judged
+// through the one aggregation, as its own report was. A path that holds
+// no run is a *rundir.UsageError.
 func LoadNights(paths []string) ([]trend.Night, error) {
 	var nights [][]string
 	for _, p := range paths {
@@ -27,41 +29,33 @@ func LoadNights(paths []string) ([]trend.Night, error) {
 			nights = append(nights, []string{p})
 			continue
 		}
-		if len(paths) > 1 {
-			runs, err := rundir.Runs(p)
-			if err != nil {
-				return nil, err
-			}
-			nights = append(nights, runs)
-			continue
-		}
 		ents, err := os.ReadDir(p)
 		if err != nil {
 			return nil, usage("%s: %v", p, unwrapPath(err))
 		}
+		n := len(nights)
 		byInvocation := map[string]int{} // index in nights
 		for _, e := range ents {
-			if !e.IsDir() {
-				continue
-			}
-			runs, err := rundir.Runs(filepath.Join(p, e.Name()))
-			if err != nil {
-				continue
-			}
-			if len(runs) == 1 && runs[0] == filepath.Join(p, e.Name()) {
-				// A run of p itself: the runs of one invocation of several
-				// scenarios (p is then one night's directory) are one night.
-				if info, err := rundir.ReadInfo(runs[0]); err == nil && info.Invocation != "" {
+			sub := filepath.Join(p, e.Name())
+			switch {
+			case !e.IsDir():
+			case rundir.IsRun(sub):
+				info, err := rundir.ReadInfo(sub)
+				if err == nil && info.Invocation != "" {
 					if i, ok := byInvocation[info.Invocation]; ok {
-						nights[i] = append(nights[i], runs[0])
+						nights[i] = append(nights[i], sub)
 						continue
 					}
 					byInvocation[info.Invocation] = len(nights)
 				}
+				nights = append(nights, []string{sub})
+			default:
+				if runs, err := rundir.Runs(sub); err == nil {
+					nights = append(nights, runs)
+				}
 			}
-			nights = append(nights, runs)
 		}
-		if len(nights) == 0 {
+		if len(nights) == n {
 			return nil, usage("%s: neither a run directory nor a directory of nights (run directories, or directories of one night's run directories; no %s)", p, rundir.FileRun)
 		}
 	}
