@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -66,8 +64,8 @@ func newMergeCommand(streams IOStreams) *cobra.Command {
 				// Directories of runs ('run --out DIR a.yaml b.yaml' on
 				// each shard): OUT/<name> pools every DIR/<name>, the
 				// layout of the unsharded run.
-				if err := emptyOrAbsent(f.out); err != nil {
-					return err
+				if err := rundir.CheckEmpty(f.out); err != nil {
+					return runError(err)
 				}
 			}
 			var results []*runner.Result
@@ -95,20 +93,4 @@ func newMergeCommand(streams IOStreams) *cobra.Command {
 	cmd.Flags().BoolVar(&f.strict, "strict", false, "fail (exit 1) on INSUFFICIENT DATA and on a partial run's verdicts")
 	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print only the result")
 	return cmd
-}
-
-// emptyOrAbsent refuses an --out that holds anything: merge writes a
-// directory of runs there, each of which must start empty.
-func emptyOrAbsent(dir string) error {
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return usageErr("merge: --out %s: %v", dir, unwrapPathErr(err))
-	}
-	if len(ents) > 0 {
-		return usageErr("merge: --out %s is not empty", dir)
-	}
-	return nil
 }

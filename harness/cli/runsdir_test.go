@@ -89,6 +89,10 @@ func TestDirectoryOfRuns(t *testing.T) {
 			}
 		}
 	}
+	// A non-empty --out is refused as for one run (its runs go inside it).
+	if _, errOut, code := run(t, append([]string{"merge", "--quiet", "--out", full}, shards...)...); code != ExitUsage || !strings.Contains(errOut, "output directory "+full+" exists and is not empty (use another --out)") {
+		t.Errorf("merge of shard directories into a non-empty --out: exit %d %s", code, errOut)
+	}
 	if _, errOut, code := run(t, "merge", "--quiet", "--out", filepath.Join(tmp, "m2"), shards[0], filepath.Join(shards[1], "tiny")); code != ExitUsage || !strings.Contains(errOut, "give run directories (such as "+shards[0]+"/<scenario>) or directories of them, not both") {
 		t.Errorf("merge of a run and a directory of runs: exit %d %s", code, errOut)
 	}

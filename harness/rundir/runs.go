@@ -131,11 +131,9 @@ func RunGroups(paths []string) (names []string, groups [][]string, err error) {
 					missing = append(missing, p)
 				}
 			}
-			return nil, nil, usage("%s: no run %q (the others have one): %s", strings.Join(missing, ", "), n, errMissingRun)
+			return nil, nil, usage("%s: no run %q (the others have one): every directory must hold the same scenarios' runs", strings.Join(missing, ", "), n)
 		}
 		groups = append(groups, byName[n])
 	}
 	return names, groups, nil
 }
-
-var errMissingRun = errors.New("every directory must hold the same scenarios' runs")

@@ -73,11 +73,21 @@ func notEmptyRemedy(path string) string {
 	return "use another --out"
 }
 
+// CheckEmpty refuses an output directory that exists and holds anything
+// (a UsageError saying what to do instead): Create's check, and merge's
+// for the directory it writes several runs into.
+func CheckEmpty(path string) error {
+	if ents, err := os.ReadDir(path); err == nil && len(ents) > 0 {
+		return usage("output directory %s exists and is not empty (%s)", path, notEmptyRemedy(path))
+	}
+	return nil
+}
+
 // Create makes a fresh run directory (which must not exist or be empty),
 // copies the scenarios in and writes run.json.
 func Create(path string, info Info, scens []*scenario.Scenario, opts ...Option) (*Dir, error) {
-	if ents, err := os.ReadDir(path); err == nil && len(ents) > 0 {
-		return nil, usage("output directory %s exists and is not empty (%s)", path, notEmptyRemedy(path))
+	if err := CheckEmpty(path); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Join(path, DirScenarios), 0o755); err != nil {
 		return nil, fmt.Errorf("creating the run directory: %w", err)
