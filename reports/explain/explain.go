@@ -25,9 +25,9 @@ import (
 type Query struct {
 	Pod      string // "ns/name" or "name" (namespace default)
 	Scenario string // "": any (a run directory may hold several)
-	Trial  int    // < 0: any
-	Policy string // canonical gates string; "": any
-	All    bool   // every match, not only the first
+	Trial    int    // < 0: any
+	Policy   string // canonical gates string; "": any
+	All      bool   // every match, not only the first
 }
 
 // Hit is one pod's history.
@@ -205,7 +205,7 @@ type Listing struct {
 	// when more than one.
 	Scenarios int
 	Findings  int
-	Pods     []*PodFindings
+	Pods      []*PodFindings
 	// Of says which pods were listed when not all: " of policy P",
 	// " of trial N", both, or "".
 	Of string
