@@ -6,15 +6,11 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
-	"slices"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sidebench/sidebench/harness/rundir"
 	"github.com/sidebench/sidebench/harness/runner"
 	"github.com/sidebench/sidebench/reports/compare"
-	"github.com/sidebench/sidebench/reports/render"
 )
 
 // compareFlags is the flagpole of `sidebench compare`.
@@ -123,29 +119,14 @@ func runCompare(streams IOStreams, f *compareFlags, dirs []string) error {
 		return usageErr("--policy-a and --policy-b go together")
 	}
 	thr := thresholdOption(f.threshold)
-	names, groups := []string{""}, [][]string{dirs}
-	if slices.ContainsFunc(dirs, holdsRunsOnly) {
-		var err error
-		if names, groups, err = rundir.RunGroups(dirs); err != nil {
-			return usageErr("compare: %v", err)
-		}
+	// Directories of runs ('run --out DIR a.yaml b.yaml') give a table
+	// per scenario, A/<name> against B/<name>.
+	tables, err := runner.Compare(dirs, compare.Options{Alpha: f.alpha, Threshold: thr, PolicyA: f.policyA, PolicyB: f.policyB, Force: f.force})
+	if err != nil {
+		return runError(err)
 	}
-	// Directories of runs ('run --out DIR a.yaml b.yaml'): A/<name> is
-	// compared with B/<name>, a table per scenario.
-	tables := make([]compare.Table, len(groups))
 	regression := false
-	for i, group := range groups {
-		runs, err := runner.CompareRuns(group)
-		if err != nil {
-			return usageErr("%v", err)
-		}
-		tables[i], err = compare.Compare(runs, compare.Options{Alpha: f.alpha, Threshold: thr, PolicyA: f.policyA, PolicyB: f.policyB, Force: f.force})
-		if err != nil {
-			if names[i] != "" {
-				return usageErr("%s: %v", names[i], err)
-			}
-			return usageErr("%v", err)
-		}
+	for i := range tables {
 		regression = regression || tables[i].RegressionFound
 	}
 	if err := writeTables(streams.Out, tables, write, f.format == "json"); err != nil {
@@ -222,15 +203,4 @@ func thresholdOption(t float64) float64 {
 		return -1
 	}
 	return t
-}
-
-// holdsRunsOnly reports whether path is a directory of runs and no run
-// itself: compare also reads a directory with only summary.json and
-// pods.jsonl (a multi-scenario run's reports/<scenario>, older runs).
-func holdsRunsOnly(path string) bool {
-	if _, err := os.Stat(filepath.Join(path, render.SummaryFile)); err == nil || rundir.IsRun(path) {
-		return false
-	}
-	_, err := rundir.Runs(path)
-	return err == nil
 }

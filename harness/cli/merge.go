@@ -2,12 +2,9 @@ package cli
 
 import (
 	"fmt"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/sidebench/sidebench/harness/rundir"
 	"github.com/sidebench/sidebench/harness/runner"
 	"github.com/sidebench/sidebench/internal/version"
 	"github.com/sidebench/sidebench/reports/render"
@@ -56,34 +53,16 @@ func newMergeCommand(streams IOStreams) *cobra.Command {
 			if f.quiet {
 				log = nil
 			}
-			names, groups, err := rundir.RunGroups(args)
-			if err != nil {
-				return usageErr("merge: %v", err)
-			}
-			if len(names) > 1 || names[0] != "" {
-				// Directories of runs ('run --out DIR a.yaml b.yaml' on
-				// each shard): OUT/<name> pools every DIR/<name>, the
-				// layout of the unsharded run.
-				if err := rundir.CheckEmpty(f.out); err != nil {
-					return runError(err)
-				}
-			}
-			var results []*runner.Result
+			results, err := runner.MergeAll(cmd.Context(), runner.MergeOptions{Dirs: args, Out: f.out, Build: version.Get(), Strict: f.strict, Log: log})
 			var rows []render.StateRow
-			for i, name := range names {
-				out := filepath.Join(f.out, name)
-				res, err := runner.Merge(cmd.Context(), runner.MergeOptions{Dirs: groups[i], Out: out, Build: version.Get(), Strict: f.strict, Log: log})
-				if err != nil {
-					if i > 0 {
-						fmt.Fprintf(streams.ErrOut, "sidebench: merge: stopped at %s; %s are merged\n", name, strings.Join(names[:i], ", "))
-					}
-					return runError(err)
-				}
-				results = append(results, res)
+			for _, res := range results {
 				rows = append(rows, res.State.State.Rows...)
 				if !f.quiet {
-					fmt.Fprintf(streams.ErrOut, "sidebench: wrote %s (%d trials from %d directories)\n", out, res.State.State.TrialsCommitted, len(groups[i]))
+					fmt.Fprintf(streams.ErrOut, "sidebench: wrote %s (%d trials from %d directories)\n", res.Dirs[0], res.State.State.TrialsCommitted, len(args))
 				}
+			}
+			if err != nil {
+				return runError(err)
 			}
 			writeTable(streams.Out, rows)
 			return exitFor(cmd.Context(), streams, f.strict, results)
