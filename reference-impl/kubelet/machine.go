@@ -297,7 +297,7 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 				grace = m.spec.TerminationGracePeriod
 			}
 			o.Pod.Deleted, o.Pod.DeletedAt, o.Pod.DeleteGrace = true, now, grace
-			m.beginTermination(now, api.KillPodDeleted, grace)
+			m.beginTermination(now, api.KillPodDeleted, podWorkerGrace(grace))
 		}
 	case api.InSandbox:
 		newSandbox := in.Sandbox.Attempt != o.Sandbox.Attempt || o.Sandbox.State == api.SandboxNone
@@ -416,6 +416,7 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 		} else {
 			o.Pod.Deleted, o.Pod.DeletedAt, o.Pod.DeleteGrace = true, now, grace
 		}
+		grace = podWorkerGrace(grace)
 		if o.Term.Active {
 			// A shorter grace shortens a kill in progress; it never grows.
 			if now.Add(grace) < o.Term.Deadline() {
@@ -540,6 +541,16 @@ func (m *Machine) ownSpec() {
 	m.spec, m.specOwned = &s, true
 }
 
+// podWorkerGrace is the grace of a kill the pod worker starts (a deleted
+// pod, a node shutdown, an eviction): calculateEffectiveGracePeriod
+// (pod_workers.go) "always supplies a grace period of 1", so a deletion
+// with grace 0 still runs the preStop hooks and the sidecar ordering for up
+// to a second. A Job's completion kill (SyncPod, killPodWithSyncResult
+// with no override) takes the spec's grace as it is.
+func podWorkerGrace(g time.Duration) time.Duration {
+	return max(g, time.Second)
+}
+
 func (m *Machine) beginTermination(now api.Time, reason api.KillReason, grace time.Duration) {
 	o := &m.obs
 	var running api.Set
@@ -572,7 +583,7 @@ func (m *Machine) replan(now api.Time) {
 		if m.plan.KillPod && !m.obs.Term.Active {
 			grace := m.spec.TerminationGracePeriod
 			if m.obs.Pod.Deleted {
-				grace = m.obs.Pod.DeleteGrace
+				grace = podWorkerGrace(m.obs.Pod.DeleteGrace)
 			}
 			m.beginTermination(now, m.plan.KillReason, grace)
 			continue

@@ -291,10 +291,17 @@ func (e *randomEnv) checkAction(a api.Action) error {
 				return fmt.Errorf("INV-T3: sidecar %s signalled while main %s runs", e.spec.At(i).Name, e.spec.At(j).Name)
 			}
 		}
+		// The kubelet chains each sidecar to the next one in spec order
+		// only (newTerminationOrdering): not to a later one past a
+		// sidecar that was not running at kill time.
 		for j := i + 1; j < len(e.spec.Init); j++ {
-			if e.spec.At(j).Role == api.RoleSidecar && t.RunningAtStart.Has(j) && e.records[j].State == api.StateRunning {
-				return fmt.Errorf("INV-T4: sidecar %s signalled before later sidecar %s exited", e.spec.At(i).Name, e.spec.At(j).Name)
+			if e.spec.At(j).Role != api.RoleSidecar {
+				continue
 			}
+			if t.RunningAtStart.Has(j) && e.records[j].State == api.StateRunning {
+				return fmt.Errorf("INV-T4: sidecar %s signalled before the next sidecar %s exited", e.spec.At(i).Name, e.spec.At(j).Name)
+			}
+			break
 		}
 	}
 	return nil

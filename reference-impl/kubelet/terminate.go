@@ -13,9 +13,9 @@ import (
 //  1. every running container's preStop hook starts at once (INV-T1);
 //  2. a container is stopped when its preStop returned and, under
 //     ordering, its turn came: mains have no prerequisites (INV-T2); a
-//     sidecar waits for every main and for every later sidecar that was
-//     running at kill time (INV-T3, T4; containers not running then count
-//     as terminated, INV-T9);
+//     sidecar waits for every main and for the next sidecar in spec order
+//     (INV-T3, T4; containers not running then count as terminated,
+//     INV-T9);
 //  3. the stop grace is what remains of the shared budget, never less than
 //     2 s; when the budget is exhausted every remaining container is
 //     stopped at once with 2 s (INV-T5).
@@ -89,7 +89,13 @@ func (p *planner) killedAlive(i int) bool {
 	return r != nil && r.State == api.StateUnknown && p.obs.Term.RunningAtStart.Has(i)
 }
 
-// turnCame reports whether container i may be signalled under ordering.
+// turnCame reports whether container i may be signalled under ordering
+// (newTerminationOrdering): a sidecar waits for every main running at
+// kill time and for the next sidecar in spec order only. The chain is
+// the kubelet's, not "every later sidecar": a later sidecar that was not
+// running at kill time has a pre-closed channel, so the sidecars on either
+// side of it are signalled together (sidecars a, b, c with b in backoff:
+// a and c stop at once when the mains are gone).
 func (p *planner) turnCame(i int) bool {
 	k := p.kinds[i]
 	if k != kindSidecar && k != kindSidecar2019 {
@@ -109,11 +115,27 @@ func (p *planner) turnCame(i int) bool {
 		return true
 	}
 	for j := i + 1; j < len(p.spec.Init); j++ {
-		if p.kinds[j] == kindSidecar && t.RunningAtStart.Has(j) && (p.running(j) || p.killedAlive(j)) {
-			return false
+		if p.kinds[j] == kindSidecar {
+			return p.terminatedInKill(j)
 		}
 	}
 	return true
+}
+
+// terminatedInKill reports whether sidecar j's part in the kill is over,
+// as the sidecar before it sees it (containerTerminated): j was not running
+// when the kill began, or its turn came and it is gone. A sidecar that
+// exited on its own while waiting for its turn still holds the one before
+// it: the kubelet closes its channel only after its own waitForTurn and
+// StopContainer return.
+func (p *planner) terminatedInKill(j int) bool {
+	if !p.obs.Term.RunningAtStart.Has(j) {
+		return true
+	}
+	if p.running(j) || p.killedAlive(j) {
+		return false
+	}
+	return p.turnCame(j)
 }
 
 // restartInTermination implements the KEP-4438 gate: a sidecar that exits
