@@ -679,6 +679,15 @@ func (m *Machine) publish(now api.Time, st api.PodStatus) {
 		// kill completed, the previous phase stands (INV-C1, S6).
 		st.Phase, st.Reason = last.Phase, last.Reason
 	}
+	if m.gates.RestartAllContainersOnContainerExits && last.Initialized && !st.Initialized {
+		// GeneratePodInitializedCondition (status/generate.go) under
+		// this gate: "once a pod is initialized, it cannot be
+		// uninitialized": the old status's True stands while init
+		// containers are incomplete again (a reset, a new sandbox). The
+		// old status is the status manager's, seeded from the API after a
+		// kubelet restart, as m.last is.
+		st.Initialized = true
+	}
 	if !m.published || st.Phase != last.Phase {
 		m.trace(api.TraceEvent{Kind: api.TracePhase, Phase: st.Phase, At: now})
 	}
