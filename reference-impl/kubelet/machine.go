@@ -438,6 +438,9 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 		// does not look at images during a whole-pod kill. The change is
 		// kept for what follows a sandbox-loss kill (re-initialization).
 		m.ownSpec()
+		if m.spec.At(in.Container).Image != in.Image {
+			m.newBackoffKey(in.Container)
+		}
 		m.spec.At(in.Container).Image = in.Image
 	case api.InResize:
 		if _, err := m.container(in.Container); err != nil {
@@ -451,6 +454,9 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 		// planner's (computePodResizeAction); a terminating pod applies
 		// nothing.
 		m.ownSpec()
+		if m.spec.At(in.Container).Resources != in.Resources {
+			m.newBackoffKey(in.Container)
+		}
 		m.spec.At(in.Container).Resources = in.Resources
 	case api.InActionFailed:
 		switch in.Action {
@@ -511,6 +517,16 @@ func (m *Machine) keepsReady(now api.Time, i int, st *api.PodStatus) bool {
 		return false
 	}
 	return m.spec.At(i).ReadinessProbe == nil || st.Ready
+}
+
+// newBackoffKey forgets container i's crash-loop backoff: the kubelet keys
+// it by the container's image and resources as well as its name
+// (GetBackoffKey, kuberuntime/helpers.go), so after a change doBackOff
+// finds no entry and the next restart is immediate. (A change back to the
+// earlier image or resources within the entry's lifetime would find the
+// old entry; the reference keeps one entry per container.)
+func (m *Machine) newBackoffKey(i int) {
+	m.obs.Containers[i].Backoff = 0
 }
 
 // restartHeldByBackoff reports whether doBackOff fails the restart of a
