@@ -102,7 +102,7 @@ func checkR2(p *Pod, hits []Hit) []Hit {
 			switch {
 			case d > maxBackoff+p.Tol:
 				hits = append(hits, p.late(a.Exited, bo, p.T(bo), "sidecar %q backoff %s exceeds the %s cap", name, ms(d), ms(maxBackoff)))
-			case st < p.T(a.Exited)+d-p.Tol:
+			case st < p.T(a.Exited)+d-p.Tol && !p.backoffKeyChanged(s, a.Exited, b.Start()):
 				h := p.at(b.Start(), bo, "sidecar %q restarted %s after its exit, before its %s backoff", name, ms(st-p.T(a.Exited)), ms(d))
 				h.Kind = Timing
 				hits = append(hits, h)
@@ -112,6 +112,14 @@ func checkR2(p *Pod, hits []Hit) []Hit {
 		}
 	}
 	return hits
+}
+
+// backoffKeyChanged reports whether container c's image or resources
+// changed between events from and to: the kubelet keys a crash-loop
+// backoff by both (GetBackoffKey), so the backoff announced before the
+// change no longer holds the restart back.
+func (p *Pod) backoffKeyChanged(c int, from, to int32) bool {
+	return p.eventOf(c, history.ContainerImageChanged, from, to) != none || p.eventOf(c, history.ContainerResize, from, to) != none
 }
 
 func checkR3(p *Pod, hits []Hit) []Hit {

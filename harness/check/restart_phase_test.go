@@ -27,6 +27,12 @@ func restartCases() []invCase {
 		{name: "INV-R2/restart after the announced backoff", id: "INV-R2", ev: evs(sidecarCrash(15000)), clean: true},
 		{name: "INV-R2/restart before the announced backoff", id: "INV-R2", want: Bound, ev: evs(sidecarCrash(7000))},
 		{name: "INV-R2/restart long after the announced backoff", id: "INV-R2", want: Bound, ev: evs(sidecarCrash(40000))},
+		// GetBackoffKey hashes the image and the resources: after a change
+		// the kubelet finds no backoff and restarts at once.
+		{name: "INV-R2/restart before the announced backoff after an image change", id: "INV-R2", clean: true,
+			ev: evs(sidecarCrash(0).at(6000).image("proxy").at(6100).up("proxy"))},
+		{name: "INV-R2/restart before the announced backoff after a resize", id: "INV-R2", clean: true,
+			ev: evs(sidecarCrash(0).at(6000).resize("proxy", 500, 0).at(6100).up("proxy"))},
 		{name: "INV-R3/sidecar restart leaves mains alone", id: "INV-R3", ev: evs(sidecarCrash(15000)), clean: true},
 		{name: "INV-R3/sidecar crash stops the main container", id: "INV-R3", want: Violation,
 			ev: evs(sidecarCrash(0).at(6000).stop("app", 30, "").exited("app", 0).at(15000).up("proxy"))},
