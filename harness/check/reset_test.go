@@ -20,6 +20,12 @@ func resetSpec(rp string) *history.PodSpec {
 	return s
 }
 
+// onFailureMain gives s's main the container policy OnFailure, no rules.
+func onFailureMain(s *history.PodSpec) *history.PodSpec {
+	s.Main[0].RestartPolicy, s.Main[0].Rules = "OnFailure", nil
+	return s
+}
+
 func (h *hb) removedC(c string) *hb { return h.k(history.ContainerRemoved, c) }
 
 // resetHistory is a correct reset: app exits 88, proxy is stopped with
@@ -41,6 +47,17 @@ func ruleCases() []invCase {
 		{name: "INV-RR1/restart after exit 0 with container policy Never", id: "INV-RR1", want: Violation, meta: rulesMeta,
 			ev: evs(newPod("a", resetSpec("Always")).at(0).created().at(10).sandbox().at(20).up("proxy").at(30).up("app").
 				at(1000).exited("app", 0).at(1010).up("app"))},
+		// computePodActions: a probe kill follows the container-level
+		// restartPolicy, not the pod's, and not the rules.
+		{name: "INV-R4/probe-killed main with container policy Never restarted in an Always pod", id: "INV-R4", want: Violation, meta: rulesMeta,
+			ev: evs(newPod("p", resetSpec("Always")).at(0).created().at(10).sandbox().at(20).up("proxy").at(30).up("app").
+				at(1000).probe("app", "liveness", "failure").stop("app", 30, "LivenessProbe").exited("app", 143).at(1010).up("app"))},
+		{name: "INV-R4/probe-killed main with container policy Never stays down", id: "INV-R4", clean: true, meta: rulesMeta,
+			ev: evs(newPod("p", resetSpec("Always")).at(0).created().at(10).sandbox().at(20).up("proxy").at(30).up("app").
+				at(1000).probe("app", "liveness", "failure").stop("app", 30, "LivenessProbe").exited("app", 143))},
+		{name: "INV-R4/probe-killed main with container policy OnFailure restarted after exit 0 in a Never pod", id: "INV-R4", clean: true, meta: rulesMeta,
+			ev: evs(newPod("p", onFailureMain(resetSpec("Never"))).at(0).created().at(10).sandbox().at(20).up("proxy").at(30).up("app").
+				at(1000).probe("app", "liveness", "failure").stop("app", 30, "LivenessProbe").exited("app", 0).at(1010).up("app"))},
 		{name: "INV-RA7/correct reset", id: "INV-RA7", clean: true, meta: rulesMeta, ev: evs(resetHistory())},
 		{name: "INV-RA7/trigger restarted before the sidecar was removed", id: "INV-RA7", want: Violation, meta: rulesMeta,
 			ev: evs(newPod("r", resetSpec("Always")).at(0).created().at(10).sandbox().at(20).up("proxy").at(30).up("app").

@@ -184,10 +184,19 @@ func checkR4(p *Pod, hits []Hit) []Hit {
 				continue
 			case "LivenessProbe", "StartupProbe":
 				// A probe kill restarts when shouldRestartOnFailure
-				// (Always, OnFailure), whatever the exit code.
-				if rp != "Never" {
+				// (Always, OnFailure), whatever the exit code; under
+				// ContainerRestartRules the container's own restartPolicy
+				// decides when it has one (computePodActions: its rules are
+				// not evaluated, the container was running).
+				policy := rp
+				if sp := p.Ctrs[m].Spec; p.hasGate("ContainerRestartRules") && sp != nil && sp.RestartPolicy != "" {
+					policy = sp.RestartPolicy
+				}
+				if policy != "Never" {
 					continue
 				}
+				hits = append(hits, p.at(b.Start(), a.Exited, "main %q killed for its %s restarted under restartPolicy Never", p.Ctrs[m].Name, a.KillReason))
+				continue
 			}
 			if sp := p.Ctrs[m].Spec; p.hasGate("ContainerRestartRules") && sp != nil && sp.RestartPolicy != "" {
 				continue // a container-level policy decides: INV-RR1

@@ -136,6 +136,19 @@ func (p *planner) running(i int) bool {
 
 func (p *planner) restartOnFailure() bool { return p.spec.RestartPolicy != api.RestartNever }
 
+// probeKillRestart reports whether running main i, killed for a failed
+// liveness or startup probe, is started again (computePodActions):
+// shouldRestartOnFailure(pod), or under ContainerRestartRules the
+// container's own restartPolicy when it has one ("for probe failures, use
+// container-level restart policy only"; its rules are not evaluated: the
+// container was running).
+func (p *planner) probeKillRestart(i int) bool {
+	if rp := p.spec.At(i).RestartPolicy; p.g.ContainerRestartRules && rp != nil {
+		return *rp != api.RestartNever
+	}
+	return p.restartOnFailure()
+}
+
 func (p *planner) plan() {
 	o := p.obs
 	if o.Pod.Done {
@@ -830,7 +843,7 @@ func (p *planner) planMain(i int, keep, toStart *int) {
 		return
 	}
 	spec := p.spec.At(i)
-	restart := p.restartOnFailure()
+	restart := p.probeKillRestart(i)
 	var reason api.KillReason
 	grace := p.podGrace()
 	switch {
