@@ -220,7 +220,11 @@ func (p *planner) planSandboxLost() {
 		p.out.KillPod, p.out.KillReason = true, api.KillPodCompleted
 		return
 	}
-	if p.spec.RestartPolicy == api.RestartOnFailure && len(p.spec.Init) == 0 && p.allMainsSucceeded() {
+	if p.noMainToStart() {
+		// computePodActions: "We should not create a sandbox, and just
+		// kill the pod if initialization is done and there is no container
+		// to start": every main ran once and succeeded, init containers or
+		// not (the inits are not re-run for nothing).
 		p.out.KillPod, p.out.KillReason = true, api.KillPodCompleted
 		return
 	}
@@ -229,13 +233,22 @@ func (p *planner) planSandboxLost() {
 	}
 }
 
-func (p *planner) allMainsSucceeded() bool {
+// noMainToStart reports whether a lost sandbox has no main left to start
+// (computePodActions' containersToStart stays empty): every main runs
+// once and has succeeded.
+func (p *planner) noMainToStart() bool {
 	for i := len(p.spec.Init); i < p.spec.Len(); i++ {
 		if p.kinds[i] != kindMain {
 			continue
 		}
+		// runOnce: the pod's OnFailure, or under ContainerRestartRules
+		// the container's own policy when it has one.
+		runOnce := p.spec.RestartPolicy == api.RestartOnFailure
+		if rp := p.spec.At(i).RestartPolicy; p.g.ContainerRestartRules && rp != nil {
+			runOnce = *rp == api.RestartOnFailure
+		}
 		r := &p.obs.Containers[i].Record
-		if r.State != api.StateExited || r.ExitCode != 0 {
+		if !runOnce || r.State != api.StateExited || r.ExitCode != 0 {
 			return false
 		}
 	}
