@@ -52,3 +52,26 @@ func TestSandboxLostAfterEveryMainSucceeded(t *testing.T) {
 		})
 	}
 }
+
+// TestSandboxLostWithUnstartedSidecarIsPending: the sandbox dies while a
+// restarted sidecar's startup probe is pending. HasAnyActiveRegularContainerStarted
+// sees only the containers of a READY latest sandbox (GetPodStatus sets
+// activePodSandboxID only then), so getPhase's podHasInitialized is false
+// and the running, unstarted sidecar makes the pod Pending
+// (kubelet_pods.go). The reference counted the lost sandbox's mains and
+// stayed Running until session 8.
+func TestSandboxLostWithUnstartedSidecarIsPending(t *testing.T) {
+	e := &scriptEnv{}
+	e.createPod(kv([]string{"restart=Always"}), []string{"sidecar proxy startup", "main app"})
+	for _, c := range []string{"sandbox ready", "running proxy", "probe proxy startup success", "running app", "advance 1m", "exit proxy code=1", "running proxy"} {
+		e.run(c, nil)
+	}
+	if st := e.m.Status(); st.Phase != api.PhaseRunning {
+		t.Fatalf("before the loss: phase %v, want Running (the sidecar restarting does not make an initialized pod Pending)", st.Phase)
+	}
+	e.sandbox.State = api.SandboxLost
+	out := e.step(api.Input{Kind: api.InSandbox, Sandbox: e.sandbox})
+	if st := e.m.Status(); st.Phase != api.PhasePending {
+		t.Errorf("after the sandbox loss: phase %v, want Pending\n%s", st.Phase, out)
+	}
+}

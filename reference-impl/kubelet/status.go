@@ -121,8 +121,12 @@ func (p *planner) initializedCondition(started api.Set, ph api.Phase) bool {
 func (p *planner) phase(started api.Set) api.Phase {
 	var pendingInit, failedInit, pendingSidecars int
 	var running, waiting, stopped, succeeded, unknown int
-	// podHasInitialized: HasAnyActiveRegularContainerStarted.
-	hasInitialized := p.anyMainStarted()
+	// podHasInitialized: HasAnyActiveRegularContainerStarted, over the
+	// containers of the active sandbox, which the runtime manager sets only
+	// when the latest sandbox is READY (GetPodStatus): a lost sandbox has
+	// no active containers, so a sidecar running unstarted makes the pod
+	// Pending until the mains run again.
+	hasInitialized := p.obs.Sandbox.State == api.SandboxReady && p.anyMainStarted()
 	for i := range p.spec.Init {
 		c := &p.obs.Containers[i]
 		r := &c.Record
