@@ -580,7 +580,9 @@ func (p *planner) planInit() bool {
 				toStart = toStart.With(i)
 				break
 			}
-			if r.ExitCode != 0 {
+			// isInitContainerFailed: a non-zero exit, or OOMKilled
+			// whatever the exit code.
+			if r.ExitCode != 0 || r.Reason == api.ReasonOOMKilled {
 				if !p.containerShouldRestart(i, r.ExitCode) {
 					p.out.KillPod, p.out.KillReason = true, api.KillInitFailed
 					return false
