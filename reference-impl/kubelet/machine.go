@@ -418,10 +418,11 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 		}
 		grace = podWorkerGrace(grace)
 		if o.Term.Active {
-			// A shorter grace shortens a kill in progress; it never grows.
-			if now.Add(grace) < o.Term.Deadline() {
-				o.Term.Grace = now.Add(grace).Sub(o.Term.Start)
-			}
+			// A kill in progress keeps its grace, even when the new one is
+			// shorter. The pod worker cancels the sync for a shorter grace,
+			// but SyncTerminatingPod runs on context.TODO() (kubelet.go,
+			// "TODO(#113606)"), so the stops already sent and the sidecars'
+			// waits keep the old budget, and the kill completes with it.
 			return nil
 		}
 		m.beginTermination(now, reason, grace)
