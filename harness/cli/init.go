@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -57,10 +58,19 @@ func newInitCommand(streams IOStreams) *cobra.Command {
 }
 
 func runInit(streams IOStreams, f *initFlags, out string) error {
-	if _, err := os.Stat(out); err == nil && !f.force {
-		return usageErr("%s exists; pass --force to overwrite it", out)
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return usageErr("%s: %v", out, err)
+	if old, err := os.ReadFile(out); err == nil {
+		// FILE is what init writes. A manifest there is the user's input
+		// given in the wrong place ('init deploy.yaml'): never overwrite
+		// it, not even with --force.
+		if kind := scenario.ManifestKind(old); kind != "" {
+			base := strings.TrimSuffix(filepath.Base(out), filepath.Ext(out))
+			return usageErr("%s holds a %s manifest: init writes FILE, a new scenario, and reads manifests with --from (sidebench init %s-scenario.yaml --from %s); it never overwrites a manifest", out, kind, base, out)
+		}
+		if !f.force {
+			return usageErr("%s exists; pass --force to overwrite it", out)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return usageErr("%s: %v", out, unwrapPathErr(err))
 	}
 	in := scenario.ScaffoldInput{Name: out}
 	switch f.from {

@@ -215,3 +215,32 @@ func TestInitFromEmptyRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestInitNeverOverwritesAManifest: 'sidebench init deploy.yaml --force'
+// (the manifest given as FILE instead of --from) overwrote the manifest
+// with the example scenario, and '--from deploy.yaml' with FILE the same
+// file overwrote it with its own scaffold. Both are refused, naming the
+// command meant, and the manifest is left byte for byte.
+func TestInitNeverOverwritesAManifest(t *testing.T) {
+	dir := t.TempDir()
+	deploy := filepath.Join(dir, "deploy.yaml")
+	manifest := []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      containers: [{name: app, image: nginx}]\n")
+	os.WriteFile(deploy, manifest, 0o644)
+	for _, args := range [][]string{{"init", deploy}, {"init", deploy, "--force"}, {"init", deploy, "--from", deploy, "--force"}} {
+		_, errOut, code := run(t, args...)
+		if code != ExitUsage || !strings.Contains(errOut, "holds a Deployment manifest") || !strings.Contains(errOut, "--from "+deploy) {
+			t.Errorf("%v: exit %d %q", args, code, errOut)
+		}
+		if b, _ := os.ReadFile(deploy); !bytes.Equal(b, manifest) {
+			t.Fatalf("%v changed the manifest:\n%s", args, b)
+		}
+	}
+	// A scenario is still overwritten with --force.
+	scen := filepath.Join(dir, "web.yaml")
+	if _, errOut, code := run(t, "init", scen); code != ExitOK {
+		t.Fatalf("init: exit %d %s", code, errOut)
+	}
+	if _, errOut, code := run(t, "init", scen, "--from", deploy, "--force"); code != ExitOK {
+		t.Errorf("init --force over a scenario: exit %d %s", code, errOut)
+	}
+}

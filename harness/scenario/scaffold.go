@@ -64,6 +64,11 @@ func workloadKindIn(data []byte) string {
 	}
 }
 
+// ManifestKind is the workload kind of a Kubernetes manifest (the first
+// document of a kind init reads), or "" if data is not one: init refuses
+// to write its scenario over a manifest.
+func ManifestKind(data []byte) string { return workloadKindIn(data) }
+
 // manifestHint is the error for a Kubernetes manifest given where a
 // scenario is expected ("" if obj does not look like one).
 func manifestHint(obj map[string]any, file string) string {
