@@ -53,7 +53,7 @@ func newInitCommand(streams IOStreams) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&f.from, "from", "", "manifest file (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, CronJob; several documents allowed), or - for stdin")
-	cmd.Flags().BoolVar(&f.force, "force", false, "overwrite FILE if it exists")
+	cmd.Flags().BoolVar(&f.force, "force", false, "overwrite FILE if it exists (never a Kubernetes manifest)")
 	return cmd
 }
 
