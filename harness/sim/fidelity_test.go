@@ -203,3 +203,46 @@ func TestExclusiveCPUs(t *testing.T) {
 		}
 	}
 }
+
+// The kubelet probes a container only once the status manager has its
+// status (prober/worker.go: "Probe target container not found"), which
+// the sync publishes after startContainer returned, postStart hook
+// included: no probe result, and so no probe kill, while the hook runs.
+// The sim probed from the process start and killed a sidecar for its
+// startup probe in the middle of its postStart hook.
+func TestNoProbeDuringPostStart(t *testing.T) {
+	probe := &api.Probe{Period: time.Second, SuccessThreshold: 1, FailureThreshold: 3}
+	spec := api.PodSpec{
+		Init:                   []api.Container{{Name: "proxy", Image: "envoy", Role: api.RoleSidecar, StartupProbe: probe, PostStart: true}},
+		Main:                   []api.Container{{Name: "app", Image: "app:v1", Role: api.RoleMain}},
+		RestartPolicy:          api.RestartAlways,
+		TerminationGracePeriod: 30 * time.Second,
+	}
+	proxy := behavior.Default()
+	proxy.PostStart = behavior.Fixed(20 * time.Second)
+	proxy.StartupAfter = behavior.NeverDist() // its startup probe always fails
+	cfg := &Config{
+		Scenario:  "poststart",
+		Cluster:   Cluster{Nodes: 1, PodsPerNode: 1},
+		Workloads: []Workload{{Name: "web", Spec: spec, Behavior: []ContainerBehavior{{Container: "proxy", Behavior: proxy}}, Count: 1, Lifetime: behavior.Fixed(time.Minute)}},
+	}
+	s, _ := runMem(t, cfg, 1)
+	l := evs(s.evs)
+	done := l.kind(history.ContainerPostStartDone).first()
+	if done == nil {
+		t.Fatalf("no postStart-done\n%s", dump(l))
+	}
+	for _, e := range l.kind(history.ProbeResult) {
+		if e.T < done.T {
+			t.Errorf("probe result at %v, before the postStart hook ended at %v", time.Duration(e.T), time.Duration(done.T))
+		}
+	}
+	for _, e := range l.kind(history.ContainerStopRequested) {
+		if e.T < done.T {
+			t.Errorf("%s stopped (%s) at %v, during its postStart hook", e.Container, e.Reason, time.Duration(e.T))
+		}
+	}
+	if len(l.kind(history.ProbeResult)) == 0 {
+		t.Errorf("no probe after the hook either\n%s", dump(l))
+	}
+}

@@ -110,6 +110,14 @@ func (e *engine) onProbe(p *pod, c int, k api.ProbeKind) {
 	}
 	pr := p.spec.At(c).Probe(k)
 	period := int64(pr.Period)
+	if cs.postStartOn {
+		// The prober probes a container only once the status manager has
+		// its status ("Probe target container not found", prober/
+		// worker.go), published by the sync that ends after startContainer
+		// and its postStart hook: the worker ticks on without a result.
+		e.armProbe(p, c, k, e.now+period)
+		return
+	}
 	ps := &cs.probe
 	// Probes skipped since the last one had the last one's outcome.
 	if ps.last[k] > 0 {
