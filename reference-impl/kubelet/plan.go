@@ -322,7 +322,9 @@ func (p *planner) beginKill(i int, reason api.KillReason, grace time.Duration, r
 	}
 	deadline := p.now.Add(grace)
 	spec := p.spec.At(i)
-	if spec.PreStop && p.running(i) {
+	// killContainer runs the preStop hook only "if there is enough time
+	// to run it": a grace of 0 stops the container at once, with 2 s.
+	if spec.PreStop && p.running(i) && grace > 0 {
 		p.act(api.Action{Kind: api.ActRunPreStop, Container: i, Reason: reason, Grace: grace, Restart: restart})
 		p.wake(deadline)
 		return
