@@ -33,10 +33,11 @@ func checkH1(p *Pod, hits []Hit) []Hit {
 				hits = append(hits, p.at(a.Started, a.PostStart, "main %q published Started=true although its postStart hook failed", ct.Name))
 			}
 			// killContainer runs preStop for a liveness or startup kill as
-			// for any kill (INV-S2 judges a sidecar's startup kill).
+			// for any kill (INV-S2 judges a sidecar's startup kill), when
+			// its grace leaves time for it (gracePeriod > 0).
 			if ct.Spec.PreStop && a.Stop != none && p.termAt(a.Stop) == nil && a.Running != none && a.Running < a.Stop &&
 				(a.KillReason == "LivenessProbe" || a.KillReason == "FailedPostStartHook" || a.KillReason == "StartupProbe" && ct.Role != RoleSidecar) &&
-				(a.PreStop == none || a.PreStop > a.Stop) {
+				(a.PreStop == none || a.PreStop > a.Stop) && p.killGrace(ct, a) != 0 {
 				hits = append(hits, p.at(a.Stop, none, "%s %q killed for its %s without running preStop", what(ct.Role), ct.Name, a.KillReason))
 			}
 			// The kernel kills an OOM victim: the kubelet runs no preStop
@@ -134,4 +135,23 @@ func (p *Pod) outageBetween(i, j int32) bool {
 		}
 	}
 	return false
+}
+
+// killGrace is the budget of a single-container kill of attempt a
+// (setTerminationGracePeriod): the deletion's grace once the pod was
+// deleted, else a failed probe's own grace, else the pod's; -1 if the
+// history has no spec.
+func (p *Pod) killGrace(ct *Ctr, a *Attempt) int64 {
+	if p.Spec == nil {
+		return -1
+	}
+	if p.Deleted != none && p.Deleted < a.Stop {
+		return p.Ev[p.Deleted].Grace
+	}
+	if a.KillReason == "LivenessProbe" || a.KillReason == "StartupProbe" {
+		if g, ok := probeGrace(p.Spec, ct.Spec, a.KillReason); ok {
+			return g
+		}
+	}
+	return p.Spec.Grace
 }

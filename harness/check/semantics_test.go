@@ -137,6 +137,9 @@ func semanticsCases() []invCase {
 				at(5200).prestopEnd("proxy").stop("proxy", 30, "LivenessProbe").exited("proxy", 0).at(5300).up("proxy"))},
 		{name: "INV-H1/liveness kill without preStop", id: "INV-H1", want: Violation,
 			ev: evs(steady("h", specOf("Always", 30, "sidecar:proxy+live+prestop", "main:app")).at(5000).probe("proxy", "liveness", "failure").stop("proxy", 30, "LivenessProbe").exited("proxy", 0).at(5300).up("proxy"))},
+		// killContainer runs preStop only "if gracePeriod > 0".
+		{name: "INV-H1/liveness kill with grace 0 runs no preStop", id: "INV-H1", clean: true,
+			ev: evs(steady("h", specOf("Always", 0, "sidecar:proxy+live+prestop", "main:app")).at(5000).probe("proxy", "liveness", "failure").stop("proxy", 2, "LivenessProbe").exited("proxy", 0).at(5300).up("proxy"))},
 		{name: "INV-H1/pod kill stops a container without its preStop", id: "INV-H1", want: Violation,
 			ev: evs(steady("h", specOf("Always", 30, "sidecar:proxy", "main:app+prestop")).at(5000).deleted(30).terminating("PodDeleted", 30).stop("app", 30, "PodDeleted").exited("app", 0))},
 		{name: "INV-H1/preStop after an OOM kill", id: "INV-H1", want: Violation,
