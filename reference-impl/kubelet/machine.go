@@ -412,6 +412,16 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 		reason := api.KillPodDeleted
 		if in.Kind == api.InNodeShutdown {
 			reason = api.KillNodeShutdown
+			if o.Term.Active && (o.Term.Reason == api.KillPodDeleted || o.Term.Reason == api.KillNodeShutdown) {
+				// The shutdown manager's status function ("Terminated")
+				// is applied when a SyncTerminatingPod begins
+				// (acknowledgeTerminating); the one already running
+				// ignores it and completeTerminating drops it, so a pod
+				// already being deleted ends without the reason. (A kill
+				// inside SyncPod, a Job's completion or a lost sandbox,
+				// is followed by a SyncTerminatingPod that applies it.)
+				return nil
+			}
 			o.Pod.Shutdown = true
 		} else {
 			o.Pod.Deleted, o.Pod.DeletedAt, o.Pod.DeleteGrace = true, now, grace
