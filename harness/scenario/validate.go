@@ -486,7 +486,7 @@ func containerPath(ps *corev1.PodSpec, se *api.SpecError) string {
 	switch {
 	case se.Rule == "INV-P4":
 		field = firstProbeOrHook(ps, se.Container)
-	case strings.Contains(se.Rule, "Probe."):
+	case strings.Contains(se.Rule, "Probe."), se.Rule == "resizePolicy", se.Rule == "restartPolicyRules":
 		field = "." + se.Rule
 	}
 	// The first container with the name (duplicates: the second one).

@@ -394,6 +394,9 @@ func (s *PodSpec) Validate() error {
 			// pkg/apis/core/validation: a regular init container cannot be
 			// restarted for a resize.
 			return &SpecError{Container: c.Name, Rule: "resizePolicy", Msg: "RestartContainer is not allowed on a regular init container"}
+		case s.RestartPolicy == RestartNever && (c.ResizePolicy.CPURestart || c.ResizePolicy.MemRestart):
+			// pkg/apis/core/validation validateResizePolicy.
+			return &SpecError{Container: c.Name, Rule: "resizePolicy", Msg: "must be 'NotRequired' when pod restartPolicy is 'Never'"}
 		}
 		for k := ProbeStartup; k <= ProbeLiveness; k++ {
 			p := c.Probe(k)

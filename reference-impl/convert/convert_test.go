@@ -214,7 +214,8 @@ func TestRoundTrip(t *testing.T) {
 			},
 			Main: []api.Container{{Name: "m1", Role: api.RoleMain, Resources: api.Resources{CPURequest: 250, CPULimit: 500, MemRequest: 1 << 20, MemLimit: 2 << 20},
 				ResizePolicy: api.ResizePolicy{CPURestart: true, MemRestart: true}}, {Name: "m2", Role: api.RoleMain, PreStop: true}},
-			RestartPolicy:          api.RestartNever,
+			// OnFailure: a Never pod cannot have a RestartContainer resize policy.
+			RestartPolicy:          api.RestartOnFailure,
 			TerminationGracePeriod: 0,
 			Critical:               true,
 			NodeCritical:           true,
