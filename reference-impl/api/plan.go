@@ -238,6 +238,14 @@ type PodStatus struct {
 	// Started and ReadySet hold the per-container Started/Ready flags.
 	Started  Set
 	ReadySet Set
+	// Terminated holds the containers whose status shows a last
+	// termination (a terminated state, kept after the runtime removed the
+	// record), and TerminatedFailed those of them with a non-zero exit
+	// code. A restarted kubelet rebuilds from them the exits of removed
+	// records, as convertToAPIContainerStatuses starts from the old
+	// status.
+	Terminated       Set
+	TerminatedFailed Set
 }
 
 // Condition names a pod condition.

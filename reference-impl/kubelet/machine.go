@@ -287,6 +287,17 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 			if c.Record.State != api.StateNone && c.Record.Attempt+1 > c.NextAttempt {
 				c.NextAttempt = c.Record.Attempt + 1
 			}
+			// A record the runtime removed (garbage collection) while the
+			// old kubelet ran: its exit stays in the API status, which the
+			// new kubelet starts from (convertToAPIContainerStatuses), so
+			// the phase does not forget it.
+			if c.Record.State == api.StateNone && in.Status.Terminated.Has(i) {
+				c.Gone = true
+				c.GoneExitCode = 0
+				if in.Status.TerminatedFailed.Has(i) {
+					c.GoneExitCode = 1 // the status's code; only zero or not matters here
+				}
+			}
 		}
 		if !m.published {
 			m.last, m.published = in.Status, in.Status != (api.PodStatus{})

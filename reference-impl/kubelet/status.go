@@ -16,6 +16,12 @@ func (p *planner) status() api.PodStatus {
 	var st api.PodStatus
 	n := p.spec.Len()
 	for i := 0; i < n; i++ {
+		if code, ok := p.lastExit(i); ok {
+			st.Terminated = st.Terminated.With(i)
+			if code != 0 {
+				st.TerminatedFailed = st.TerminatedFailed.With(i)
+			}
+		}
 		if p.kinds[i] == kindInit {
 			continue
 		}
