@@ -168,7 +168,7 @@ func (e *engine) trace(p *pod, t *api.TraceEvent, st *api.PodStatus) {
 		e.ev.Kind = history.PodPhase
 		e.ev.Phase = t.Phase.String()
 		if t.Phase.Terminal() {
-			e.ev.Reason = st.Reason
+			e.ev.Reason = st.Reason()
 		}
 	case api.TraceCondition:
 		e.ev.Kind = history.PodCondition

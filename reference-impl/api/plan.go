@@ -233,8 +233,10 @@ type PodStatus struct {
 	// AllContainersRestarting is the KEP-5532 condition: a
 	// RestartAllContainers reset is in progress.
 	AllContainersRestarting bool
-	// Reason is set to "Terminated" for pods killed by node shutdown.
-	Reason string
+	// ShutdownTerminated: a pod killed by graceful node shutdown; its
+	// status reason is "Terminated" (Reason). A flag, not a string, keeps
+	// the status within its cache budget (harness/sim layout_test.go).
+	ShutdownTerminated bool
 	// Started and ReadySet hold the per-container Started/Ready flags.
 	Started  Set
 	ReadySet Set
@@ -246,6 +248,15 @@ type PodStatus struct {
 	// status.
 	Terminated       Set
 	TerminatedFailed Set
+}
+
+// Reason is the pod status reason: "Terminated" after a graceful node
+// shutdown killed the pod, else "".
+func (s *PodStatus) Reason() string {
+	if s.ShutdownTerminated {
+		return "Terminated"
+	}
+	return ""
 }
 
 // Condition names a pod condition.

@@ -708,14 +708,14 @@ func (m *Machine) trace(e api.TraceEvent) {
 func (m *Machine) publish(now api.Time, st api.PodStatus) {
 	last := m.last
 	if last.Phase.Terminal() {
-		st.Phase, st.Reason = last.Phase, last.Reason
+		st.Phase, st.ShutdownTerminated = last.Phase, last.ShutdownTerminated
 	}
 	if st.Phase.Terminal() && !last.Phase.Terminal() && !m.obs.Pod.Done {
 		// The status manager delays a terminal phase until the pod worker
 		// says no container can be running any more (status_manager.go
 		// mergePodStatus, couldHaveRunningContainers): until the pod's
 		// kill completed, the previous phase stands (INV-C1, S6).
-		st.Phase, st.Reason = last.Phase, last.Reason
+		st.Phase, st.ShutdownTerminated = last.Phase, last.ShutdownTerminated
 	}
 	if m.gates.RestartAllContainersOnContainerExits && last.Initialized && !st.Initialized {
 		// GeneratePodInitializedCondition (status/generate.go) under

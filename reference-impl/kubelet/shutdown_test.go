@@ -40,7 +40,7 @@ func TestShutdownDuringDeletion(t *testing.T) {
 	step(16*time.Second, api.Input{Kind: api.InContainer, Container: 1, Record: api.ContainerRecord{State: api.StateExited, ExitCode: 143, FinishedAt: api.Time(16 * time.Second)}})
 	step(17*time.Second, api.Input{Kind: api.InContainer, Container: 0, Record: api.ContainerRecord{State: api.StateExited, ExitCode: 0, FinishedAt: api.Time(17 * time.Second)}})
 	st := m.Status()
-	if !m.Done() || st.Phase != api.PhaseFailed || st.Reason != "" {
-		t.Fatalf("done=%v phase=%v reason=%q, want Failed with no reason", m.Done(), st.Phase, st.Reason)
+	if !m.Done() || st.Phase != api.PhaseFailed || st.Reason() != "" {
+		t.Fatalf("done=%v phase=%v reason=%q, want Failed with no reason", m.Done(), st.Phase, st.Reason())
 	}
 }

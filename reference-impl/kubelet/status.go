@@ -39,7 +39,7 @@ func (p *planner) status() api.PodStatus {
 		// terminal phase" (nodeshutdown_manager.go killPods): a pod whose
 		// mains all exited 0 keeps the Succeeded of its terminal getPhase,
 		// as a real kubelet v1.37.2 publishes it (local-node-shutdown).
-		st.Phase, st.Reason = api.PhaseFailed, "Terminated"
+		st.Phase, st.ShutdownTerminated = api.PhaseFailed, true
 	}
 	st.Initialized = p.initializedCondition(st.Started, st.Phase)
 	// generate.go: a terminal phase makes ContainersReady and Ready False.
