@@ -105,7 +105,9 @@ func Merge(ctx context.Context, o MergeOptions) (*Result, error) {
 	slices.SortStableFunc(all, func(a, b source) int { return order(&a.c.Entry, &b.c.Entry) })
 
 	info := infos[0]
-	info.Shard, info.Merged = "", slices.Clone(o.Dirs)
+	// rundir.Create lists the scenarios it copies: the first input's
+	// list would name each of them twice.
+	info.Shard, info.Merged, info.Scenarios = "", slices.Clone(o.Dirs), nil
 	for _, in := range infos[1:] {
 		if in.StartedAt.Before(info.StartedAt) {
 			info.StartedAt = in.StartedAt

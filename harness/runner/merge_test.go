@@ -67,6 +67,24 @@ func TestShardsMergeToTheRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// run.json names the run's scenarios once each, as the run's does.
+	wi, err := rundir.ReadInfo(whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mi, err := rundir.ReadInfo(merged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(in rundir.Info) (out []string) {
+		for _, s := range in.Scenarios {
+			out = append(out, s.Name+"@"+s.Hash)
+		}
+		return out
+	}
+	if !slices.Equal(names(wi), names(mi)) {
+		t.Errorf("merged run.json scenarios %v, the run's %v", names(mi), names(wi))
+	}
 	for _, f := range []string{rundir.FileHistory, rundir.FilePods, rundir.FileFindings, rundir.FileTrials, rundir.FileJournal} {
 		a, _ := os.ReadFile(filepath.Join(whole, f))
 		b, _ := os.ReadFile(filepath.Join(merged, f))
