@@ -33,7 +33,11 @@ func checkC1(p *Pod, hits []Hit) []Hit {
 	if w := p.termAfter(done); w != nil {
 		grace = w.Grace
 	}
-	dl := p.T(done) + grace + 2e9 + p.Tol + p.Slack()
+	// One Slack for the kill to begin (INV-R6 allows it), one for the
+	// terminal phase to be published: the pod worker waits for the next
+	// PLEG relist before getPhase can say so (pod_workers.go, "adds ~1s
+	// of latency").
+	dl := p.T(done) + grace + 2e9 + p.Tol + 2*p.Slack()
 	if p.Horizon <= dl {
 		return hits // the history stops before anything is overdue
 	}

@@ -251,7 +251,13 @@ func (p *Pod) build(meta *history.Meta, name string, events []history.Event) err
 		case history.PodTerminating:
 			p.closeTerm(i)
 			w := Term{Idx: i, End: none, T: e.T, Grace: e.Grace, Reason: e.Reason, Ordered: e.Value}
-			if w.Grace == 0 && p.Spec != nil {
+			switch {
+			case w.Grace == 0 && (e.Reason == "PodDeleted" || e.Reason == "NodeShutdown"):
+				// A pod-worker kill: calculateEffectiveGracePeriod
+				// (pod_workers.go) "always supplies a grace period of 1", so
+				// a force delete (grace 0) is a 1 s kill, not the spec's.
+				w.Grace = 1e9
+			case w.Grace == 0 && p.Spec != nil:
 				w.Grace = p.Spec.Grace
 			}
 			for c := range p.Ctrs {

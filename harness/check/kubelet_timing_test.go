@@ -1,0 +1,82 @@
+package check
+
+import (
+	"testing"
+
+	"github.com/sidebench/sidebench/harness/history"
+)
+
+// Tolerances the real backends write into run.meta.
+var localMeta = &history.Meta{Scenario: "unit", Policy: "kep753", Backend: "local", ToleranceNanos: 5e8}
+
+// forceDeleted: kubectl delete --grace-period=0 --force. The backends record
+// pod.deleted/pod.terminating with Grace 0; kubelet's
+// calculateEffectiveGracePeriod turns 0 into 1 s, so each sidecar's
+// waitForTurn timer fires after 1 s while the main (SIGTERM with the 2 s
+// minimum) is still exiting.
+func forceDeleted() *hb {
+	h := steady("fd", specOf("Always", 30, "sidecar:proxy", "sidecar:log", "main:app+prestop"))
+	h.at(20000).deleted(0).terminating("PodDeleted", 0).prestop("app", "PodDeleted")
+	// preStop "sleep 5" is cut by its 1 s timeout; SIGTERM with max(1-1,2)=2 s
+	h.at(21000).stop("app", 2, "PodDeleted")
+	// both sidecars' 1 s timers ran out (log waited on app; proxy on app, log)
+	h.at(21000).stop("log", 2, "PodDeleted").stop("proxy", 2, "PodDeleted")
+	h.at(21100).exited("log", 0).exited("proxy", 0)
+	h.at(22500).exited("app", 0).prestopEnd("app")
+	return h.at(22600).phase("Succeeded").at(22700).removed()
+}
+
+// truncated: grace 5 s; app and proxy run a 0.9 s preStop (floor -> 0 s
+// deducted). app gets SIGTERM(5 s) at 0.9 s, ignores it, SIGKILL at 5.9 s.
+// proxy's waitForTurn(5 s) starts at 0.9 s and ends at 5.9 s with app's
+// exit: floor(5.0)=5 -> grace 0 -> minimum 2 s: SIGTERM at 5.9 s,
+// SIGKILL at 7.9 s = grace + 2.9 s.
+func truncated() *hb {
+	h := steady("tr", specOf("Always", 5, "sidecar:proxy+prestop", "main:app+prestop"))
+	h.at(20000).deleted(5).terminating("PodDeleted", 5).prestop("app", "PodDeleted").prestop("proxy", "PodDeleted")
+	h.at(20900).prestopEnd("app").prestopEnd("proxy").stop("app", 5, "PodDeleted")
+	h.at(25900).killed("app").exited("app", 137).stop("proxy", 2, "PodDeleted")
+	h.at(27900).killed("proxy").exited("proxy", 137)
+	return h.at(28500).phase("Failed").at(28600).removed()
+}
+
+// jobSlow: Never job, grace 30. app exits at 5 s; the kill starts 0.9 s
+// later (PLEG relist, R6 accepts it). log (last sidecar) ignores SIGTERM:
+// SIGKILL at kill+30 s. proxy's waitForTurn(30 s) times out with log's exit:
+// grace max(30-30,2)=2 s, ignores it, SIGKILL at kill+32 s. The pod worker
+// then waits for the next PLEG relist (GetNewerThan, "adds ~1s of latency")
+// before getPhase says Succeeded: published 0.9 s after the last exit.
+func jobSlow() *hb {
+	h := jobPod()
+	h.at(5000).exited("app", 0)
+	h.at(5900).terminating("PodCompleted", 30).stop("log", 30, "PodCompleted")
+	h.at(35900).killed("log").exited("log", 137).stop("proxy", 2, "PodCompleted")
+	h.at(37900).killed("proxy").exited("proxy", 137)
+	return h.at(38800).phase("Succeeded")
+}
+
+// TestKubeletTimingCorners: histories kubelet v1.37.2 produces that the
+// termination and completion checkers flagged (a session 8 audit): a force
+// delete is a 1 s kill (pod worker), grace is counted in whole seconds
+// (killContainer), and a Job's terminal phase waits for the next PLEG
+// relist. Each case failed before the checker allowed for it.
+func TestKubeletTimingCorners(t *testing.T) {
+	runCases(t, []invCase{
+		// Sidecars stopped when the 1 s budget expires, before the main
+		// exited: order lost to grace expiry, a degradation (it was a
+		// violation against the spec's 30 s).
+		{name: "INV-T3/force delete: a 1 s kill, order lost when it expires", id: "INV-T3", want: Degradation, ev: evs(forceDeleted())},
+		{name: "INV-T4/force delete: a 1 s kill, order lost when it expires", id: "INV-T4", want: Degradation, ev: evs(forceDeleted())},
+		{name: "INV-T6/force delete: preStop cut at 1 s", id: "INV-T6", clean: true, ev: evs(forceDeleted())},
+		{name: "INV-T5/force delete", id: "INV-T5", clean: true, ev: evs(forceDeleted())},
+		{name: "INV-T5/whole-second truncation of preStop and wait", id: "INV-T5", clean: true, meta: localMeta, ev: evs(truncated())},
+		{name: "INV-T3/whole-second truncation", id: "INV-T3", clean: true, meta: localMeta, ev: evs(truncated())},
+		{name: "INV-C1/Job kill, then the PLEG relist before Succeeded", id: "INV-C1", clean: true, meta: localMeta, ev: evs(jobSlow())},
+		{name: "INV-T5/job", id: "INV-T5", clean: true, meta: localMeta, ev: evs(jobSlow())},
+		{name: "INV-R6/job", id: "INV-R6", clean: true, meta: localMeta, ev: evs(jobSlow())},
+		// The allowances stay bounded: a force-deleted main still
+		// running 5 s into its 1 s kill breaks INV-T5.
+		{name: "INV-T5/force delete, a main still running 5 s in", id: "INV-T5", want: Bound,
+			ev: evs(steady("fd", specOf("Always", 30, "main:app")).at(20000).deleted(0).terminating("PodDeleted", 0).stop("app", 2, "PodDeleted").at(25100).killed("app").exited("app", 137))},
+	})
+}
