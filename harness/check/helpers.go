@@ -13,8 +13,9 @@ func (p *Pod) firstIn(c int, sb int32) *Attempt {
 }
 
 // doneIn is the event that lets the container after init container c
-// start in sandbox sb (INV-S1): a regular init's first exit 0, a sidecar's
-// first Started=true. none if it never happened.
+// start in sandbox sb (INV-S1): a regular init's first exit 0 that was not
+// an OOM kill (isInitContainerFailed counts OOMKilled as failed whatever
+// the code), a sidecar's first Started=true. none if it never happened.
 func (p *Pod) doneIn(c int, sb int32) int32 {
 	for k := range p.Ctrs[c].Att {
 		a := &p.Ctrs[c].Att[k]
@@ -25,7 +26,7 @@ func (p *Pod) doneIn(c int, sb int32) int32 {
 			if a.Started != none {
 				return a.Started
 			}
-		} else if a.Exited != none && a.Code == 0 {
+		} else if a.Exited != none && a.Code == 0 && a.ExitReason != "OOMKilled" {
 			return a.Exited
 		}
 	}

@@ -80,3 +80,25 @@ func TestKubeletTimingCorners(t *testing.T) {
 			ev: evs(steady("fd", specOf("Always", 30, "main:app")).at(20000).deleted(0).terminating("PodDeleted", 0).stop("app", 2, "PodDeleted").at(25100).killed("app").exited("app", 137))},
 	})
 }
+
+// TestKubeletInitCorners: an init container OOM-killed with exit 0 has
+// failed (isInitContainerFailed) and is re-run; a startup-probe kill with
+// grace 0 runs no preStop (killContainer). Both were flagged before.
+func TestKubeletInitCorners(t *testing.T) {
+	runCases(t, []invCase{
+		{name: "INV-F2/OOMKilled init with exit 0 is re-run by the kubelet", id: "INV-F2", clean: true,
+			ev: evs(newPod("oom0", specOf("Always", 30, "init:setup", "sidecar:proxy", "main:app")).at(0).created().at(10).sandbox().
+				at(20).req("setup").running("setup").at(500).exitedReason("setup", 0, "OOMKilled").
+				at(10500).req("setup").running("setup").at(11000).exited("setup", 0).
+				at(11100).up("proxy").at(11200).up("app"))},
+		{name: "INV-S1/the next container waits for the re-run of an OOMKilled init", id: "INV-S1", want: Violation,
+			ev: evs(newPod("oom1", specOf("Always", 30, "init:setup", "init:migrate", "main:app")).at(0).created().at(10).sandbox().
+				at(20).req("setup").running("setup").at(500).exitedReason("setup", 0, "OOMKilled").
+				at(600).req("migrate").running("migrate"))},
+		{name: "INV-S2/startup-probe kill with pod grace 0 runs no preStop", id: "INV-S2", clean: true,
+			ev: evs(newPod("sg0", specOf("Always", 0, "sidecar:proxy+startup+prestop", "main:app")).at(0).created().at(10).sandbox().
+				at(20).req("proxy").running("proxy").at(1000).probe("proxy", "startup", "failure").stop("proxy", 2, "StartupProbe").exited("proxy", 0).
+				at(1100).req("proxy").running("proxy").at(2000).probe("proxy", "startup", "success").started("proxy", true).
+				at(2100).up("app"))},
+	})
+}

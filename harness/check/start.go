@@ -129,7 +129,7 @@ func checkS2(p *Pod, hits []Hit) []Hit {
 			if a.KillReason != "StartupProbe" || a.Stop == none || p.termAt(a.Stop) != nil {
 				continue
 			}
-			if c.Spec.PreStop && (a.PreStop == none || a.PreStop > a.Stop) {
+			if c.Spec.PreStop && (a.PreStop == none || a.PreStop > a.Stop) && p.killGrace(c, a) != 0 {
 				hits = append(hits, p.at(a.Stop, none, "sidecar %q killed for its startup probe without running preStop", c.Name))
 			}
 			hits = p.expectRestart(hits, s, a, a.Stop, "its startup probe failed")
