@@ -338,25 +338,31 @@ func (r *podRecord) inferTermination(evs []history.Event, ctrs map[string]ctrInf
 	job := r.Spec.RestartPolicy != api.RestartAlways
 	deleted := false
 	var delGrace int64
-	running := map[string]bool{}
+	running, ran := map[string]bool{}, map[string]bool{}
 	for i, e := range evs {
 		switch e.Kind {
 		case history.PodDeleted:
 			deleted, delGrace = true, e.Grace
 		case history.ContainerRunning:
-			running[e.Container] = true
+			running[e.Container], ran[e.Container] = true, true
 		case history.ContainerExited:
 			running[e.Container] = false
 		case history.ContainerPreStopBegin, history.ContainerStopRequested:
-			anyMain := false
+			// Completion needs every main to have run and none to run
+			// now: a SIGTERM during initialization (a sidecar's startup
+			// probe, an image change) is that container's own kill.
+			anyMain, allRan := false, true
 			for c, on := range running {
 				anyMain = anyMain || (on && ctrs[c].main)
+			}
+			for c, info := range ctrs {
+				allRan = allRan && (!info.main || ran[c])
 			}
 			t := history.Event{T: e.T, Kind: history.PodTerminating, Pod: r.Name, Node: r.Node, Value: r.Spec.HasSidecars()}
 			switch {
 			case deleted:
 				t.Reason, t.Grace = "PodDeleted", delGrace
-			case job && !anyMain:
+			case job && !anyMain && allRan:
 				t.Reason, t.Grace = "PodCompleted", int64(r.Spec.TerminationGracePeriod)
 			default:
 				continue

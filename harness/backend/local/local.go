@@ -922,9 +922,16 @@ func (tr *trial) onCRI(e *history.Event) error {
 	onResizeCRI(ps, e)
 	var term *history.Event
 	if (e.Kind == history.ContainerPreStopBegin || e.Kind == history.ContainerStopRequested) && !ps.terminating {
-		anyMain := false
+		// Completion needs every main to have run (an attempt seen
+		// running) and none to run now: a SIGTERM during initialization (a
+		// sidecar's startup probe, an image change) is that container's
+		// own kill, not the Job's end.
+		anyMain, allRan := false, true
 		for i := range ps.wl.spec.Main {
-			anyMain = anyMain || ps.running[ps.wl.spec.Main[i].Name]
+			name := ps.wl.spec.Main[i].Name
+			_, seen := ps.attempt[name]
+			anyMain = anyMain || ps.running[name]
+			allRan = allRan && seen
 		}
 		ordered := ps.wl.spec.HasSidecars()
 		switch {
@@ -933,7 +940,7 @@ func (tr *trial) onCRI(e *history.Event) error {
 		default:
 			// The node's graceful shutdown kills its pods (faults.go).
 			term = tr.shutdownKill(ps, e, ordered)
-			if term == nil && ps.wl.job && !anyMain {
+			if term == nil && ps.wl.job && !anyMain && allRan {
 				term = &history.Event{T: e.T, Kind: history.PodTerminating, Pod: e.Pod, Node: e.Node, Reason: "PodCompleted", Grace: int64(ps.wl.spec.TerminationGracePeriod), Value: ordered}
 			}
 		}
