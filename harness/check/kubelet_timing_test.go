@@ -102,3 +102,27 @@ func TestKubeletInitCorners(t *testing.T) {
 				at(2100).up("app"))},
 	})
 }
+
+// On the local and kube backends a probe kill's container.stop-requested
+// carries no reason (CRI StopContainer has none), but the probe.result
+// failure before it is recorded: the checker reads the stop as the
+// kubelet's probe kill. Before, INV-R3 read a liveness kill during the
+// sidecar's backoff as "main stopped because the sidecar exited", and INV-R4
+// a probe-killed main's restart after exit 0 under OnFailure as a break.
+func TestProbeKillWithoutRecordedReason(t *testing.T) {
+	duringBackoff := steady("lv", specOf("Always", 30, "sidecar:proxy", "main:app+live"))
+	duringBackoff.at(5000).exited("proxy", 1).backoff("proxy", 10)
+	duringBackoff.at(8000).probe("app", "liveness", "failure").stop("app", 30, "").at(8500).exited("app", 143)
+	duringBackoff.at(9000).up("app").at(15000).up("proxy")
+	onFailure := steady("lo", specOf("OnFailure", 30, "sidecar:proxy", "main:app+live"))
+	onFailure.at(8000).probe("app", "liveness", "failure").stop("app", 30, "").at(8500).exited("app", 0).at(9000).up("app")
+	// A stop after the probe passed again is no probe kill.
+	passedAgain := steady("lp", specOf("OnFailure", 30, "sidecar:proxy", "main:app+live"))
+	passedAgain.at(7000).probe("app", "liveness", "failure").at(7500).probe("app", "liveness", "success").
+		at(8000).stop("app", 30, "").at(8500).exited("app", 0).at(9000).up("app")
+	runCases(t, []invCase{
+		{name: "INV-R3/liveness kill with no recorded reason", id: "INV-R3", clean: true, ev: evs(duringBackoff)},
+		{name: "INV-R4/OnFailure liveness kill, exit 0, restarted", id: "INV-R4", clean: true, ev: evs(onFailure)},
+		{name: "INV-R4/a stop after the probe passed again is no probe kill", id: "INV-R4", want: Violation, ev: evs(passedAgain)},
+	})
+}

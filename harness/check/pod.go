@@ -41,6 +41,12 @@ type Attempt struct {
 	// value=false): the kubelet kills the attempt, which never counts as
 	// Started (kuberuntime_container.go startContainer step 4).
 	PostStartFailed bool
+	// probeFailed is the kill reason a failed liveness or startup probe of
+	// this attempt implies ("LivenessProbe", "StartupProbe"; "" once it
+	// passes again): the local and kube backends cannot see why the
+	// kubelet stopped a container (CRI StopContainer carries no reason),
+	// but they record the probe's failure before it.
+	probeFailed string
 	// App is container.app-started (a wrapper exec'd the application),
 	// AppOK its value; Serving the first container.serving=true.
 	App        int32
@@ -436,9 +442,20 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 		if a != nil && e.Probe == "startup" && e.Result == "success" && a.StartupOK == none {
 			a.StartupOK = i
 		}
+		if a != nil && (e.Probe == "liveness" || e.Probe == "startup") {
+			switch {
+			case e.Result == "failure":
+				a.probeFailed = probeKillReason(e.Probe)
+			case a.probeFailed == probeKillReason(e.Probe):
+				a.probeFailed = ""
+			}
+		}
 	case history.ContainerPreStopBegin:
 		if a != nil && a.PreStop == none {
 			a.PreStop, a.KillReason = i, e.Reason
+			if a.KillReason == "" {
+				a.KillReason = a.probeFailed
+			}
 		}
 	case history.ContainerPreStopEnd:
 		if a != nil && a.PreStopEnd == none {
@@ -449,6 +466,12 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 			a.Stop, a.StopGrace = i, e.Grace
 			if a.KillReason == "" {
 				a.KillReason = e.Reason
+			}
+			if a.KillReason == "" {
+				// No reason recorded (local, kube): a stop right after
+				// the attempt's liveness or startup probe failed is the
+				// kubelet's probe kill.
+				a.KillReason = a.probeFailed
 			}
 		}
 	case history.ContainerAppStarted:
@@ -473,4 +496,12 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 		}
 		a.Exited, a.Code, a.ExitReason = i, e.Code, e.Reason
 	}
+}
+
+// probeKillReason is the kill reason of a failed probe of kind probe.
+func probeKillReason(probe string) string {
+	if probe == "startup" {
+		return "StartupProbe"
+	}
+	return "LivenessProbe"
 }
