@@ -126,3 +126,24 @@ func TestProbeKillWithoutRecordedReason(t *testing.T) {
 		{name: "INV-R4/a stop after the probe passed again is no probe kill", id: "INV-R4", want: Violation, ev: evs(passedAgain)},
 	})
 }
+
+// TestMainStartFailedThenNextMain: SyncPod starts the mains one by one and
+// ignores a failed StartContainer (kuberuntime_manager.go step 9): the next
+// main may start at once, with no postStart hook of the failed one to wait
+// for. INV-S3 judged the failed, never-run attempt as if its hook were
+// still running.
+func TestMainStartFailedThenNextMain(t *testing.T) {
+	runCases(t, []invCase{
+		{name: "INV-S3/main's first start failed, retried before the next main", id: "INV-S3", clean: true,
+			ev: evs(newPod("s3", specOf("Always", 30, "sidecar:proxy", "main:app1+poststart", "main:app2")).at(0).created().at(10).sandbox().
+				at(20).up("proxy").at(100).req("app1").at(150).nodeEv(history.RuntimeDown).k(history.ContainerStartFailed, "app1").
+				at(1150).nodeEv(history.RuntimeUp).at(5000).req("app1").running("app1").at(5500).postStart("app1").started("app1", true).
+				at(5600).up("app2"))},
+		{name: "INV-S3/main's start failed, next main started in the same sync", id: "INV-S3", clean: true,
+			ev: evs(newPod("s3b", specOf("Always", 30, "sidecar:proxy", "main:app1+poststart", "main:app2")).at(0).created().at(10).sandbox().
+				at(20).up("proxy").at(100).req("app1").at(150).k(history.ContainerStartFailed, "app1").at(160).up("app2"))},
+		{name: "INV-S3/the next main started while the hook runs", id: "INV-S3", want: Violation,
+			ev: evs(newPod("s3c", specOf("Always", 30, "sidecar:proxy", "main:app1+poststart", "main:app2")).at(0).created().at(10).sandbox().
+				at(20).up("proxy").at(100).req("app1").running("app1").at(160).up("app2").at(900).postStart("app1"))},
+	})
+}

@@ -168,6 +168,12 @@ func checkS3(p *Pod, hits []Hit) []Hit {
 			if a == nil || b == nil || a.Start() > b.Start() {
 				continue
 			}
+			if a.Running == none && a.Exited == none {
+				// Its StartContainer failed (a runtime restart): SyncPod
+				// ignores the error and goes on to the next main; no hook
+				// ran to wait for.
+				continue
+			}
 			done := a.PostStart
 			if done == none || (a.Exited != none && a.Exited < done) || a.PostStartFailed {
 				// A failed hook kills the container inside the same
