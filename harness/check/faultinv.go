@@ -46,12 +46,37 @@ func rerunInits(p *Pod, hits []Hit, afterMain bool) []Hit {
 				continue
 			}
 			fm := p.firstMainStart(sb)
+			if afterMain && p.mainsRemovedBy(sb, b.Start()) {
+				// The runtime holds no record of any main any more (all
+				// exited ones removed): computeInitContainerActions then
+				// finds the pod not initialized and re-runs the init after
+				// the last started sidecar. SEMANTICS promises no re-run
+				// only while a main container exists.
+				continue
+			}
 			if (fm != none && fm < b.Start()) == afterMain {
 				hits = append(hits, p.at(b.Start(), d, "init %q re-run in the same sandbox after it completed", p.Ctrs[c].Name))
 			}
 		}
 	}
 	return hits
+}
+
+// mainsRemovedBy reports whether, at event i, every main container's
+// latest attempt in sandbox sb exited and was removed from the runtime.
+func (p *Pod) mainsRemovedBy(sb, i int32) bool {
+	for _, m := range p.Mains {
+		var last *Attempt
+		for k := range p.Ctrs[m].Att {
+			if a := &p.Ctrs[m].Att[k]; a.Sandbox == sb && a.Start() < i {
+				last = a
+			}
+		}
+		if last == nil || last.Exited == none || p.eventOf(m, history.ContainerRemoved, last.Exited, i) == none {
+			return false
+		}
+	}
+	return len(p.Mains) > 0
 }
 
 func checkF1(p *Pod, hits []Hit) []Hit {

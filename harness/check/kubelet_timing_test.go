@@ -147,3 +147,23 @@ func TestMainStartFailedThenNextMain(t *testing.T) {
 				at(20).up("proxy").at(100).req("app1").running("app1").at(160).up("app2").at(900).postStart("app1"))},
 	})
 }
+
+// TestInitRerunAfterEveryMainRecordRemoved: when the runtime holds no
+// record of any main (every exited record removed, as the harness's
+// all-exited container GC does), computeInitContainerActions finds the pod
+// not initialized and re-runs the init after the last started sidecar;
+// INV-F1 promises no re-run only while a main exists.
+func TestInitRerunAfterEveryMainRecordRemoved(t *testing.T) {
+	gcAll := newPod("gc", specOf("Always", 30, "sidecar:proxy", "init:setup", "main:app")).at(0).created().at(10).sandbox().
+		at(20).up("proxy").at(100).done("setup").at(200).up("app").at(3000).exited("app", 1)
+	gcSetupOnly := newPod("gc1", specOf("Always", 30, "sidecar:proxy", "init:setup", "main:app")).at(0).created().at(10).sandbox().
+		at(20).up("proxy").at(100).done("setup").at(200).up("app").at(3000).exited("app", 1)
+	runCases(t, []invCase{
+		{name: "INV-F1/last init re-run after every main record was removed", id: "INV-F1", clean: true,
+			ev: evs(gcAll.at(3500).fault(history.FaultBegin, "container-gc", 4).k(history.ContainerRemoved, "app").k(history.ContainerRemoved, "setup").fault(history.FaultEnd, "container-gc", 4).
+				at(3600).done("setup").at(3700).up("app"))},
+		{name: "INV-F1/init re-run while the main's record remains", id: "INV-F1", want: Violation,
+			ev: evs(gcSetupOnly.at(3500).fault(history.FaultBegin, "container-gc", 4).k(history.ContainerRemoved, "setup").fault(history.FaultEnd, "container-gc", 4).
+				at(3600).done("setup").at(3700).up("app"))},
+	})
+}
