@@ -118,7 +118,10 @@ func checkF3(p *Pod, hits []Hit) []Hit {
 		sb := &p.Sandboxes[k]
 		if sb.Lost && p.Spec.RestartPolicy == "Never" && k+1 < len(p.Sandboxes) {
 			for _, m := range p.Mains {
-				if p.firstIn(m, int32(k)) != nil {
+				// Created: its process ran. A start that failed (the
+				// runtime going down) left no record the kubelet could
+				// count, and with every record lost it makes a new sandbox.
+				if a := p.firstIn(m, int32(k)); a != nil && (a.Running != none || a.Exited != none) {
 					hits = append(hits, p.at(p.Sandboxes[k+1].Idx, sb.End, "new sandbox under restartPolicy Never after main %q had been created", p.Ctrs[m].Name))
 					break
 				}

@@ -167,3 +167,20 @@ func TestInitRerunAfterEveryMainRecordRemoved(t *testing.T) {
 				at(3600).done("setup").at(3700).up("app"))},
 	})
 }
+
+// TestNeverPodNewSandboxAfterAFailedStart: a Never pod whose main's start
+// failed when the runtime went down and lost the sandbox: no main was ever
+// created, so the kubelet's no-new-sandbox rule for Never pods does not
+// hold it back. INV-F3 counted the failed start as a created main.
+func TestNeverPodNewSandboxAfterAFailedStart(t *testing.T) {
+	runCases(t, []invCase{
+		{name: "INV-F3/Never pod re-initialized after its main's start failed", id: "INV-F3", clean: true,
+			ev: evs(newPod("f3", specOf("Never", 30, "sidecar:proxy", "main:app")).at(0).created().at(10).sandbox().
+				at(20).up("proxy").at(100).req("app").at(150).nodeEv(history.RuntimeDown).sandboxLost().exited("proxy", 137).k(history.ContainerStartFailed, "app").
+				at(1150).nodeEv(history.RuntimeUp).at(2000).sandbox().at(2100).up("proxy").at(2200).up("app"))},
+		{name: "INV-F3/Never pod re-initialized after its main ran", id: "INV-F3", want: Violation,
+			ev: evs(newPod("f3b", specOf("Never", 30, "sidecar:proxy", "main:app")).at(0).created().at(10).sandbox().
+				at(20).up("proxy").at(100).up("app").at(150).nodeEv(history.RuntimeDown).sandboxLost().exited("proxy", 137).exited("app", 137).
+				at(1150).nodeEv(history.RuntimeUp).at(2000).sandbox().at(2100).up("proxy").at(2200).up("app"))},
+	})
+}
