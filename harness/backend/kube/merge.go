@@ -75,11 +75,11 @@ func (r *podRecord) merge() []history.Event {
 	ctrs := r.ctrs()
 	out := make([]history.Event, 0, len(r.Observed)+2*len(r.Lines)+len(r.Exits))
 	out = append(out, r.Observed...)
-	var delT, delGrace int64 = -1, 0
+	delT := int64(-1)
 	imageAt := map[string][]int64{} // spec image changes per container
 	for _, e := range r.Observed {
 		if e.Kind == history.PodDeleted && delT < 0 {
-			delT, delGrace = e.T, e.Grace
+			delT = e.T
 		}
 		if e.Kind == history.ContainerImageChanged {
 			imageAt[e.Container] = append(imageAt[e.Container], e.T)
@@ -122,7 +122,6 @@ func (r *podRecord) merge() []history.Event {
 		e.T, e.Pod, e.Node, e.Container, e.Attempt = l.T, r.Name, r.Node, l.Container, l.Attempt
 		out = append(out, e)
 	}
-	grace := int64(r.Spec.TerminationGracePeriod)
 	for i := range lines {
 		l := &lines[i]
 		ci, known := ctrs[l.Container]
@@ -168,17 +167,21 @@ func (r *podRecord) merge() []history.Event {
 			if !stopped[k] {
 				stopped[k] = true
 				sigterm[k] = true
-				g, reason := grace, ""
-				if delT >= 0 && l.T >= delT {
-					g = delGrace
-				} else if changedDuring(imageAt[l.Container], execAt[k], l.T) {
+				// The agent sees the SIGTERM, not the CRI StopContainer
+				// timeout: what remains of the grace after preStop and
+				// the ordering wait, in whole seconds, at least 2 s. The
+				// deletion or spec grace is only its upper bound, and
+				// recorded as the stop grace it made INV-T7 call a
+				// SIGKILL at the real one early: record it unknown (0).
+				reason := ""
+				if (delT < 0 || l.T < delT) && changedDuring(imageAt[l.Container], execAt[k], l.T) {
 					// The kubelet stops a container whose spec image
 					// changed (INV-U1); nothing else but a probe kill
 					// stops a running container of a live pod, and a
 					// probe kill shows as the probe's failure lines.
 					reason = "SpecChanged"
 				}
-				ev(l, history.Event{Kind: history.ContainerStopRequested, Grace: g, Reason: reason})
+				ev(l, history.Event{Kind: history.ContainerStopRequested, Reason: reason})
 			}
 		case agentlog.Exit:
 			code := int32(0)

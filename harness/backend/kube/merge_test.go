@@ -108,10 +108,10 @@ func TestMerge(t *testing.T) {
 0.400s  container.ready app value=true
 1.000s  pod.deleted grace=2.000s
 1.010s  pod.terminating value=true reason=PodDeleted grace=2.000s
-1.010s  container.stop-requested app grace=2.000s
+1.010s  container.stop-requested app
 1.020s  container.exited app code=0 reason=Completed msg="sigterm"
 1.020s  container.started app value=false
-1.100s  container.stop-requested proxy grace=2.000s
+1.100s  container.stop-requested proxy
 1.110s  container.exited proxy code=143 reason=Error msg="sigterm"
 1.110s  container.started proxy value=false
 1.500s  pod.removed
@@ -209,7 +209,7 @@ func TestMerge(t *testing.T) {
 0.350s  container.started app value=true
 1.000s  pod.deleted grace=1.000s
 1.005s  pod.terminating value=true reason=PodDeleted grace=1.000s
-1.005s  container.stop-requested app grace=1.000s
+1.005s  container.stop-requested app
 2.100s  container.killed app
 2.100s  container.exited app code=137 reason=Error msg="from the pod status"
 2.100s  container.started app value=false
@@ -239,7 +239,7 @@ func TestMerge(t *testing.T) {
 0.700s  pod.terminating value=true reason=PodCompleted grace=30.000s
 0.700s  container.prestop-begin proxy
 0.750s  container.prestop-end proxy
-0.760s  container.stop-requested proxy grace=30.000s
+0.760s  container.stop-requested proxy
 0.770s  container.exited proxy code=0 reason=Completed msg="sigterm"
 0.770s  container.started proxy value=false
 0.900s  pod.phase Succeeded
