@@ -92,8 +92,10 @@ func upLocal(t *testing.T) (context.Context, *Cluster, kubernetes.Interface) {
 
 // waitPods waits until a namespace labelled with the run holds at least
 // n running pods.
-func waitPods(ctx context.Context, t *testing.T, cs kubernetes.Interface, sel string, n int) {
-	t.Helper()
+// waitPods waits up to 3 minutes for n running pods matching sel, and
+// reports whether they came. It gives up at once when gone is closed: the
+// process that would create them has exited.
+func waitPods(ctx context.Context, cs kubernetes.Interface, sel string, n int, gone <-chan struct{}) bool {
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		l, err := cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: sel})
@@ -106,11 +108,15 @@ func waitPods(ctx context.Context, t *testing.T, cs kubernetes.Interface, sel st
 			}
 		}
 		if running >= n {
-			return
+			return true
 		}
-		time.Sleep(200 * time.Millisecond)
+		select {
+		case <-gone:
+			return false
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
-	t.Fatalf("no %d running pods with %s", n, sel)
+	return false
 }
 
 func TestE2EKube(t *testing.T) {
@@ -167,12 +173,17 @@ func TestE2EKube(t *testing.T) {
 		}
 		defer b.Close()
 		tctx, cancel := context.WithCancel(ctx)
+		trialDone, came := make(chan struct{}), make(chan bool, 1)
 		go func() {
-			waitPods(ctx, t, cs, LabelRun+"="+b.RunID(), 2)
+			came <- waitPods(ctx, cs, LabelRun+"="+b.RunID(), 2, trialDone)
 			cancel()
 		}()
 		var c collect
 		st, err := b.RunTrial(tctx, plan(t, load("kube-start-ordering")), &c)
+		close(trialDone)
+		if !<-came {
+			t.Fatalf("no 2 running pods of run %s before the trial ended (%v, %+v)", b.RunID(), err, st)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,12 +210,22 @@ func TestE2EKube(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		waitPods(ctx, t, cs, LabelRun, 2)
+		done, gone := make(chan error, 1), make(chan struct{})
+		go func() { done <- cmd.Wait(); close(gone) }()
+		if !waitPods(ctx, cs, LabelRun, 2, gone) {
+			// Say why: the run may have exited, or still be waiting.
+			_ = cmd.Process.Kill()
+			<-gone
+			pods, _ := cs.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: LabelRun})
+			var states []string
+			for _, p := range pods.Items {
+				states = append(states, p.Namespace+"/"+p.Name+" "+string(p.Status.Phase))
+			}
+			t.Fatalf("no 2 running pods of the run (exit %d; pods %v)\n%s", cmd.ProcessState.ExitCode(), states, stderr.String())
+		}
 		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 			t.Fatal(err)
 		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
 		select {
 		case err := <-done:
 			if code := cmd.ProcessState.ExitCode(); code != 1 {
