@@ -41,12 +41,12 @@ type Attempt struct {
 	// value=false): the kubelet kills the attempt, which never counts as
 	// Started (kuberuntime_container.go startContainer step 4).
 	PostStartFailed bool
-	// probeFailed is the kill reason a failed liveness or startup probe of
-	// this attempt implies ("LivenessProbe", "StartupProbe"; "" once it
-	// passes again): the local and kube backends cannot see why the
-	// kubelet stopped a container (CRI StopContainer carries no reason),
-	// but they record the probe's failure before it.
-	probeFailed string
+	// probeFailed is the probe of this attempt that failed last and has not
+	// passed since (probeLiveness, probeStartup; 0 none): the local and
+	// kube backends cannot see why the kubelet stopped a container (CRI
+	// StopContainer carries no reason), but they record the probe's
+	// failure before it. A byte, not the reason string: attempts are hot.
+	probeFailed uint8
 	// App is container.app-started (a wrapper exec'd the application),
 	// AppOK its value; Serving the first container.serving=true.
 	App        int32
@@ -443,18 +443,18 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 			a.StartupOK = i
 		}
 		if a != nil && (e.Probe == "liveness" || e.Probe == "startup") {
-			switch {
+			switch k := probeKind(e.Probe); {
 			case e.Result == "failure":
-				a.probeFailed = probeKillReason(e.Probe)
-			case a.probeFailed == probeKillReason(e.Probe):
-				a.probeFailed = ""
+				a.probeFailed = k
+			case a.probeFailed == k:
+				a.probeFailed = 0
 			}
 		}
 	case history.ContainerPreStopBegin:
 		if a != nil && a.PreStop == none {
 			a.PreStop, a.KillReason = i, e.Reason
 			if a.KillReason == "" {
-				a.KillReason = a.probeFailed
+				a.KillReason = probeKillReason(a.probeFailed)
 			}
 		}
 	case history.ContainerPreStopEnd:
@@ -471,7 +471,7 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 				// No reason recorded (local, kube): a stop right after
 				// the attempt's liveness or startup probe failed is the
 				// kubelet's probe kill.
-				a.KillReason = a.probeFailed
+				a.KillReason = probeKillReason(a.probeFailed)
 			}
 		}
 	case history.ContainerAppStarted:
@@ -498,10 +498,26 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 	}
 }
 
-// probeKillReason is the kill reason of a failed probe of kind probe.
-func probeKillReason(probe string) string {
+const (
+	probeLiveness uint8 = 1 + iota
+	probeStartup
+)
+
+// probeKind is the probeFailed value of a liveness or startup probe.
+func probeKind(probe string) uint8 {
 	if probe == "startup" {
+		return probeStartup
+	}
+	return probeLiveness
+}
+
+// probeKillReason is the kill reason a failed probe implies ("" for none).
+func probeKillReason(k uint8) string {
+	switch k {
+	case probeLiveness:
+		return "LivenessProbe"
+	case probeStartup:
 		return "StartupProbe"
 	}
-	return "LivenessProbe"
+	return ""
 }
