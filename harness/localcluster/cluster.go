@@ -828,10 +828,17 @@ var kubeletDensityArgs = []string{"--housekeeping-interval=1m"}
 // kubelet API binds that loopback address; it authenticates the
 // apiserver's client certificate against clientCA (anonymous access
 // stays off). Image garbage collection is off: the imported images cannot
-// be pulled again, and containerd 1.6 does not pin them.
+// be pulled again, and containerd 1.6 does not pin them. Disk-pressure
+// eviction waits for the last GiB: the default thresholds (imagefs 15%,
+// nodefs 10% free) are about the host's disk, which the cluster shares
+// with whatever else runs there; at 85% used (38 of 252 GB free, a
+// developer machine after a day of runs) the kubelet evicted every pod of
+// the kube e2e trials, and the trials measured evictions, not sidecars.
+// The memory threshold stays the default.
 func kubeletConfigContainerd(n *Node, podLogs string, maxPods int, clientCA string) string {
 	return kubeletConfigWith(n, podLogs, maxPods, n.Name, clientCA, "") + `imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
+evictionHard: {memory.available: "100Mi", nodefs.available: "1Gi", imagefs.available: "1Gi", nodefs.inodesFree: "1%", imagefs.inodesFree: "1%"}
 `
 }
 

@@ -105,6 +105,8 @@ func TestKubeletConfigContainerd(t *testing.T) {
 		"address: 127.0.0.2\n", "healthzBindAddress: 127.0.0.1", "anonymous: {enabled: false}",
 		"  x509: {clientCAFile: /r/pki/ca.crt}\n", "containerRuntimeEndpoint: unix:///r/containerd.sock",
 		"imageGCHighThresholdPercent: 100", "failCgroupV1: false",
+		// Disk pressure on the shared host evicted every trial pod.
+		`nodefs.available: "1Gi"`, `imagefs.available: "1Gi"`,
 	} {
 		if !strings.Contains(c, want) {
 			t.Errorf("kubelet config lacks %q:\n%s", want, c)
