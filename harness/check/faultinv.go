@@ -66,13 +66,10 @@ func rerunInits(p *Pod, hits []Hit, afterMain bool) []Hit {
 // latest attempt in sandbox sb exited and was removed from the runtime.
 func (p *Pod) mainsRemovedBy(sb, i int32) bool {
 	for _, m := range p.Mains {
-		var last *Attempt
-		for k := range p.Ctrs[m].Att {
-			if a := &p.Ctrs[m].Att[k]; a.Sandbox == sb && a.Start() < i {
-				last = a
-			}
-		}
-		if last == nil || last.Exited == none || p.eventOf(m, history.ContainerRemoved, last.Exited, i) == none {
+		// Sandboxes follow one another in time: the latest attempt
+		// before i is in sb if any of sb's is.
+		last := p.latestBefore(m, i)
+		if last == nil || last.Sandbox != sb || last.Exited == none || p.eventOf(m, history.ContainerRemoved, last.Exited, i) == none {
 			return false
 		}
 	}

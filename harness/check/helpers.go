@@ -33,6 +33,19 @@ func (p *Pod) doneIn(c int, sb int32) int32 {
 	return none
 }
 
+// latestBefore returns c's latest attempt whose start (request or
+// process) came before event index i, or nil. (lastStartedBefore is about
+// Started=true.)
+func (p *Pod) latestBefore(c int, i int32) *Attempt {
+	var last *Attempt
+	for k := range p.Ctrs[c].Att {
+		if a := &p.Ctrs[c].Att[k]; a.Start() != none && a.Start() < i {
+			last = a
+		}
+	}
+	return last
+}
+
 // attAt returns c's attempt whose process was running at event index i.
 func (p *Pod) attAt(c int, i int32) *Attempt {
 	for k := len(p.Ctrs[c].Att) - 1; k >= 0; k-- {

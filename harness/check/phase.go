@@ -67,12 +67,7 @@ func checkC1(p *Pod, hits []Hit) []Hit {
 // has run and its latest attempt exited 0.
 func (p *Pod) mainsSucceeded(i int32) bool {
 	for _, m := range p.Mains {
-		var last *Attempt
-		for k := range p.Ctrs[m].Att {
-			if a := &p.Ctrs[m].Att[k]; a.Start() != none && a.Start() < i {
-				last = a
-			}
-		}
+		last := p.latestBefore(m, i)
 		if last == nil || last.Exited == none || last.Exited > i || last.Code != 0 {
 			return false
 		}
@@ -215,12 +210,7 @@ func checkP2(p *Pod, hits []Hit) []Hit {
 // Terminated main, so an unstarted sidecar makes Initialized False.
 func (p *Pod) mainsWaitingAt(i int32) bool {
 	for _, m := range p.Mains {
-		var last *Attempt
-		for k := range p.Ctrs[m].Att {
-			if a := &p.Ctrs[m].Att[k]; a.Start() != none && a.Start() < i {
-				last = a
-			}
-		}
+		last := p.latestBefore(m, i)
 		if last == nil || last.Req == none || (last.Running != none && last.Running < i) || (last.Exited != none && last.Exited < i) {
 			return false
 		}
