@@ -143,10 +143,16 @@ func (p *planner) restartOnFailure() bool { return p.spec.RestartPolicy != api.R
 // container-level restart policy only"; its rules are not evaluated: the
 // container was running).
 func (p *planner) probeKillRestart(i int) bool {
+	return p.restartPolicyOf(i) != api.RestartNever
+}
+
+// restartPolicyOf is container i's restart policy: its own under
+// ContainerRestartRules when it has one, else the pod's.
+func (p *planner) restartPolicyOf(i int) api.RestartPolicy {
 	if rp := p.spec.At(i).RestartPolicy; p.g.ContainerRestartRules && rp != nil {
-		return *rp != api.RestartNever
+		return *rp
 	}
-	return p.restartOnFailure()
+	return p.spec.RestartPolicy
 }
 
 func (p *planner) plan() {
@@ -241,12 +247,8 @@ func (p *planner) noMainToStart() bool {
 		if p.kinds[i] != kindMain {
 			continue
 		}
-		// runOnce: the pod's OnFailure, or under ContainerRestartRules
-		// the container's own policy when it has one.
-		runOnce := p.spec.RestartPolicy == api.RestartOnFailure
-		if rp := p.spec.At(i).RestartPolicy; p.g.ContainerRestartRules && rp != nil {
-			runOnce = *rp == api.RestartOnFailure
-		}
+		// runOnce: OnFailure, the pod's or the container's own.
+		runOnce := p.restartPolicyOf(i) == api.RestartOnFailure
 		r := &p.obs.Containers[i].Record
 		if !runOnce || r.State != api.StateExited || r.ExitCode != 0 {
 			return false
@@ -788,7 +790,6 @@ func (p *planner) shouldRestart(i int) bool {
 // policy (INV-RR2); otherwise the pod policy.
 func (p *planner) containerShouldRestart(i int, code int32) bool {
 	c := p.spec.At(i)
-	policy := p.spec.RestartPolicy
 	if p.g.ContainerRestartRules && c.RestartPolicy != nil {
 		if r := c.MatchRule(code); r != nil {
 			switch r.Action {
@@ -800,9 +801,8 @@ func (p *planner) containerShouldRestart(i int, code int32) bool {
 				}
 			}
 		}
-		policy = *c.RestartPolicy
 	}
-	switch policy {
+	switch p.restartPolicyOf(i) {
 	case api.RestartNever:
 		return false
 	case api.RestartOnFailure:
