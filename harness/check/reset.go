@@ -29,7 +29,6 @@ func (p *Pod) hasGate(name string) bool {
 // pod policy.
 func (p *Pod) wantRestart(c int, code int32) bool {
 	spec := p.Ctrs[c].Spec
-	policy := p.Spec.RestartPolicy
 	if p.hasGate("ContainerRestartRules") && spec != nil && spec.RestartPolicy != "" {
 		if r := spec.Match(code); r != nil {
 			switch r.Action {
@@ -41,15 +40,23 @@ func (p *Pod) wantRestart(c int, code int32) bool {
 				}
 			}
 		}
-		policy = spec.RestartPolicy
 	}
-	switch policy {
+	switch p.restartPolicyOf(c) {
 	case "Never":
 		return false
 	case "OnFailure":
 		return code != 0
 	}
 	return true
+}
+
+// restartPolicyOf is container c's restart policy: its own under
+// ContainerRestartRules when it has one, else the pod's.
+func (p *Pod) restartPolicyOf(c int) string {
+	if sp := p.Ctrs[c].Spec; p.hasGate("ContainerRestartRules") && sp != nil && sp.RestartPolicy != "" {
+		return sp.RestartPolicy
+	}
+	return p.Spec.RestartPolicy
 }
 
 // checkRR1: a main's restart (outside termination and resets) must be

@@ -188,11 +188,7 @@ func checkR4(p *Pod, hits []Hit) []Hit {
 				// ContainerRestartRules the container's own restartPolicy
 				// decides when it has one (computePodActions: its rules are
 				// not evaluated, the container was running).
-				policy := rp
-				if sp := p.Ctrs[m].Spec; p.hasGate("ContainerRestartRules") && sp != nil && sp.RestartPolicy != "" {
-					policy = sp.RestartPolicy
-				}
-				if policy != "Never" {
+				if p.restartPolicyOf(m) != "Never" {
 					continue
 				}
 				hits = append(hits, p.at(b.Start(), a.Exited, "main %q killed for its %s restarted under restartPolicy Never", p.Ctrs[m].Name, a.KillReason))
