@@ -355,11 +355,10 @@ func (r *podRecord) inferTermination(evs []history.Event, ctrs map[string]ctrInf
 			// now: a SIGTERM during initialization (a sidecar's startup
 			// probe, an image change) is that container's own kill.
 			anyMain, allRan := false, true
-			for c, on := range running {
-				anyMain = anyMain || (on && ctrs[c].main)
-			}
 			for c, info := range ctrs {
-				allRan = allRan && (!info.main || ran[c])
+				if info.main {
+					anyMain, allRan = anyMain || running[c], allRan && ran[c]
+				}
 			}
 			t := history.Event{T: e.T, Kind: history.PodTerminating, Pod: r.Name, Node: r.Node, Value: r.Spec.HasSidecars()}
 			switch {
