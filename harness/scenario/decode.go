@@ -207,7 +207,7 @@ func loadGeneric(file string, data []byte, depth int, chain []string) (map[strin
 	res := &positions{main: ixResolver{ix}}
 	if bytes.Count(data, []byte("\n---")) > 0 && hasSecondDocument(data) {
 		msg := "a scenario file holds exactly one YAML document (found a second document after ---)"
-		if hint := manifestHint(map[string]any{"kind": workloadKindIn(data)}, file); hint != "" {
+		if hint := manifestHint(map[string]any{"kind": ManifestKind(data)}, file); hint != "" {
 			msg += "; " + hint // kubectl's output: a Deployment beside its Service, ConfigMap...
 		}
 		return nil, nil, ErrorList{{File: file, Msg: msg}}

@@ -45,11 +45,12 @@ func WorkloadKinds() []string {
 	return ks
 }
 
-// workloadKindIn is the kind of the first document of a multi-document
+// ManifestKind is the kind of the first document of a multi-document
 // file that init reads ("" if none, or if the file does not parse): a
 // manifest of several documents gets the same hint as one of a single
-// document, as README promises for a manifest given to run or validate.
-func workloadKindIn(data []byte) string {
+// document, as README promises for a manifest given to run or validate,
+// and init refuses to write its scenario over a manifest.
+func ManifestKind(data []byte) string {
 	dec := yaml3.NewDecoder(bytes.NewReader(data))
 	for {
 		var doc struct {
@@ -63,11 +64,6 @@ func workloadKindIn(data []byte) string {
 		}
 	}
 }
-
-// ManifestKind is the workload kind of a Kubernetes manifest (the first
-// document of a kind init reads), or "" if data is not one: init refuses
-// to write its scenario over a manifest.
-func ManifestKind(data []byte) string { return workloadKindIn(data) }
 
 // manifestHint is the error for a Kubernetes manifest given where a
 // scenario is expected ("" if obj does not look like one).
