@@ -81,6 +81,31 @@ func TestKubeletTimingCorners(t *testing.T) {
 	})
 }
 
+// TestShutdownOfAZeroGracePod: nodeshutdown_manager.go killPods passes
+// min(group budget, the pod's terminationGracePeriodSeconds) to the pod
+// worker, whose calculateEffectiveGracePeriod raises 0 to 1 s. The
+// reference kills such a pod with 1 s; INV-F4 flagged it ("a 1.000s
+// budget, its group allows 0.000s", 41-43 per 20,000 faulted lifecycles
+// of a grace-0 pod under the mixed faults).
+func TestShutdownOfAZeroGracePod(t *testing.T) {
+	zero := func(total, crit, kill int64) func() []history.Event {
+		return evs(steady("s0", specOf("Always", 0, "sidecar:proxy", "main:app")).at(5000).shutdown(total, crit).
+			terminating("NodeShutdown", kill).stopExit("app", kill, "NodeShutdown").stopExit("proxy", kill, "NodeShutdown").
+			phaseReason("Failed", "Terminated"))
+	}
+	runCases(t, []invCase{
+		{name: "INV-F4/grace-0 pod: a 1 s kill", id: "INV-F4", clean: true, ev: zero(20, 5, 1)},
+		// The critical pods take the whole shutdown: the regular group's
+		// budget is 0, still a 1 s kill.
+		{name: "INV-F4/regular group with no time of its own: a 1 s kill", id: "INV-F4", clean: true,
+			ev: evs(steady("s1", specOf("Always", 30, "sidecar:proxy", "main:app")).at(5000).shutdown(5, 5).
+				terminating("NodeShutdown", 1).stopExit("app", 1, "NodeShutdown").stopExit("proxy", 1, "NodeShutdown").
+				phaseReason("Failed", "Terminated"))},
+		// The floor is a second, not the group's budget.
+		{name: "INV-F4/grace-0 pod killed with 2 s", id: "INV-F4", want: Violation, ev: zero(20, 5, 2)},
+	})
+}
+
 // TestKubeletInitCorners: an init container OOM-killed with exit 0 has
 // failed (isInitContainerFailed) and is re-run; a startup-probe kill with
 // grace 0 runs no preStop (killContainer). Both were flagged before.

@@ -61,6 +61,11 @@ type Attempt struct {
 
 // Start is the index of the attempt's start: the request if recorded, the
 // process start otherwise.
+// podWorkerMinGrace is the shortest kill the pod worker gives a pod it
+// terminates (a deletion, a node shutdown): calculateEffectiveGracePeriod
+// (pod_workers.go) "always supplies a grace period of 1".
+const podWorkerMinGrace int64 = 1e9
+
 func (a *Attempt) Start() int32 {
 	if a.Req != none {
 		return a.Req
@@ -259,10 +264,8 @@ func (p *Pod) build(meta *history.Meta, name string, events []history.Event) err
 			w := Term{Idx: i, End: none, T: e.T, Grace: e.Grace, Reason: e.Reason, Ordered: e.Value}
 			switch {
 			case w.Grace == 0 && (e.Reason == "PodDeleted" || e.Reason == "NodeShutdown"):
-				// A pod-worker kill: calculateEffectiveGracePeriod
-				// (pod_workers.go) "always supplies a grace period of 1", so
-				// a force delete (grace 0) is a 1 s kill, not the spec's.
-				w.Grace = 1e9
+				// A force delete (grace 0) is a 1 s kill, not the spec's.
+				w.Grace = podWorkerMinGrace
 			case w.Grace == 0 && p.Spec != nil:
 				w.Grace = p.Spec.Grace
 			}

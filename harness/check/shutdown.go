@@ -31,6 +31,10 @@ func checkF4(p *Pod, hits []Hit) []Hit {
 		if p.Spec.Grace < budget {
 			budget = p.Spec.Grace
 		}
+		// The override goes through the pod worker, which raises 0 (a pod
+		// with terminationGracePeriodSeconds 0, or a regular group left
+		// no time by the critical pods') to a second.
+		budget = max(budget, podWorkerMinGrace)
 		if !p.liveAt(sd) || p.termAt(sd) != nil {
 			// Finished, or already being killed (deleted): the shutdown can
 			// only shorten that kill, which T5 bounds.
