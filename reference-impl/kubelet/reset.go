@@ -64,9 +64,17 @@ func (p *planner) planReset() {
 }
 
 // resetOne stops or removes container i; it reports whether i still has a
-// record in the current sandbox.
+// record in the current sandbox, or a start in flight that will make one.
 func (p *planner) resetOne(i int) bool {
 	c := &p.obs.Containers[i]
+	if c.StartPending {
+		// The kubelet starts containers inside SyncPod and the pod worker
+		// runs one sync at a time: the reset is the next sync's, which
+		// sees this container running and stops it with the rest. Until
+		// the runtime reports the attempt there is nothing to stop, and
+		// the trigger stays so that the reset cannot end first.
+		return true
+	}
 	r := p.rec(i)
 	if r == nil {
 		return false
