@@ -71,14 +71,36 @@ func (p *Pod) mainsSucceeded(i int32) bool {
 		if last == nil || last.Exited == none || last.Exited > i || last.Code != 0 {
 			return false
 		}
-		if last.KillReason == "RestartAllContainers" && p.eventOf(m, history.ContainerRemoved, last.Exited, i) != none {
-			// Killed and removed by a reset, not yet re-run: its status is a
-			// reset termination (RestartingAllContainers), not a success.
-			// (Deleted before the removal, its own exit code stands.)
+		if r := p.eventOf(m, history.ContainerRemoved, last.Exited, i); r != none &&
+			(last.KillReason == "RestartAllContainers" || p.resetActiveAt(r)) {
+			// Removed by a reset, not yet re-run: convertToAPIContainerStatuses
+			// publishes a container missing while the pod restarts as
+			// Waiting, last terminated 137 (RestartingAllContainers),
+			// whatever its own exit was, so getPhase counts it stopped, not
+			// succeeded. (Killed by a deletion, its own exit code stands.)
 			return false
 		}
 	}
 	return true
+}
+
+// resetActiveAt reports whether a RestartAllContainers reset is in progress
+// at event index r: AllContainersRestarting=True published at or before it
+// (by the clock, within Slack: the condition comes through the API watch,
+// the removal from the runtime) and not yet False.
+func (p *Pod) resetActiveAt(r int32) bool {
+	active := false
+	for _, j := range p.Conds {
+		e := &p.Ev[j]
+		if e.Cond != "AllContainersRestarting" {
+			continue
+		}
+		if j > r && !(e.Value && p.T(j) <= p.T(r)+p.Slack()) {
+			break
+		}
+		active = e.Value
+	}
+	return active
 }
 
 // phaseHit checks terminal phase event i against the main containers.

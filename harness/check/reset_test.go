@@ -93,3 +93,39 @@ func TestResetIsANewInitialization(t *testing.T) {
 		t.Fatalf("main started before the sidecar after a reset not caught as INV-S5:%s", dump(fs))
 	}
 }
+
+// TestMainRemovedByAResetIsNoSuccess: a main that exited 0 on its own (a
+// postStart hook failure's kill) while a sidecar's exit 77 reset the pod,
+// and was removed by the reset, is published Waiting, last terminated 137
+// (RestartingAllContainers: convertToAPIContainerStatuses for a container
+// missing while the pod restarts). Deleted before it re-runs, the pod is
+// Failed (getPhase: stopped, not succeeded). INV-C2 and T8 called that
+// Failed a violation (the sim under the mixed faults and kill-77, 1 in
+// 20,000 lifecycles); they already allowed it for a main the reset itself
+// killed.
+func TestMainRemovedByAResetIsNoSuccess(t *testing.T) {
+	spec := specOf("Always", 30, "sidecar:proxy", "main:app+poststart")
+	spec.Init[0].Rules = []history.RestartRule{{Action: "RestartAllContainers", Operator: "In", Values: []int32{77}}}
+	reset := func(removeApp bool, phase string) func() []history.Event {
+		h := newPod("rm", spec).at(0).created().at(10).sandbox().at(20).up("proxy").at(30).up("app").
+			at(100).stop("app", 30, "FailedPostStartHook").
+			at(400).exited("proxy", 77).cond("AllContainersRestarting", true).
+			at(500).exited("app", 0)
+		if removeApp {
+			h.removedC("app")
+		}
+		h.at(600).removedC("proxy").cond("AllContainersRestarting", false).req("proxy").
+			at(700).deleted(30).terminating("PodDeleted", 30).at(800).running("proxy").stop("proxy", 30, "PodDeleted").
+			at(900).exited("proxy", 0).phase(phase)
+		return evs(h)
+	}
+	runCases(t, []invCase{
+		{name: "INV-C2/main removed by the reset: Failed", id: "INV-C2", clean: true, meta: rulesMeta, ev: reset(true, "Failed")},
+		{name: "INV-T8/main removed by the reset: Failed", id: "INV-T8", clean: true, meta: rulesMeta, ev: reset(true, "Failed")},
+		{name: "INV-C2/main removed by the reset: not Succeeded", id: "INV-C2", want: Violation, meta: rulesMeta, ev: reset(true, "Succeeded")},
+		// Its record kept (the reset cut short by the deletion before the
+		// removal), the main's own exit 0 decides.
+		{name: "INV-C2/main's record kept: Succeeded", id: "INV-C2", clean: true, meta: rulesMeta, ev: reset(false, "Succeeded")},
+		{name: "INV-C2/main's record kept: not Failed", id: "INV-C2", want: Violation, meta: rulesMeta, ev: reset(false, "Failed")},
+	})
+}
