@@ -1,0 +1,124 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/sidebench/sidebench/harness/check"
+)
+
+// sweepShapes are variations of the mixed-fault pod (sidecarPod with
+// mixedBehaviors) that each reach kubelet corners the base shape does
+// not: Job-like mains, grace 0 and 1 s, a second main, a sidecar with
+// every probe and hook, a critical pod, restart rules and resets from a
+// main and from a sidecar. Each entry edits the base text.
+var sweepShapes = []struct {
+	name, policy string
+	edit         func(string) string
+}{
+	{name: "base", edit: func(p string) string { return p }},
+	{name: "never-job", edit: func(p string) string {
+		p = strings.Replace(p, "terminationGracePeriodSeconds: 20", "terminationGracePeriodSeconds: 20\n      restartPolicy: Never", 1)
+		return strings.Replace(p, "    app: {postStart: 100ms,", "    app: {runTime: 2s, postStart: 100ms,", 1)
+	}},
+	{name: "onfailure-job", edit: func(p string) string {
+		p = strings.Replace(p, "terminationGracePeriodSeconds: 20", "terminationGracePeriodSeconds: 20\n      restartPolicy: OnFailure", 1)
+		return strings.Replace(p, "    app: {postStart: 100ms, attempts: [{postStartFails: true}]}",
+			"    app: {runTime: 2s, exitCode: 1, attempts: [{runTime: 1s, exitCode: 3}, {runTime: 1s, exitCode: 0}]}", 1)
+	}},
+	{name: "grace-1s", edit: func(p string) string {
+		return strings.Replace(p, "terminationGracePeriodSeconds: 20", "terminationGracePeriodSeconds: 1", 1)
+	}},
+	{name: "grace-0", edit: func(p string) string {
+		return strings.Replace(p, "terminationGracePeriodSeconds: 20", "terminationGracePeriodSeconds: 0", 1)
+	}},
+	{name: "two-mains", edit: func(p string) string {
+		return strings.Replace(p, "      containers:\n", "      containers:\n      - name: worker\n        image: worker:1\n        livenessProbe: {exec: {command: [ok]}, periodSeconds: 1}\n", 1)
+	}},
+	{name: "sidecar-probes", edit: func(p string) string {
+		return strings.Replace(p, "      - name: logs\n        image: fluent:1\n        restartPolicy: Always\n",
+			"      - name: logs\n        image: fluent:1\n        restartPolicy: Always\n        livenessProbe: {exec: {command: [ok]}, periodSeconds: 1, failureThreshold: 1}\n"+
+				"        readinessProbe: {exec: {command: [ok]}, periodSeconds: 1}\n        lifecycle: {postStart: {exec: {command: [warm]}}, preStop: {exec: {command: [drain]}}}\n", 1)
+	}},
+	{name: "critical", edit: func(p string) string {
+		return strings.Replace(p, "terminationGracePeriodSeconds: 20", "terminationGracePeriodSeconds: 20\n      priorityClassName: system-node-critical", 1)
+	}},
+	{name: "rules-main", policy: bothGates, edit: func(p string) string {
+		p = strings.Replace(p, "        lifecycle: {postStart: {exec: {command: [warm]}}}\n",
+			"        lifecycle: {postStart: {exec: {command: [warm]}}}\n        restartPolicy: OnFailure\n        restartPolicyRules:\n"+
+				"        - {action: Restart, exitCodes: {operator: In, values: [42]}}\n        - {action: RestartAllContainers, exitCodes: {operator: In, values: [88]}}\n", 1)
+		return strings.Replace(p, "    app: {postStart: 100ms, attempts: [{postStartFails: true}]}",
+			"    app: {runTime: 1500ms, exitCode: 88, postStart: 100ms, attempts: [{postStartFails: true}, {runTime: 1s, exitCode: 42}]}", 1)
+	}},
+	{name: "rules-sidecar", policy: bothGates, edit: func(p string) string {
+		return strings.Replace(p, "        restartPolicy: Always\n        startupProbe:",
+			"        restartPolicy: Always\n        restartPolicyRules:\n        - {action: RestartAllContainers, exitCodes: {operator: In, values: [77]}}\n        startupProbe:", 1)
+	}},
+}
+
+const bothGates = "kep753+ContainerRestartRules+RestartAllContainersOnContainerExits"
+
+// sweepFaults add exits that the rules of the rules-* shapes match.
+const sweepFaults = `
+- {name: kill-77, type: container-kill, exitCode: 77, schedule: {type: poisson, rate: 2}, target: {container: proxy, podCount: 1}}
+- {name: kill-88, type: container-kill, exitCode: 88, schedule: {type: poisson, rate: 0.5}, target: {container: app, podCount: 1}}
+- {name: kill-42, type: container-kill, exitCode: 42, schedule: {type: poisson, rate: 0.5}, target: {container: app, podCount: 1}}
+`
+
+// TestSweepPodShapes is a Jepsen-style search for false positives: every
+// sweep shape under every fault of the catalogue, for the reference policy
+// (both restart-rule gates on for the rules shapes), must give no
+// violation. By default one seed and 20,000 lifecycles a shape (about 25 s of CPU);
+// SIDEBENCH_SWEEP_SEEDS=N and SIDEBENCH_SWEEP_LIFECYCLES=M widen it. A
+// failure prints the scenario, to re-run with `sidebench run --keep-history
+// all` and read with `sidebench explain --pod`. Session 9's sweep (5 seeds
+// × 20,000 lifecycles) found a checker and a reference bug this way
+// (TestShutdownOfAZeroGracePod, restart_all_start_in_flight.txt,
+// TestMainRemovedByAResetIsNoSuccess).
+func TestSweepPodShapes(t *testing.T) {
+	seeds, count := 1, 20_000
+	if testing.Short() {
+		count = 1_000
+	}
+	for env, v := range map[string]*int{"SIDEBENCH_SWEEP_SEEDS": &seeds, "SIDEBENCH_SWEEP_LIFECYCLES": &count} {
+		if s := os.Getenv(env); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n <= 0 {
+				t.Fatalf("%s=%q: want a positive number", env, s)
+			}
+			*v = n
+		}
+	}
+	base := strings.Replace(sidecarPod, "    proxy: {startupAfter: 1s, preStop: 500ms}\n", "", 1) + mixedBehaviors
+	for _, shape := range sweepShapes {
+		pod := shape.edit(base)
+		if pod == base && shape.name != "base" {
+			t.Fatalf("shape %s changed nothing: its edit no longer matches the base pod", shape.name)
+		}
+		policy := shape.policy
+		if policy == "" {
+			policy = "kep753"
+		}
+		for seed := 1; seed <= seeds; seed++ {
+			t.Run(fmt.Sprintf("%s/seed=%d", shape.name, seed), func(t *testing.T) {
+				t.Parallel()
+				text := oneWorkload{name: "sweep-" + shape.name, seed: seed, policies: policy, nodes: 50, perNode: 30, count: count,
+					arrival: "{type: poisson, rate: 300}", lifetime: "uniform(min=2s, max=6s)", pod: pod, faults: mixedFaults + sweepFaults}.text()
+				o := runTrial(t, text, policy, 0)
+				if o.pods < count {
+					t.Fatalf("only %d lifecycles checked, want %d", o.pods, count)
+				}
+				if v := o.byID(check.Violation); len(v) > 0 {
+					t.Errorf("%d violations [%s]\n%s\nscenario:\n%s", o.rep.Violations(), ids(v), violationsByID(o, 0), text)
+				}
+				kinds := keys(o.faultedBy)
+				sort.Strings(kinds)
+				t.Logf("%d lifecycles, %d resets, fault kinds %v", o.pods, o.resets, kinds)
+			})
+		}
+	}
+}
