@@ -28,15 +28,23 @@ var termInvs = []*inv{
 		rule: "after pod.terminating no container is started or restarted until a new sandbox"},
 }
 
-// readyToStop is when container attempt a may be signalled at kill w
+// readyToStop is when attempt a of container c may be signalled at kill w
 // regardless of ordering: at the kill, or when its preStop ended (budget
 // expiry if it never did).
-func (p *Pod) readyToStop(a *Attempt, w *Term) int64 {
-	if a.PreStop == none || a.PreStop < w.Idx {
-		return w.T
+func (p *Pod) readyToStop(c int, a *Attempt, w *Term) int64 {
+	begin, end := a.PreStop, a.PreStopEnd
+	if begin != none && begin < w.Idx {
+		// The hook began under an earlier kill. A kill retried after a
+		// kubelet restart runs it again: the new kubelet's killContainer
+		// does not know it ran (the attempt records the first hook only).
+		begin = p.eventOf(c, history.ContainerPreStopBegin, w.Idx-1, w.End)
+		end = p.eventOf(c, history.ContainerPreStopEnd, begin, w.End)
 	}
-	if a.PreStopEnd != none {
-		return p.T(a.PreStopEnd)
+	switch {
+	case begin == none:
+		return w.T
+	case end != none:
+		return p.T(end)
 	}
 	return w.expiry()
 }
@@ -72,7 +80,7 @@ func checkT2(p *Pod, hits []Hit) []Hit {
 			if a.Stop == none || a.Stop > w.End {
 				continue
 			}
-			ready := p.readyToStop(a, w)
+			ready := p.readyToStop(m, a, w)
 			if d := p.T(a.Stop) - ready; d > p.Slack() {
 				hits = append(hits, p.late(w.Idx, a.Stop, ready+p.Slack(), "main %q signalled %s after it could have been", p.Ctrs[m].Name, ms(d)))
 			}
@@ -259,7 +267,7 @@ func checkT9(p *Pod, hits []Hit) []Hit {
 			if a.Stop == none || a.Stop < w.Idx || a.Stop >= w.End {
 				continue
 			}
-			ready := p.readyToStop(a, w)
+			ready := p.readyToStop(s, a, w)
 			if d := p.T(a.Stop) - ready; d > p.Slack() {
 				h := p.late(w.Idx, a.Stop, ready+p.Slack(), "sidecar %q had nothing running to wait for but was signalled %s late", p.Ctrs[s].Name, ms(d))
 				if p.T(a.Stop) >= w.expiry()-p.Tol {

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"sort"
@@ -18,7 +19,10 @@ import (
 // main and from a sidecar. Each entry edits the base text.
 var sweepShapes = []struct {
 	name, policy string
-	edit         func(string) string
+	// arrival and lifetime replace the workload's (Poisson 300/s, 2-6 s)
+	// for shapes whose pods live longer.
+	arrival, lifetime string
+	edit              func(string) string
 }{
 	{name: "base", edit: func(p string) string { return p }},
 	{name: "never-job", edit: func(p string) string {
@@ -54,6 +58,27 @@ var sweepShapes = []struct {
 		return strings.Replace(p, "    app: {postStart: 100ms, attempts: [{postStartFails: true}]}",
 			"    app: {runTime: 1500ms, exitCode: 88, postStart: 100ms, attempts: [{postStartFails: true}, {runTime: 1s, exitCode: 42}]}", 1)
 	}},
+	// A kill that outlives its grace: the last sidecar ignores SIGTERM, a
+	// third sidecar's preStop hangs, 3 s of grace.
+	{name: "grace-expiry", edit: func(p string) string {
+		p = strings.Replace(p, "terminationGracePeriodSeconds: 20", "terminationGracePeriodSeconds: 3", 1)
+		p = strings.Replace(p, "      containers:\n", "      - name: mesh\n        image: mesh:1\n        restartPolicy: Always\n"+
+			"        lifecycle: {preStop: {exec: {command: [drain]}}}\n      containers:\n", 1)
+		p = strings.Replace(p, "    logs: {attempts:", "    logs: {termHandling: never, attempts:", 1)
+		return p + "    mesh: {preStop: never}\n"
+	}},
+	// Crash loops long enough for the backoff to grow: pods live 30-90 s,
+	// the sidecar and the main crash every few seconds.
+	{name: "crashloop", arrival: "{type: poisson, rate: 15}", lifetime: "uniform(min=30s, max=90s)", edit: func(p string) string {
+		p = strings.Replace(p, "    logs: {attempts:", "    logs: {crashMTBF: 4s, attempts:", 1)
+		return strings.Replace(p, "    app: {postStart: 100ms,", "    app: {crashMTBF: 10s, postStart: 100ms,", 1)
+	}},
+	// A Job whose sidecar crash-loops while the main runs to completion.
+	{name: "job-sidecar-crash", arrival: "{type: poisson, rate: 100}", lifetime: "uniform(min=20s, max=40s)", edit: func(p string) string {
+		p = strings.Replace(p, "terminationGracePeriodSeconds: 20", "terminationGracePeriodSeconds: 20\n      restartPolicy: OnFailure", 1)
+		p = strings.Replace(p, "    logs: {attempts:", "    logs: {crashMTBF: 2s, attempts:", 1)
+		return strings.Replace(p, "    app: {postStart: 100ms,", "    app: {runTime: 8s, postStart: 100ms,", 1)
+	}},
 	{name: "rules-sidecar", policy: bothGates, edit: func(p string) string {
 		return strings.Replace(p, "        restartPolicy: Always\n        startupProbe:",
 			"        restartPolicy: Always\n        restartPolicyRules:\n        - {action: RestartAllContainers, exitCodes: {operator: In, values: [77]}}\n        startupProbe:", 1)
@@ -73,7 +98,8 @@ const sweepFaults = `
 // sweep shape under every fault of the catalogue, for the reference policy
 // (both restart-rule gates on for the rules shapes), must give no
 // violation. By default one seed and 20,000 lifecycles a shape (about 25 s of CPU);
-// SIDEBENCH_SWEEP_SEEDS=N and SIDEBENCH_SWEEP_LIFECYCLES=M widen it. A
+// SIDEBENCH_SWEEP_SEEDS=N and SIDEBENCH_SWEEP_LIFECYCLES=M widen it, and
+// SIDEBENCH_SWEEP_POLICY runs every shape under one policy. A
 // failure prints the scenario, to re-run with `sidebench run --keep-history
 // all` and read with `sidebench explain --pod`. Session 9's sweep (5 seeds
 // × 20,000 lifecycles) found a checker and a reference bug this way
@@ -99,15 +125,13 @@ func TestSweepPodShapes(t *testing.T) {
 		if pod == base && shape.name != "base" {
 			t.Fatalf("shape %s changed nothing: its edit no longer matches the base pod", shape.name)
 		}
-		policy := shape.policy
-		if policy == "" {
-			policy = "kep753"
-		}
+		policy := cmp.Or(os.Getenv("SIDEBENCH_SWEEP_POLICY"), shape.policy, "kep753")
 		for seed := 1; seed <= seeds; seed++ {
 			t.Run(fmt.Sprintf("%s/seed=%d", shape.name, seed), func(t *testing.T) {
 				t.Parallel()
 				text := oneWorkload{name: "sweep-" + shape.name, seed: seed, policies: policy, nodes: 50, perNode: 30, count: count,
-					arrival: "{type: poisson, rate: 300}", lifetime: "uniform(min=2s, max=6s)", pod: pod, faults: mixedFaults + sweepFaults}.text()
+					arrival: cmp.Or(shape.arrival, "{type: poisson, rate: 300}"), lifetime: cmp.Or(shape.lifetime, "uniform(min=2s, max=6s)"),
+					pod: pod, faults: mixedFaults + sweepFaults}.text()
 				o := runTrial(t, text, policy, 0)
 				if o.pods < count {
 					t.Fatalf("only %d lifecycles checked, want %d", o.pods, count)
