@@ -258,8 +258,10 @@ func abs(x int64) int64 {
 }
 
 func checkF8(p *Pod, hits []Hit) []Hit {
-	never := p.Spec.RestartPolicy == "Never"
 	for c := range p.Ctrs {
+		// Only the container's own policy under ContainerRestartRules
+		// (no exit code for its rules), else the pod's.
+		never := p.restartPolicyOf(c) == "Never"
 		role := p.Ctrs[c].Role
 		for k := range p.Ctrs[c].Att {
 			a := &p.Ctrs[c].Att[k]
@@ -270,9 +272,9 @@ func checkF8(p *Pod, hits []Hit) []Hit {
 			switch {
 			case role == RoleInit && never:
 				if b := p.nextStartAfter(c, at, a.Sandbox); b != nil {
-					hits = append(hits, p.at(b.Start(), at, "init %q in Unknown state recreated under restartPolicy Never", p.Ctrs[c].Name))
+					hits = append(hits, p.at(b.Start(), at, "init %q in Unknown state recreated although its restart policy is Never", p.Ctrs[c].Name))
 				} else if w := p.termAfter(at); (w == nil || w.T > p.T(at)+p.Slack()) && p.Horizon > p.T(at)+p.Slack() {
-					hits = append(hits, p.late(at, none, p.T(at)+p.Slack(), "init %q in Unknown state under restartPolicy Never did not kill the pod", p.Ctrs[c].Name))
+					hits = append(hits, p.late(at, none, p.T(at)+p.Slack(), "init %q in Unknown state with restart policy Never did not kill the pod", p.Ctrs[c].Name))
 				}
 			case role != RoleMain:
 				hits = p.expectRestart(hits, c, a, at, "it was killed in Unknown state")

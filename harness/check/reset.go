@@ -24,9 +24,9 @@ func (p *Pod) hasGate(name string) bool {
 	return p.Meta != nil && strings.Contains(p.Meta.Policy, name)
 }
 
-// wantRestart is ContainerShouldRestart for main container c that exited
-// with code: the first matching rule, else the container policy, else the
-// pod policy.
+// wantRestart is ContainerShouldRestart for container c (a main or a
+// regular init) that exited with code: the first matching rule, else the
+// container policy, else the pod policy.
 func (p *Pod) wantRestart(c int, code int32) bool {
 	spec := p.Ctrs[c].Spec
 	if p.hasGate("ContainerRestartRules") && spec != nil && spec.RestartPolicy != "" {

@@ -129,3 +129,44 @@ func TestMainRemovedByAResetIsNoSuccess(t *testing.T) {
 		{name: "INV-C2/main's record kept: not Failed", id: "INV-C2", want: Violation, meta: rulesMeta, ev: reset(false, "Failed")},
 	})
 }
+
+// initRulesSpec: a regular init with its own restartPolicy Never and a
+// rule retrying exit 42 (validateInitContainerRestartPolicy allows both
+// under ContainerRestartRules), in a pod with restartPolicy rp.
+func initRulesSpec(rp, own string) *history.PodSpec {
+	s := specOf(rp, 30, "init:migrate", "sidecar:proxy", "main:app")
+	s.Init[0].RestartPolicy = own
+	if own == "Never" {
+		s.Init[0].Rules = []history.RestartRule{{Action: "Restart", Operator: "In", Values: []int32{42}}}
+	}
+	return s
+}
+
+// TestInitContainerRestartRules: a regular init's rules and own policy
+// decide its retry (computeInitContainerActions: ShouldContainerBeRestarted)
+// and, when it is not retried, the pod fails whatever the pod's policy
+// (getPhase: failedInitializationNotRestartable). In Unknown state only the
+// own policy counts. INV-S6 and F8 read the pod's policy alone.
+func TestInitContainerRestartRules(t *testing.T) {
+	failed := func(rp string, code int32) *hb {
+		return newPod("ir", initRulesSpec(rp, "Never")).at(0).created().at(10).sandbox().
+			at(20).req("migrate").running("migrate").at(500).exited("migrate", code)
+	}
+	runCases(t, []invCase{
+		{name: "INV-S6/Never pod, init retried on exit 42 by its rule", id: "INV-S6", clean: true, meta: rulesMeta,
+			ev: evs(failed("Never", 42).at(600).req("migrate").running("migrate").at(900).exited("migrate", 0).at(1000).up("proxy").at(1100).up("app"))},
+		{name: "INV-S6/Never pod, init retried on exit 1, which no rule matches", id: "INV-S6", want: Violation, meta: rulesMeta,
+			ev: evs(failed("Never", 1).at(600).req("migrate").running("migrate"))},
+		{name: "INV-S6/Always pod, init's own Never: not retried, the pod fails", id: "INV-S6", clean: true, meta: rulesMeta,
+			ev: evs(failed("Always", 1).at(600).phase("Failed"))},
+		{name: "INV-S6/Always pod, init's own Never: retried", id: "INV-S6", want: Violation, meta: rulesMeta,
+			ev: evs(failed("Always", 1).at(600).req("migrate").running("migrate"))},
+		// Without the gate the container's policy is not read.
+		{name: "INV-S6/Always pod without the gate: retried", id: "INV-S6", clean: true,
+			ev: evs(failed("Always", 1).at(600).req("migrate").running("migrate").at(900).exited("migrate", 0).at(1000).up("proxy").at(1100).up("app"))},
+		{name: "INV-F8/Never pod, init's own OnFailure in Unknown state: recreated", id: "INV-F8", clean: true, meta: rulesMeta,
+			ev: evs(newPod("iu", initRulesSpec("Never", "OnFailure")).at(0).created().at(10).sandbox().
+				at(20).req("migrate").running("migrate").at(300).k(history.ContainerUnknown, "migrate").stop("migrate", 30, "UnknownState").
+				at(400).exited("migrate", 137).at(500).req("migrate").running("migrate"))},
+	})
+}

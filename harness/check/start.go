@@ -288,7 +288,6 @@ func checkS5(p *Pod, hits []Hit) []Hit {
 }
 
 func checkS6(p *Pod, hits []Hit) []Hit {
-	never := p.Spec.RestartPolicy == "Never"
 	for _, c := range p.Inits {
 		for k := range p.Ctrs[c].Att {
 			a := &p.Ctrs[c].Att[k]
@@ -296,6 +295,9 @@ func checkS6(p *Pod, hits []Hit) []Hit {
 				continue // not a failure of its own
 			}
 			f, sb := a.Exited, a.Sandbox
+			// ContainerShouldRestart: under ContainerRestartRules the init's
+			// rules and own restartPolicy decide, else the pod's policy.
+			never := !p.wantRestart(c, a.Code)
 			// The failure blocks until a later attempt of c succeeds.
 			until := p.n()
 			if end := p.Sandboxes[sb].End; end != none {
@@ -307,7 +309,7 @@ func checkS6(p *Pod, hits []Hit) []Hit {
 					continue
 				}
 				if never {
-					hits = append(hits, p.at(b.Start(), f, "init %q retried under restartPolicy Never", p.Ctrs[c].Name))
+					hits = append(hits, p.at(b.Start(), f, "init %q retried after exit %d, which its restart policy does not retry", p.Ctrs[c].Name, a.Code))
 				}
 				if b.Exited != none && b.Code == 0 {
 					until = min(until, b.Exited)
@@ -321,7 +323,7 @@ func checkS6(p *Pod, hits []Hit) []Hit {
 			if never {
 				for _, i := range p.Phases {
 					if ph := p.Ev[i].Phase; i > f && (ph == "Running" || ph == "Succeeded") {
-						hits = append(hits, p.at(i, f, "pod phase %s after init %q failed under restartPolicy Never", ph, p.Ctrs[c].Name))
+						hits = append(hits, p.at(i, f, "pod phase %s after init %q failed (exit %d) for good", ph, p.Ctrs[c].Name, a.Code))
 						break
 					}
 				}

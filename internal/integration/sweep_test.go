@@ -79,6 +79,19 @@ var sweepShapes = []struct {
 		p = strings.Replace(p, "    logs: {attempts:", "    logs: {crashMTBF: 2s, attempts:", 1)
 		return strings.Replace(p, "    app: {postStart: 100ms,", "    app: {runTime: 8s, postStart: 100ms,", 1)
 	}},
+	// A regular init between the sidecars, failing its first run.
+	{name: "interleaved", edit: func(p string) string {
+		p = strings.Replace(p, "      - name: logs\n", "      - name: migrate\n        image: migrate:1\n      - name: logs\n", 1)
+		return p + "    migrate: {runTime: 300ms, attempts: [{runTime: 200ms, exitCode: 1}]}\n"
+	}},
+	// A Never pod whose regular init is retried by a rule on exit 42.
+	{name: "init-rules", policy: bothGates, edit: func(p string) string {
+		p = strings.Replace(p, "terminationGracePeriodSeconds: 20", "terminationGracePeriodSeconds: 20\n      restartPolicy: Never", 1)
+		p = strings.Replace(p, "      - name: logs\n", "      - name: migrate\n        image: migrate:1\n        restartPolicy: Never\n"+
+			"        restartPolicyRules:\n        - {action: Restart, exitCodes: {operator: In, values: [42]}}\n      - name: logs\n", 1)
+		p = strings.Replace(p, "    app: {postStart: 100ms,", "    app: {runTime: 3s, postStart: 100ms,", 1)
+		return p + "    migrate: {runTime: 300ms, attempts: [{runTime: 200ms, exitCode: 42}, {runTime: 200ms, exitCode: 42}]}\n"
+	}},
 	{name: "rules-sidecar", policy: bothGates, edit: func(p string) string {
 		return strings.Replace(p, "        restartPolicy: Always\n        startupProbe:",
 			"        restartPolicy: Always\n        restartPolicyRules:\n        - {action: RestartAllContainers, exitCodes: {operator: In, values: [77]}}\n        startupProbe:", 1)

@@ -363,10 +363,10 @@ func (s *PodSpec) Validate() error {
 				return &SpecError{Container: c.Name, Rule: "INV-P4", Msg: "lifecycle hooks are not allowed on a regular init container (only on sidecars, restartPolicy: Always)"}
 			}
 		}
-		if c.RestartPolicy != nil && (*c.RestartPolicy > RestartNever || c.Role == RoleSidecar || c.Role == RoleInit) {
-			return &SpecError{Container: c.Name, Rule: "restartPolicy", Msg: "a container-level restartPolicy is allowed on main containers only (Always, OnFailure or Never); sidecars are init containers with restartPolicy: Always"}
+		if c.RestartPolicy != nil && (*c.RestartPolicy > RestartNever || c.Role == RoleSidecar || (c.Role == RoleInit && *c.RestartPolicy == RestartAlways)) {
+			return &SpecError{Container: c.Name, Rule: "restartPolicy", Msg: "a container-level restartPolicy is Always, OnFailure or Never on a main container, OnFailure or Never on a regular init container; an init container with restartPolicy: Always is a sidecar"}
 		}
-		if len(c.RestartRules) > 0 && c.Role == RoleMain && c.RestartPolicy == nil {
+		if len(c.RestartRules) > 0 && c.Role != RoleSidecar && c.RestartPolicy == nil {
 			return &SpecError{Container: c.Name, Rule: "INV-RR2", Msg: "restartPolicyRules require a container-level restartPolicy"}
 		}
 		for j := range c.RestartRules {

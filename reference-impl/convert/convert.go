@@ -126,11 +126,13 @@ func containerFromV1(in *corev1.Container, path string, init bool) (api.Containe
 		switch {
 		case init && *in.RestartPolicy == corev1.ContainerRestartPolicyAlways:
 			c.Role = api.RoleSidecar
-		case init:
-			return c, &Error{Container: in.Name, Field: path + ".restartPolicy", Rule: "sidecar", Msg: fmt.Sprintf("unsupported init container restartPolicy %q (only Always, which makes it a sidecar)", *in.RestartPolicy)}
+		case init && *in.RestartPolicy != corev1.ContainerRestartPolicyOnFailure && *in.RestartPolicy != corev1.ContainerRestartPolicyNever:
+			return c, &Error{Container: in.Name, Field: path + ".restartPolicy", Rule: "sidecar", Msg: fmt.Sprintf("unsupported init container restartPolicy %q (allowed: Always, which makes it a sidecar; OnFailure or Never, a container-level policy under ContainerRestartRules)", *in.RestartPolicy)}
 		default:
 			// ContainerRestartRules (KEP-5307): a container-level policy on
-			// a regular container.
+			// a regular container or a regular init container
+			// (validateInitContainerRestartPolicy allows OnFailure and
+			// Never there).
 			var rp api.RestartPolicy
 			switch *in.RestartPolicy {
 			case corev1.ContainerRestartPolicyAlways:

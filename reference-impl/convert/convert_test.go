@@ -133,9 +133,32 @@ func TestPodSpecFromV1(t *testing.T) {
 			wantErr: `container "migrate": INV-P4`,
 		},
 		{
-			name:    "init container restartPolicy Never is not a sidecar",
-			mutate:  func(p *corev1.PodSpec) { p.InitContainers[1].RestartPolicy = ptr(corev1.ContainerRestartPolicyNever) },
+			// validateInitContainerRestartPolicy (ContainerRestartRules):
+			// OnFailure or Never on a regular init container is its own
+			// policy, with rules; it stays a regular init container.
+			name: "init container restartPolicy Never with rules is a regular init container's own policy",
+			mutate: func(p *corev1.PodSpec) {
+				p.InitContainers[1].RestartPolicy = ptr(corev1.ContainerRestartPolicyNever)
+				p.InitContainers[1].RestartPolicyRules = []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestart,
+					ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+			},
+			want: func(s *api.PodSpec) {
+				s.Init[1].RestartPolicy = ptr(api.RestartNever)
+				s.Init[1].RestartRules = []api.RestartRule{{Action: api.RuleRestart, Operator: api.OpIn, Values: []int32{42}}}
+			},
+		},
+		{
+			name:    "init container restartPolicy other than Always, OnFailure, Never",
+			mutate:  func(p *corev1.PodSpec) { p.InitContainers[1].RestartPolicy = ptr(corev1.ContainerRestartPolicy("Allways")) },
 			wantErr: `container "migrate" (initContainers[1].restartPolicy): sidecar`,
+		},
+		{
+			name: "restartPolicyRules on a regular init container without its own restartPolicy",
+			mutate: func(p *corev1.PodSpec) {
+				p.InitContainers[1].RestartPolicyRules = []corev1.ContainerRestartRule{{Action: corev1.ContainerRestartRuleActionRestart,
+					ExitCodes: &corev1.ContainerRestartRuleOnExitCodes{Operator: corev1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+			},
+			wantErr: `container "migrate"`,
 		},
 		{
 			name: "unknown restartPolicy on a main container",

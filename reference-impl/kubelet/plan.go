@@ -600,7 +600,10 @@ func (p *planner) planInit() bool {
 				toStart = toStart.With(next)
 			}
 		default: // Unknown (INV-F8)
-			if k != kindSidecar && !p.restartOnFailure() {
+			// A regular init in Unknown state restarts by its own
+			// restartPolicy under ContainerRestartRules, never by its rules
+			// (no exit code to match), else by the pod's.
+			if k != kindSidecar && p.restartPolicyOf(i) == api.RestartNever {
 				p.out.KillPod, p.out.KillReason = true, api.KillInitFailed
 				return false
 			}

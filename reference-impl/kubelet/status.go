@@ -143,7 +143,7 @@ func (p *planner) phase(started api.Set) api.Phase {
 			case cur && r.State == api.StateRunning:
 				pendingInit++
 			case r.State == api.StateUnknown:
-				failedInit++ // reported Terminated, exit 137
+				p.countFailedInit(i, 137, &failedInit) // reported Terminated, exit 137
 			case r.State == api.StateNone && !c.Gone:
 				// Never ran, or its record vanished: once a main ran the
 				// API status still shows it completed.
@@ -154,7 +154,7 @@ func (p *planner) phase(started api.Set) api.Phase {
 				if code, ok := p.lastExit(i); !ok {
 					pendingInit++ // created, never ran
 				} else if code != 0 {
-					failedInit++
+					p.countFailedInit(i, code, &failedInit)
 				}
 			}
 		case kindSidecar:
@@ -193,7 +193,7 @@ func (p *planner) phase(started api.Set) api.Phase {
 		p.countMain(i, &running, &waiting, &stopped, &succeeded, &unknown)
 	}
 	terminal := p.obs.Pod.Done
-	if failedInit > 0 && p.spec.RestartPolicy == api.RestartNever {
+	if failedInit > 0 {
 		return api.PhaseFailed
 	}
 	switch {
@@ -222,6 +222,23 @@ func (p *planner) phase(started api.Set) api.Phase {
 		return api.PhaseRunning
 	}
 	return p.terminalOr(terminal, api.PhasePending)
+}
+
+// countFailedInit counts regular init i, terminated with code != 0, if
+// the failure ends the pod: getPhase's failedInitializationNotRestartable
+// under ContainerRestartRules (ContainerShouldRestart: the rules, else the
+// container's policy, else the pod's), or any failure in a Never pod
+// without the gate.
+func (p *planner) countFailedInit(i int, code int32, failed *int) {
+	if p.g.ContainerRestartRules {
+		if !p.containerShouldRestart(i, code) {
+			*failed++
+		}
+		return
+	}
+	if p.spec.RestartPolicy == api.RestartNever {
+		*failed++
+	}
 }
 
 // terminalOr: a pod that is done on this node but has no decisive
