@@ -22,7 +22,9 @@ var sweepShapes = []struct {
 	// arrival and lifetime replace the workload's (Poisson 300/s, 2-6 s)
 	// for shapes whose pods live longer.
 	arrival, lifetime string
-	edit              func(string) string
+	// faults are added to the catalogue's.
+	faults string
+	edit   func(string) string
 }{
 	{name: "base", edit: func(p string) string { return p }},
 	{name: "never-job", edit: func(p string) string {
@@ -92,6 +94,18 @@ var sweepShapes = []struct {
 		p = strings.Replace(p, "    app: {postStart: 100ms,", "    app: {runTime: 3s, postStart: 100ms,", 1)
 		return p + "    migrate: {runTime: 300ms, attempts: [{runTime: 200ms, exitCode: 42}, {runTime: 200ms, exitCode: 42}]}\n"
 	}},
+	// Faults at the worst moments, often: kubelet crashes during pod kills
+	// and during the recovery of a crash, runtime restarts that kill
+	// containers while pods terminate, readiness failures of a sidecar.
+	{name: "harsh", faults: `
+- {name: crash-in-kill, type: kubelet-crash, downtime: 1s, schedule: {type: on-phase, phase: terminating, delay: 300ms, probability: 0.2}}
+- {name: crash-twice, type: kubelet-crash, downtime: 2s, recoveryCrash: true, schedule: {type: poisson, rate: 0.05}, target: {nodeCount: 1}}
+- {name: runtime-in-kill, type: runtime-restart, mode: kill-containers, downtime: 1s, schedule: {type: on-phase, phase: terminating, delay: 100ms, probability: 0.05}}
+- {name: ready-proxy, type: probe-failure, probe: readiness, window: 2s, schedule: {type: poisson, rate: 0.5}, target: {container: proxy, podCount: 1}}
+`, edit: func(p string) string {
+		return strings.Replace(p, "        startupProbe: {exec: {command: [ok]}, periodSeconds: 1}\n",
+			"        startupProbe: {exec: {command: [ok]}, periodSeconds: 1}\n        readinessProbe: {exec: {command: [ok]}, periodSeconds: 1}\n", 1)
+	}},
 	{name: "rules-sidecar", policy: bothGates, edit: func(p string) string {
 		return strings.Replace(p, "        restartPolicy: Always\n        startupProbe:",
 			"        restartPolicy: Always\n        restartPolicyRules:\n        - {action: RestartAllContainers, exitCodes: {operator: In, values: [77]}}\n        startupProbe:", 1)
@@ -144,7 +158,7 @@ func TestSweepPodShapes(t *testing.T) {
 				t.Parallel()
 				text := oneWorkload{name: "sweep-" + shape.name, seed: seed, policies: policy, nodes: 50, perNode: 30, count: count,
 					arrival: cmp.Or(shape.arrival, "{type: poisson, rate: 300}"), lifetime: cmp.Or(shape.lifetime, "uniform(min=2s, max=6s)"),
-					pod: pod, faults: mixedFaults + sweepFaults}.text()
+					pod: pod, faults: mixedFaults + sweepFaults + shape.faults}.text()
 				o := runTrial(t, text, policy, 0)
 				if o.pods < count {
 					t.Fatalf("only %d lifecycles checked, want %d", o.pods, count)
