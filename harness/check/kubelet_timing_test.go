@@ -233,3 +233,32 @@ func TestPreStopRerunAfterKubeletRestart(t *testing.T) {
 		{name: "INV-T9/no hook in the retried kill, signalled at its expiry", id: "INV-T9", want: Violation, ev: retried(false)},
 	})
 }
+
+// TestShutdownKillForgottenByARestartedKubelet: the shutdown manager learns
+// of a graceful node shutdown from logind's PrepareForShutdown signal, sent
+// once; a kubelet restarted during the shutdown's kill starts with
+// nodeShuttingDownNow false and syncs the pod (neither deleted nor terminal
+// in the API) as a live one, restarting its exited sidecar. INV-T10 and R5
+// called that restart "during pod termination" (8 to 50 per 50,000
+// lifecycles of the sweep's harsh shape: kubelet crashes 300 ms into pod
+// kills).
+func TestShutdownKillForgottenByARestartedKubelet(t *testing.T) {
+	h := func(restart bool) func() []history.Event {
+		b := steady("sk", specOf("Always", 30, "sidecar:proxy", "main:app")).at(5000).shutdown(20, 5).
+			terminating("NodeShutdown", 15).stop("app", 15, "NodeShutdown").at(5100).exited("app", 0).stop("proxy", 15, "NodeShutdown")
+		if restart {
+			b.at(5200).nodeEv(history.KubeletDown)
+		}
+		b.at(5300).exited("proxy", 0)
+		if restart {
+			b.at(6200).nodeEv(history.KubeletUp)
+		}
+		return evs(b.at(6300).up("proxy").at(6400).up("app"))
+	}
+	runCases(t, []invCase{
+		{name: "INV-T10/restarted kubelet forgot the shutdown's kill", id: "INV-T10", clean: true, ev: h(true)},
+		{name: "INV-R5/restarted kubelet forgot the shutdown's kill", id: "INV-R5", clean: true, ev: h(true)},
+		{name: "INV-T10/no restart: starts during the shutdown's kill", id: "INV-T10", want: Violation, ev: h(false)},
+		{name: "INV-R5/no restart: sidecar restarted during the shutdown's kill", id: "INV-R5", want: Violation, ev: h(false)},
+	})
+}

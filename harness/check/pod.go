@@ -108,7 +108,10 @@ type Term struct {
 	Grace   int64
 	Reason  string
 	Ordered bool
-	Running uint64 // bit c set: Ctrs[c] was running at Idx
+	// Abandoned: a node-shutdown kill the kubelet forgot when it
+	// restarted (End is the kubelet.down); nothing after it is part of it.
+	Abandoned bool
+	Running   uint64 // bit c set: Ctrs[c] was running at Idx
 }
 
 func (w *Term) ran(c int) bool { return w.Running&(1<<uint(c)) != 0 }
@@ -300,6 +303,18 @@ func (p *Pod) build(meta *history.Meta, name string, events []history.Event) err
 			}
 		case history.KubeletDown, history.RuntimeDown, history.NodeDown:
 			p.Outages = append(p.Outages, Outage{What: e.Kind, Down: i, Up: none})
+			if n := len(p.Terms); e.Kind == history.KubeletDown && n > 0 && p.Terms[n-1].End == none && p.Terms[n-1].Reason == "NodeShutdown" {
+				// A graceful node shutdown's kill dies with the kubelet: the
+				// shutdown manager learns of the shutdown from logind's
+				// PrepareForShutdown signal, sent once, and a restarted
+				// kubelet starts with nodeShuttingDownNow false
+				// (nodeshutdown_manager_linux.go), while the pod, neither
+				// deleted nor terminal in the API (the status manager holds
+				// the terminal phase back until the kill ends), is synced
+				// as a live pod. (A deletion's kill is retried: INV-F6.)
+				p.closeTerm(i)
+				p.Terms[n-1].Abandoned = true
+			}
 		case history.KubeletUp, history.RuntimeUp, history.NodeUp:
 			down := e.Kind - 1 // the *Up kinds follow their *Down kinds
 			for o := len(p.Outages) - 1; o >= 0; o-- {

@@ -288,9 +288,12 @@ func checkT10(p *Pod, hits []Hit) []Hit {
 			continue // a retried kill (INV-F6) is the same termination
 		}
 		end := p.n()
+		if w.Abandoned {
+			end = w.End
+		}
 		for k := range p.Sandboxes {
 			if sb := p.Sandboxes[k].Idx; sb > w.Idx {
-				end = sb
+				end = min(end, sb)
 				break
 			}
 		}
