@@ -34,11 +34,17 @@ var termInvs = []*inv{
 func (p *Pod) readyToStop(c int, a *Attempt, w *Term) int64 {
 	begin, end := a.PreStop, a.PreStopEnd
 	if begin != none && begin < w.Idx {
-		// The hook began under an earlier kill. A kill retried after a
-		// kubelet restart runs it again: the new kubelet's killContainer
-		// does not know it ran (the attempt records the first hook only).
-		begin = p.eventOf(c, history.ContainerPreStopBegin, w.Idx-1, w.End)
-		end = p.eventOf(c, history.ContainerPreStopEnd, begin, w.End)
+		// The hook began under an earlier kill (the attempt records the
+		// first hook only). A kill retried after a kubelet restart runs it
+		// again: the new kubelet's killContainer does not know it ran.
+		if b := p.eventOf(c, history.ContainerPreStopBegin, w.Idx-1, w.End); b != none {
+			begin, end = b, p.eventOf(c, history.ContainerPreStopEnd, b, w.End)
+		} else if end != none && end < w.Idx {
+			begin = none // it ended before this kill
+		}
+		// Otherwise it still runs (a probe kill's, cut short by the
+		// deletion): this kill waits on it within its own budget, as the
+		// kubelet waits on the hook it runs again.
 	}
 	switch {
 	case begin == none:

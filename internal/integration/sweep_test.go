@@ -106,6 +106,29 @@ var sweepShapes = []struct {
 		return strings.Replace(p, "        startupProbe: {exec: {command: [ok]}, periodSeconds: 1}\n",
 			"        startupProbe: {exec: {command: [ok]}, periodSeconds: 1}\n        readinessProbe: {exec: {command: [ok]}, periodSeconds: 1}\n", 1)
 	}},
+	// Hooks that hang: the main's first postStart never returns (it is
+	// never Started, nothing after it starts), the sidecar's preStop hangs
+	// until the grace cuts it.
+	{name: "hanging-hooks", edit: func(p string) string {
+		p = strings.Replace(p, "    app: {postStart: 100ms, attempts: [{postStartFails: true}]}",
+			"    app: {postStart: 100ms, attempts: [{postStart: never}]}", 1)
+		return strings.Replace(p, "    proxy: {startupAfter: 1s, preStop: 500ms, preStopFails: true}",
+			"    proxy: {startupAfter: 1s, preStop: never}", 1)
+	}},
+	// Memory: the sidecar grows to its limit and is OOM-killed every few
+	// seconds; the main's liveness starts failing after 3 s.
+	{name: "oom-growth", lifetime: "uniform(min=5s, max=15s)", arrival: "{type: poisson, rate: 150}", edit: func(p string) string {
+		p = strings.Replace(p, "    proxy: {startupAfter: 1s, preStop: 500ms, preStopFails: true}",
+			"    proxy: {startupAfter: 1s, preStop: 500ms, preStopFails: true, memoryGrowth: 16000000, memoryLimit: 64000000}", 1)
+		return strings.Replace(p, "    app: {postStart: 100ms,", "    app: {livenessFailAfter: 3s, postStart: 100ms,", 1)
+	}},
+	// A startup probe that gives up: the sidecar needs 2-4 s, the probe
+	// allows 2 failures 1 s apart, so many attempts are startup-killed.
+	{name: "startup-kills", edit: func(p string) string {
+		p = strings.Replace(p, "        startupProbe: {exec: {command: [ok]}, periodSeconds: 1}\n",
+			"        startupProbe: {exec: {command: [ok]}, periodSeconds: 1, failureThreshold: 2}\n", 1)
+		return strings.Replace(p, "    proxy: {startupAfter: 1s,", "    proxy: {startupAfter: \"uniform(min=1s, max=4s)\",", 1)
+	}},
 	{name: "rules-sidecar", policy: bothGates, edit: func(p string) string {
 		return strings.Replace(p, "        restartPolicy: Always\n        startupProbe:",
 			"        restartPolicy: Always\n        restartPolicyRules:\n        - {action: RestartAllContainers, exitCodes: {operator: In, values: [77]}}\n        startupProbe:", 1)
