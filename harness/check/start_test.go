@@ -206,3 +206,26 @@ func TestEveryCheckerHasPassingAndFailingCases(t *testing.T) {
 		}
 	}
 }
+
+// TestInitFailureUnseenAfterGC: a regular init of a Never pod exits 42
+// while the kubelet is down, and container GC removes its record before
+// the kubelet is back: nothing the new kubelet sees says it failed (the
+// API never showed it running), so it starts the init sequence again. The
+// retry is the GC's, a degradation, not a broken guarantee (the sweep's
+// init-rules shape without the gate).
+func TestInitFailureUnseenAfterGC(t *testing.T) {
+	hist := func(gc bool) func() []history.Event {
+		h := newPod("ig", specOf("Never", 30, "init:setup", "init:migrate", "main:app")).at(0).created().at(10).sandbox().
+			at(20).req("setup").running("setup").at(300).exited("setup", 0).req("migrate").
+			at(350).nodeEv(history.KubeletDown).at(400).running("migrate").at(900).exited("migrate", 42)
+		if gc {
+			h.at(1000).add(history.Event{Kind: history.FaultBegin, Fault: "container-gc", FaultID: 7}).removedC("setup").removedC("migrate").
+				add(history.Event{Kind: history.FaultEnd, Fault: "container-gc", FaultID: 7})
+		}
+		return evs(h.at(2000).nodeEv(history.KubeletUp).req("migrate").running("migrate").at(5000).exited("migrate", 0))
+	}
+	runCases(t, []invCase{
+		{name: "INV-S6/init failure removed before the kubelet saw it, retried", id: "INV-S6", want: Degradation, ev: hist(true)},
+		{name: "INV-S6/init failure kept, retried under Never", id: "INV-S6", want: Violation, ev: hist(false)},
+	})
+}

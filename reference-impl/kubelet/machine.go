@@ -297,6 +297,14 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 				if in.Status.TerminatedFailed.Has(i) {
 					c.GoneExitCode = 1 // the status's code; only zero or not matters here
 				}
+			} else if c.Record.State == api.StateNone && m.kinds[i] == kindInit && in.Status.Started.Has(i) {
+				// A regular init the API shows running whose record is gone
+				// (it exited and was removed while no kubelet ran): the
+				// new kubelet publishes it Waiting, last terminated 137
+				// (ContainerStatusUnknown, "The container used to be
+				// Running"), and getPhase counts that a failed init, even
+				// if it had exited 0 (convertToAPIContainerStatuses).
+				c.Gone, c.GoneExitCode = true, 137
 			}
 		}
 		if !m.published {
@@ -743,7 +751,7 @@ func (m *Machine) publish(now api.Time, st api.PodStatus) {
 	}
 	if d := st.Started ^ last.Started; d != 0 {
 		for i := 0; i < len(m.obs.Containers); i++ {
-			if d.Has(i) {
+			if d.Has(i) && m.kinds[i] != kindInit {
 				m.trace(api.TraceEvent{Kind: api.TraceStarted, Container: i, Value: st.Started.Has(i), At: now})
 			}
 		}

@@ -522,6 +522,14 @@ func (p *planner) planInit() bool {
 			continue
 		}
 		if r == nil {
+			if k == kindInit && c.Gone && c.GoneExitCode != 0 && p.initFailureEndsPod(i, c.GoneExitCode) {
+				// Its record is gone but the API status shows it failed:
+				// the status SyncPod generates first is terminal (getPhase),
+				// and SyncPod returns before computePodActions, which sees
+				// only the runtime and would start it again.
+				p.out.KillPod, p.out.KillReason = true, api.KillInitFailed
+				return false
+			}
 			if prev && k == kindSidecar {
 				toStart = toStart.With(i)
 			}

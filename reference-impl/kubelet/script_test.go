@@ -302,7 +302,18 @@ func (e *scriptEnv) run(cmd string, args []string) string {
 	case "restart-kubelet":
 		// The old kubelet's memory is gone; the new one relists the
 		// runtime and seeds Started from the API server's last status.
+		// gone=A/B: those containers exited and their records were
+		// removed while no kubelet ran.
 		last := e.m.Status()
+		if g, ok := opts["gone"]; ok {
+			for _, name := range strings.Split(g, "/") {
+				i, err := e.idx(name)
+				if err != nil {
+					return "error: " + err.Error()
+				}
+				e.records[i] = api.ContainerRecord{}
+			}
+		}
 		m, err := NewMachine(e.spec, e.gates)
 		if err != nil {
 			return "error: " + err.Error()

@@ -23,6 +23,12 @@ func (p *planner) status() api.PodStatus {
 			}
 		}
 		if p.kinds[i] == kindInit {
+			// A regular init's Started bit says "published Running" (its
+			// API status has started: true while it runs); it is not traced
+			// (publish), only read by a restarted kubelet's relist.
+			if p.running(i) {
+				st.Started = st.Started.With(i)
+			}
 			continue
 		}
 		if p.started(i) {
@@ -225,20 +231,23 @@ func (p *planner) phase(started api.Set) api.Phase {
 }
 
 // countFailedInit counts regular init i, terminated with code != 0, if
-// the failure ends the pod: getPhase's failedInitializationNotRestartable
+// the failure ends the pod.
+func (p *planner) countFailedInit(i int, code int32, failed *int) {
+	if p.initFailureEndsPod(i, code) {
+		*failed++
+	}
+}
+
+// initFailureEndsPod reports whether regular init i's failure with code
+// makes the pod Failed: getPhase's failedInitializationNotRestartable
 // under ContainerRestartRules (ContainerShouldRestart: the rules, else the
 // container's policy, else the pod's), or any failure in a Never pod
 // without the gate.
-func (p *planner) countFailedInit(i int, code int32, failed *int) {
+func (p *planner) initFailureEndsPod(i int, code int32) bool {
 	if p.g.ContainerRestartRules {
-		if !p.containerShouldRestart(i, code) {
-			*failed++
-		}
-		return
+		return !p.containerShouldRestart(i, code)
 	}
-	if p.spec.RestartPolicy == api.RestartNever {
-		*failed++
-	}
+	return p.spec.RestartPolicy == api.RestartNever
 }
 
 // terminalOr: a pod that is done on this node but has no decisive
