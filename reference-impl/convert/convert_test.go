@@ -148,8 +148,10 @@ func TestPodSpecFromV1(t *testing.T) {
 			},
 		},
 		{
-			name:    "init container restartPolicy other than Always, OnFailure, Never",
-			mutate:  func(p *corev1.PodSpec) { p.InitContainers[1].RestartPolicy = ptr(corev1.ContainerRestartPolicy("Allways")) },
+			name: "init container restartPolicy other than Always, OnFailure, Never",
+			mutate: func(p *corev1.PodSpec) {
+				p.InitContainers[1].RestartPolicy = ptr(corev1.ContainerRestartPolicy("Allways"))
+			},
 			wantErr: `container "migrate" (initContainers[1].restartPolicy): sidecar`,
 		},
 		{
