@@ -352,10 +352,14 @@ func checkU1(p *Pod, hits []Hit) []Hit {
 			// Only a completed init container can be re-run: one that had
 			// not run yet when the change arrived (the pod was still
 			// initializing) starts for the first time.
-			if done := p.doneIn(d, sb); done == none || done > i {
+			done := p.doneIn(d, sb)
+			if done == none || done > i {
 				continue
 			}
-			if b := p.nextStartAfter(d, i, sb); b != nil && b.Start() < end && p.Ctrs[d].Role == RoleInit {
+			if b := p.nextStartAfter(d, i, sb); b != nil && b.Start() < end && p.Ctrs[d].Role == RoleInit &&
+				p.eventOf(d, history.ContainerRemoved, done, b.Start()) == none {
+				// (With its record removed, computeInitContainerActions
+				// re-runs it for that alone: INV-F2's business.)
 				hits = append(hits, p.at(b.Start(), i, "image change of %q re-ran init %q", name, p.Ctrs[d].Name))
 			}
 		}

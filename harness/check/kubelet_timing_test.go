@@ -292,3 +292,26 @@ func TestProbeKillHookIntoPodKill(t *testing.T) {
 		{name: "INV-T9/probe kill's hook ended before the deletion, signalled 20 s late", id: "INV-T9", want: Violation, ev: kill(true)},
 	})
 }
+
+// TestInitRerunAfterGCIsNotTheImageChange: a sidecar whose image never
+// pulled has its image changed; then container GC removes the completed
+// init "migrate" and, with a running sidecar before it as the latest init
+// container with a record, computeInitContainerActions starts migrate
+// again. That is the GC's re-run (INV-F2, excused by it), not the image
+// change's: INV-U1 called it "image change of logs re-ran init migrate"
+// (the sweep's interleaved shape).
+func TestInitRerunAfterGCIsNotTheImageChange(t *testing.T) {
+	h := func(removed bool) func() []history.Event {
+		b := newPod("ug", specOf("Always", 30, "sidecar:proxy", "init:migrate", "sidecar:logs", "main:app")).at(0).created().at(10).sandbox().
+			at(20).up("proxy").at(100).req("migrate").running("migrate").at(300).exited("migrate", 0).req("logs").k(history.ContainerStartFailed, "logs").
+			at(600).add(history.Event{Kind: history.ContainerImageChanged, Container: "logs", Msg: "fluent:2"})
+		if removed {
+			b.at(1000).removedC("migrate")
+		}
+		return evs(b.at(1000).req("migrate").running("migrate").at(1200).exited("migrate", 0).at(1300).up("logs").at(1400).up("app"))
+	}
+	runCases(t, []invCase{
+		{name: "INV-U1/init re-run after its record was removed", id: "INV-U1", clean: true, ev: h(true)},
+		{name: "INV-U1/init re-run with its record kept", id: "INV-U1", want: Violation, ev: h(false)},
+	})
+}

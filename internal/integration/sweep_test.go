@@ -129,6 +129,15 @@ var sweepShapes = []struct {
 			"        startupProbe: {exec: {command: [ok]}, periodSeconds: 1, failureThreshold: 2}\n", 1)
 		return strings.Replace(p, "    proxy: {startupAfter: 1s,", "    proxy: {startupAfter: \"uniform(min=1s, max=4s)\",", 1)
 	}},
+	// Deleted almost at once: most pods are killed during initialization,
+	// many before a container ran.
+	{name: "short-lived", lifetime: "uniform(min=100ms, max=1s)", edit: func(p string) string {
+		return strings.Replace(p, "    setup: {runTime: 500ms}", "    setup: {runTime: 300ms}", 1)
+	}},
+	// Bursts beyond the cluster's capacity: pods wait to be scheduled.
+	{name: "bursts", arrival: "{type: burst, size: 2000, every: 8s}", edit: func(p string) string {
+		return strings.Replace(p, "    setup: {runTime: 500ms}", "    setup: {runTime: 300ms}", 1)
+	}},
 	{name: "rules-sidecar", policy: bothGates, edit: func(p string) string {
 		return strings.Replace(p, "        restartPolicy: Always\n        startupProbe:",
 			"        restartPolicy: Always\n        restartPolicyRules:\n        - {action: RestartAllContainers, exitCodes: {operator: In, values: [77]}}\n        startupProbe:", 1)
