@@ -59,13 +59,13 @@ type Attempt struct {
 	StopGrace  int64
 }
 
-// Start is the index of the attempt's start: the request if recorded, the
-// process start otherwise.
 // podWorkerMinGrace is the shortest kill the pod worker gives a pod it
 // terminates (a deletion, a node shutdown): calculateEffectiveGracePeriod
 // (pod_workers.go) "always supplies a grace period of 1".
 const podWorkerMinGrace int64 = 1e9
 
+// Start is the index of the attempt's start: the request if recorded, the
+// process start otherwise.
 func (a *Attempt) Start() int32 {
 	if a.Req != none {
 		return a.Req
