@@ -291,13 +291,15 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 			// old kubelet ran: its exit stays in the API status, which the
 			// new kubelet starts from (convertToAPIContainerStatuses), so
 			// the phase does not forget it.
-			if c.Record.State == api.StateNone && in.Status.Terminated.Has(i) {
+			switch {
+			case c.Record.State != api.StateNone: // the runtime has it: nothing to rebuild
+			case in.Status.Terminated.Has(i):
 				c.Gone = true
 				c.GoneExitCode = 0
 				if in.Status.TerminatedFailed.Has(i) {
 					c.GoneExitCode = 1 // the status's code; only zero or not matters here
 				}
-			} else if c.Record.State == api.StateNone && m.kinds[i] == kindInit && in.Status.Started.Has(i) {
+			case m.kinds[i] == kindInit && in.Status.Started.Has(i):
 				// A regular init the API shows running whose record is gone
 				// (it exited and was removed while no kubelet ran): the
 				// new kubelet publishes it Waiting, last terminated 137

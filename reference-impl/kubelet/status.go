@@ -149,7 +149,10 @@ func (p *planner) phase(started api.Set) api.Phase {
 			case cur && r.State == api.StateRunning:
 				pendingInit++
 			case r.State == api.StateUnknown:
-				p.countFailedInit(i, 137, &failedInit) // reported Terminated, exit 137
+				// Reported Terminated, exit 137.
+				if p.initFailureEndsPod(i, 137) {
+					failedInit++
+				}
 			case r.State == api.StateNone && !c.Gone:
 				// Never ran, or its record vanished: once a main ran the
 				// API status still shows it completed.
@@ -159,8 +162,8 @@ func (p *planner) phase(started api.Set) api.Phase {
 			default:
 				if code, ok := p.lastExit(i); !ok {
 					pendingInit++ // created, never ran
-				} else if code != 0 {
-					p.countFailedInit(i, code, &failedInit)
+				} else if code != 0 && p.initFailureEndsPod(i, code) {
+					failedInit++
 				}
 			}
 		case kindSidecar:
@@ -228,14 +231,6 @@ func (p *planner) phase(started api.Set) api.Phase {
 		return api.PhaseRunning
 	}
 	return p.terminalOr(terminal, api.PhasePending)
-}
-
-// countFailedInit counts regular init i, terminated with code != 0, if
-// the failure ends the pod.
-func (p *planner) countFailedInit(i int, code int32, failed *int) {
-	if p.initFailureEndsPod(i, code) {
-		*failed++
-	}
 }
 
 // initFailureEndsPod reports whether regular init i's failure with code
