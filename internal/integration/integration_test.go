@@ -331,6 +331,10 @@ const mixedBehaviors = `    logs: {attempts: [{runTime: 1500ms, exitCode: 2}]}
     proxy: {startupAfter: 1s, preStop: 500ms, preStopFails: true}
 `
 
+// mixedPod is the mixed-fault pod: sidecarPod with mixedBehaviors in place
+// of its proxy's behaviour.
+var mixedPod = strings.Replace(sidecarPod, "    proxy: {startupAfter: 1s, preStop: 500ms}\n", "", 1) + mixedBehaviors
+
 // TestNoFalsePositivesUnderMixedFaults: kep753 under every fault of the
 // catalogue for at least 100,000 pod lifecycles has no violation, and every
 // degradation names the fault that excuses it.
@@ -351,7 +355,7 @@ func TestNoFalsePositivesUnderMixedFaults(t *testing.T) {
 	}
 	text := oneWorkload{name: "mixed-faults", seed: 42, nodes: 50, perNode: 30, count: count,
 		arrival: "{type: poisson, rate: 300}", lifetime: "uniform(min=2s, max=6s)",
-		pod: strings.Replace(sidecarPod, "    proxy: {startupAfter: 1s, preStop: 500ms}\n", "", 1) + mixedBehaviors, faults: mixedFaults}.text()
+		pod: mixedPod, faults: mixedFaults}.text()
 	o := runTrial(t, text, "kep753", 0)
 	if o.pods < count {
 		t.Fatalf("only %d lifecycles checked, want >= %d", o.pods, count)
@@ -534,9 +538,7 @@ trials: 1
 // a deletion is the kubelet's (INV-C2, T8: the checker).
 func TestRestartAllFromASidecarUnderMixedFaults(t *testing.T) {
 	const pol = "kep753+ContainerRestartRules+RestartAllContainersOnContainerExits"
-	pod := strings.Replace(strings.Replace(sidecarPod, "    proxy: {startupAfter: 1s, preStop: 500ms}\n", "", 1)+mixedBehaviors,
-		"        restartPolicy: Always\n        startupProbe:",
-		"        restartPolicy: Always\n        restartPolicyRules:\n        - {action: RestartAllContainers, exitCodes: {operator: In, values: [77]}}\n        startupProbe:", 1)
+	pod := sidecarResetsOn77(mixedPod)
 	faults := mixedFaults + `
 - {name: kill-77, type: container-kill, exitCode: 77, schedule: {type: poisson, rate: 5}, target: {container: proxy, podCount: 1}}
 - {name: kill-88, type: container-kill, exitCode: 88, schedule: {type: poisson, rate: 0.2}, target: {container: app, podCount: 1}}

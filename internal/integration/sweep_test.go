@@ -138,10 +138,14 @@ var sweepShapes = []struct {
 	{name: "bursts", arrival: "{type: burst, size: 2000, every: 8s}", edit: func(p string) string {
 		return strings.Replace(p, "    setup: {runTime: 500ms}", "    setup: {runTime: 300ms}", 1)
 	}},
-	{name: "rules-sidecar", policy: bothGates, edit: func(p string) string {
-		return strings.Replace(p, "        restartPolicy: Always\n        startupProbe:",
-			"        restartPolicy: Always\n        restartPolicyRules:\n        - {action: RestartAllContainers, exitCodes: {operator: In, values: [77]}}\n        startupProbe:", 1)
-	}},
+	{name: "rules-sidecar", policy: bothGates, edit: sidecarResetsOn77},
+}
+
+// sidecarResetsOn77 gives the pod's sidecar proxy a RestartAllContainers
+// rule on exit 77.
+func sidecarResetsOn77(p string) string {
+	return strings.Replace(p, "        restartPolicy: Always\n        startupProbe:",
+		"        restartPolicy: Always\n        restartPolicyRules:\n        - {action: RestartAllContainers, exitCodes: {operator: In, values: [77]}}\n        startupProbe:", 1)
 }
 
 const bothGates = "kep753+ContainerRestartRules+RestartAllContainersOnContainerExits"
@@ -178,10 +182,9 @@ func TestSweepPodShapes(t *testing.T) {
 			*v = n
 		}
 	}
-	base := strings.Replace(sidecarPod, "    proxy: {startupAfter: 1s, preStop: 500ms}\n", "", 1) + mixedBehaviors
 	for _, shape := range sweepShapes {
-		pod := shape.edit(base)
-		if pod == base && shape.name != "base" {
+		pod := shape.edit(mixedPod)
+		if pod == mixedPod && shape.name != "base" {
 			t.Fatalf("shape %s changed nothing: its edit no longer matches the base pod", shape.name)
 		}
 		policy := cmp.Or(os.Getenv("SIDEBENCH_SWEEP_POLICY"), shape.policy, "kep753")
