@@ -341,14 +341,17 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 		if in.Record.State != api.StateNone && in.Record.Attempt+1 > c.NextAttempt {
 			c.NextAttempt = in.Record.Attempt + 1
 		}
-		if in.Record.State == api.StateExited && old.State == api.StateRunning && c.KillRestart && m.restartHeldByBackoff(now, c, &old) {
+		if in.Record.State == api.StateExited && (old.State == api.StateRunning || old.State == api.StateUnknown) &&
+			c.KillRestart && m.restartHeldByBackoff(now, c, &old) {
 			// The kubelet restarts a container it killed in the same
 			// SyncPod, through doBackOff measured from the exit before
 			// the killed attempt. When that backoff still runs, the start
 			// fails with CrashLoopBackOff and the restart is forgotten:
 			// from now on the restart policy decides on the new exit
 			// (ShouldContainerBeRestarted), e.g. exit 0 under OnFailure
-			// ends the pod.
+			// ends the pod. A container killed because the runtime
+			// reported it Unknown is restarted the same way (the kill
+			// and the start in one SyncPod), so the same holds.
 			c.KillRestart = false
 		}
 		switch in.Record.State {
