@@ -1,6 +1,10 @@
 package check
 
-import "github.com/sidebench/sidebench/harness/history"
+import (
+	"slices"
+
+	"github.com/sidebench/sidebench/harness/history"
+)
 
 // Resources, QoS and OOM, SEMANTICS.md §2.7. The formulas are written here
 // again from their sources, not imported from the reference
@@ -112,24 +116,7 @@ func (p *Pod) oomAdj(a *Attempt) int32 {
 
 func checkQ3(p *Pod, hits []Hit) []Hit {
 	qos := qosClass(p.Spec)
-	// The main container with the smallest memory request, and its latest
-	// recorded score: the kubelet gives a sidecar no more than it
-	// (qos/policy.go GetContainerOOMScoreAdjust, isSidecarContainer).
-	minMain, minReq := -1, int64(0)
-	for _, m := range p.Mains {
-		if r := p.Ctrs[m].Spec.MemRequest; minMain < 0 || r < minReq {
-			minMain, minReq = m, r
-		}
-	}
-	var ref int32
-	refIdx := none
-	if minMain >= 0 {
-		for k := range p.Ctrs[minMain].Att {
-			if a := &p.Ctrs[minMain].Att[k]; p.oomAdj(a) != 0 {
-				ref, refIdx = p.oomAdj(a), a.Req
-			}
-		}
-	}
+	windows := p.mainMemResizes()
 	for c := range p.Ctrs {
 		ct := &p.Ctrs[c]
 		for k := range ct.Att {
@@ -146,12 +133,83 @@ func checkQ3(p *Pod, hits []Hit) []Hit {
 				hits = append(hits, p.at(a.Req, none, "%s %q of a %s pod got oom_score_adj %d", what(ct.Role), ct.Name, qos, v))
 				continue
 			}
-			if ct.Role == RoleSidecar && refIdx != none && v > ref {
-				hits = append(hits, p.at(a.Req, refIdx, "sidecar %q got oom_score_adj %d, above the %d of main %q (the smallest memory request)", ct.Name, v, ref, p.Ctrs[minMain].Name))
+			if ct.Role != RoleSidecar {
+				continue
+			}
+			if m, ref, refIdx := p.minMainScore(a.Req, windows); refIdx != none && v > ref {
+				hits = append(hits, p.at(a.Req, refIdx, "sidecar %q got oom_score_adj %d, above the %d of main %q (the smallest memory request)", ct.Name, v, ref, p.Ctrs[m].Name))
 			}
 		}
 	}
 	return hits
+}
+
+// mainMemResizes are the spans (cause: the resize) in which a main
+// container's memory request changed: from its container.resize up to the
+// kubelet's first action on it (the container resized in place, stopped for
+// ResizeRestart, or started again, which sees the new request), or to the
+// end if none. The kubelet computes oom_score_adj from the allocated
+// requests when a container starts (GetContainerOOMScoreAdjust: a
+// sidecar's from the smallest main memory request), and a resize changes
+// them for later starts only, somewhere in such a span.
+func (p *Pod) mainMemResizes() []span {
+	var out []span
+	for _, i := range p.Resizes {
+		c := p.ctr(p.Ev[i].Container)
+		if c < 0 || p.Ctrs[c].Role != RoleMain || p.desiredBefore(c, i).mem == p.Ev[i].Mem {
+			continue
+		}
+		end := p.resizeAction(c, i, p.n())
+		if b := p.nextStartAfterIdx(c, i); b != none && (end == none || b < end) {
+			end = b
+		}
+		if end == none {
+			end = p.n()
+		}
+		out = append(out, span{from: i, to: end, cause: i})
+	}
+	return out
+}
+
+// nextStartAfterIdx is the start of container c's first attempt after
+// event i, in any sandbox, or none.
+func (p *Pod) nextStartAfterIdx(c int, i int32) int32 {
+	for k := range p.Ctrs[c].Att {
+		if s := p.Ctrs[c].Att[k].Start(); s > i {
+			return s
+		}
+	}
+	return none
+}
+
+// minMainScore is the bound of a sidecar started at event s: the score
+// recorded for the main with the smallest memory request, from one of its
+// starts that saw the same main requests as s (no main memory resize
+// between the two); the main's index, the score and its event, or none
+// when no such start was recorded.
+func (p *Pod) minMainScore(s int32, windows []span) (int, int32, int32) {
+	minMain, minReq := -1, int64(0)
+	for _, m := range p.Mains {
+		if r := p.desiredBefore(m, s).mem; minMain < 0 || r < minReq {
+			minMain, minReq = m, r
+		}
+	}
+	if minMain < 0 {
+		return -1, 0, none
+	}
+	var ref int32
+	refIdx := none
+	for k := range p.Ctrs[minMain].Att {
+		a := &p.Ctrs[minMain].Att[k]
+		if p.oomAdj(a) == 0 {
+			continue
+		}
+		lo, hi := min(s, a.Req), max(s, a.Req)
+		if !slices.ContainsFunc(windows, func(w span) bool { return w.from <= hi && w.to > lo }) {
+			ref, refIdx = p.oomAdj(a), a.Req
+		}
+	}
+	return minMain, ref, refIdx
 }
 
 func checkQ4(p *Pod, hits []Hit) []Hit {

@@ -174,6 +174,17 @@ func semanticsCases() []invCase {
 			ev: evs(newPod("q", resSpec()).at(0).created().at(10).sandbox().reqOOM("setup", 998).at(20).reqOOM("proxy", 992).at(30).reqOOM("app", 992))},
 		{name: "INV-Q3/sidecar above the main (its own request decides)", id: "INV-Q3", want: Violation,
 			ev: evs(newPod("q", resSpec()).at(0).created().at(10).sandbox().reqOOM("setup", 998).at(20).reqOOM("proxy", 999).at(30).reqOOM("app", 992))},
+		// A main's memory resize changes the bound for later starts only:
+		// the sidecar keeps the score it started with (the sweep's
+		// resize-restart shape found the checker comparing it with the
+		// main's score after the resize).
+		{name: "INV-Q3/the main's memory resized after the sidecar started", id: "INV-Q3", clean: true,
+			ev: evs(newPod("q", resSpec()).at(0).created().at(10).sandbox().reqOOM("setup", 998).at(20).reqOOM("proxy", 992).at(30).reqOOM("app", 992).
+				at(5000).resize("app", 200, 384*mi).at(5100).exited("app", 0).at(5200).reqOOM("app", 988))},
+		{name: "INV-Q3/a sidecar started after the main's memory resize keeps the old bound", id: "INV-Q3", want: Violation,
+			ev: evs(newPod("q", resSpec()).at(0).created().at(10).sandbox().reqOOM("setup", 998).at(20).reqOOM("proxy", 992).at(30).reqOOM("app", 992).
+				at(5000).resize("app", 200, 384*mi).at(5100).exited("app", 0).at(5200).reqOOM("app", 988).
+				at(6000).exited("proxy", 1).at(6100).reqOOM("proxy", 992))},
 		{name: "INV-Q3/a BestEffort pod's container not at 1000", id: "INV-Q3", want: Violation,
 			ev: evs(newPod("q", specOf("Always", 30, "main:app")).at(0).created().at(10).sandbox().reqOOM("app", 500))},
 		// INV-Q5
