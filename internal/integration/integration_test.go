@@ -121,13 +121,20 @@ type oneWorkload struct {
 	count    int
 	arrival  string
 	lifetime string
-	pod      string
-	faults   string
+	// completion, if set, makes the workload Job-style (completion.runTime)
+	// and replaces lifetime.
+	completion string
+	pod        string
+	faults     string
 }
 
 func (w oneWorkload) text() string {
 	if w.policies == "" {
 		w.policies = "kep753"
+	}
+	end := "lifetime: " + w.lifetime
+	if w.completion != "" {
+		end = fmt.Sprintf("completion: {runTime: %q}", w.completion)
 	}
 	return fmt.Sprintf(`apiVersion: sidebench.dev/v1alpha1
 kind: Scenario
@@ -139,11 +146,11 @@ workloads:
 - name: web
   count: %d
   arrival: %s
-  lifetime: %s
+  %s
 %s
 faults: %s
 trials: 1
-`, w.name, w.seed, w.policies, w.nodes, w.perNode, w.count, w.arrival, w.lifetime, w.pod, w.faults)
+`, w.name, w.seed, w.policies, w.nodes, w.perNode, w.count, w.arrival, end, w.pod, w.faults)
 }
 
 // sidecarPod is the shape most tests use: init, sidecar with a startup

@@ -22,6 +22,9 @@ var sweepShapes = []struct {
 	// arrival and lifetime replace the workload's (Poisson 300/s, 2-6 s)
 	// for shapes whose pods live longer.
 	arrival, lifetime string
+	// completion makes the workload Job-style: its mains run this long and
+	// exit 0, and its pods are not deleted (no lifetime).
+	completion string
 	// faults are added to the catalogue's.
 	faults string
 	edit   func(string) string
@@ -139,6 +142,34 @@ var sweepShapes = []struct {
 		return strings.Replace(p, "    setup: {runTime: 500ms}", "    setup: {runTime: 300ms}", 1)
 	}},
 	{name: "rules-sidecar", policy: bothGates, edit: sidecarResetsOn77},
+	// In-place resizes that restart: the sidecar proxy and the main app
+	// restart on a memory resize (resizePolicy RestartContainer), often.
+	{name: "resize-restart", faults: `
+- {name: resize-app-mem, type: resize, resources: {requests: {memory: 192Mi}}, schedule: {type: poisson, rate: 0.5}, target: {container: app, podCount: 1}}
+- {name: resize-proxy-mem, type: resize, resources: {requests: {memory: 40Mi}}, schedule: {type: poisson, rate: 0.5}, target: {container: proxy, podCount: 1}}
+`, edit: func(p string) string {
+		p = strings.Replace(p, "        resources: {requests: {cpu: 50m, memory: 32Mi}, limits: {cpu: 100m, memory: 64Mi}}\n",
+			"        resources: {requests: {cpu: 50m, memory: 32Mi}, limits: {cpu: 100m, memory: 64Mi}}\n"+
+				"        resizePolicy: [{resourceName: memory, restartPolicy: RestartContainer}]\n", 1)
+		return strings.Replace(p, "        resources: {requests: {cpu: 200m, memory: 128Mi}}\n",
+			"        resources: {requests: {cpu: 200m, memory: 128Mi}}\n        resizePolicy: [{resourceName: memory, restartPolicy: RestartContainer}]\n", 1)
+	}},
+	// Five sidecars, each with its own startup probe and preStop, so that
+	// start and stop ordering have long chains to break.
+	{name: "many-sidecars", edit: func(p string) string {
+		var more strings.Builder
+		for _, n := range []string{"mesh", "metrics", "vault"} {
+			fmt.Fprintf(&more, "      - name: %s\n        image: %s:1\n        restartPolicy: Always\n"+
+				"        startupProbe: {exec: {command: [ok]}, periodSeconds: 1}\n        lifecycle: {preStop: {exec: {command: [drain]}}}\n", n, n)
+		}
+		p = strings.Replace(p, "      containers:\n", more.String()+"      containers:\n", 1)
+		return p + "    mesh: {startupAfter: 500ms, preStop: 300ms}\n    metrics: {startupAfter: 200ms, crashMTBF: 8s}\n    vault: {startupAfter: 700ms, preStop: 1s, termHandling: 2s}\n"
+	}},
+	// Job-style pods that complete (completion.runTime, no deletion): the
+	// sidecars must be stopped after the main exits 0 (INV-C1, INV-R6).
+	{name: "completion", completion: "uniform(min=1s, max=4s)", edit: func(p string) string {
+		return strings.Replace(p, "terminationGracePeriodSeconds: 20", "terminationGracePeriodSeconds: 20\n      restartPolicy: OnFailure", 1)
+	}},
 }
 
 // sidecarResetsOn77 gives the pod's sidecar proxy a RestartAllContainers
@@ -193,7 +224,7 @@ func TestSweepPodShapes(t *testing.T) {
 				t.Parallel()
 				text := oneWorkload{name: "sweep-" + shape.name, seed: seed, policies: policy, nodes: 50, perNode: 30, count: count,
 					arrival: cmp.Or(shape.arrival, "{type: poisson, rate: 300}"), lifetime: cmp.Or(shape.lifetime, "uniform(min=2s, max=6s)"),
-					pod: pod, faults: mixedFaults + sweepFaults + shape.faults}.text()
+					completion: shape.completion, pod: pod, faults: mixedFaults + sweepFaults + shape.faults}.text()
 				o := runTrial(t, text, policy, 0)
 				if o.pods < count {
 					t.Fatalf("only %d lifecycles checked, want %d", o.pods, count)
