@@ -183,7 +183,12 @@ func (p *planner) plan() {
 	if o.Pod.SandboxRequested {
 		return
 	}
-	if p.resetTriggered() {
+	if p.resetTriggered() && !p.phase(p.startedSet()).Terminal() {
+		// SyncPod resets only under AllContainersRestarting=True, which
+		// GenerateAllContainersRestartingCondition makes False when the
+		// phase the same sync generated is terminal: a Job whose mains
+		// completed is not reset by a sidecar's exit the restarted kubelet
+		// finds (the status's condition below says the same).
 		p.planReset()
 		return
 	}

@@ -303,8 +303,27 @@ func (e *scriptEnv) run(cmd string, args []string) string {
 		// The old kubelet's memory is gone; the new one relists the
 		// runtime and seeds Started from the API server's last status.
 		// gone=A/B: those containers exited and their records were
-		// removed while no kubelet ran.
+		// removed while no kubelet ran; exited=A:code/B:code: those
+		// containers exited with that code while no kubelet ran.
 		last := e.m.Status()
+		if x, ok := opts["exited"]; ok {
+			for _, ex := range strings.Split(x, "/") {
+				name, codeText, _ := strings.Cut(ex, ":")
+				i, err := e.idx(name)
+				if err != nil {
+					return "error: " + err.Error()
+				}
+				code, err := strconv.Atoi(codeText)
+				if err != nil {
+					return "error: exited=" + ex + ": want name:code"
+				}
+				r := &e.records[i]
+				r.State, r.ExitCode, r.FinishedAt, r.Reason = api.StateExited, int32(code), e.now, api.ReasonCompleted
+				if code != 0 {
+					r.Reason = api.ReasonError
+				}
+			}
+		}
 		if g, ok := opts["gone"]; ok {
 			for _, name := range strings.Split(g, "/") {
 				i, err := e.idx(name)

@@ -15,6 +15,7 @@ import "github.com/sidebench/sidebench/reference-impl/api"
 func (p *planner) status() api.PodStatus {
 	var st api.PodStatus
 	n := p.spec.Len()
+	st.Started = p.startedSet()
 	for i := 0; i < n; i++ {
 		if code, ok := p.lastExit(i); ok {
 			st.Terminated = st.Terminated.With(i)
@@ -22,19 +23,7 @@ func (p *planner) status() api.PodStatus {
 				st.TerminatedFailed = st.TerminatedFailed.With(i)
 			}
 		}
-		if p.kinds[i] == kindInit {
-			// A regular init's Started bit says "published Running" (its
-			// API status has started: true while it runs); it is not traced
-			// (publish), only read by a restarted kubelet's relist.
-			if p.running(i) {
-				st.Started = st.Started.With(i)
-			}
-			continue
-		}
-		if p.started(i) {
-			st.Started = st.Started.With(i)
-		}
-		if p.ready(i) {
+		if p.kinds[i] != kindInit && p.ready(i) {
 			st.ReadySet = st.ReadySet.With(i)
 		}
 	}
@@ -59,6 +48,19 @@ func (p *planner) status() api.PodStatus {
 	st.Ready = cr
 	st.AllContainersRestarting = !st.Phase.Terminal() && p.resetTriggered()
 	return st
+}
+
+// startedSet is the status's Started bits. A regular init's says
+// "published Running" (its API status has started: true while it runs); it
+// is not traced (publish), only read by a restarted kubelet's relist.
+func (p *planner) startedSet() api.Set {
+	var s api.Set
+	for i := 0; i < p.spec.Len(); i++ {
+		if p.kinds[i] == kindInit && p.running(i) || p.kinds[i] != kindInit && p.started(i) {
+			s = s.With(i)
+		}
+	}
+	return s
 }
 
 // lastExit returns the exit code of container i's last termination as
