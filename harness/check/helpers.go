@@ -121,8 +121,9 @@ func (p *Pod) completion() int32 {
 	for _, m := range p.Mains {
 		a := p.last(m)
 		// A main that will be restarted (pod policy, or its own policy and
-		// restart rules, INV-RR1) keeps the pod alive; so does a reset.
-		if a == nil || a.Exited == none || p.wantRestart(m, a.Code) || a.KillReason == "RestartAllContainers" {
+		// restart rules, INV-RR1) keeps the pod alive; so does a reset,
+		// whether it killed the main or removed it after its exit.
+		if a == nil || a.Exited == none || p.wantRestart(m, a.Code) || a.KillReason == "RestartAllContainers" || p.removedByReset(m, a, p.n()) {
 			return none
 		}
 		if p.termAt(a.Exited) != nil {

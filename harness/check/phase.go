@@ -71,8 +71,7 @@ func (p *Pod) mainsSucceeded(i int32) bool {
 		if last == nil || last.Exited == none || last.Exited > i || last.Code != 0 {
 			return false
 		}
-		if r := p.eventOf(m, history.ContainerRemoved, last.Exited, i); r != none &&
-			(last.KillReason == "RestartAllContainers" || p.resetActiveAt(r)) {
+		if p.removedByReset(m, last, i) {
 			// Removed by a reset, not yet re-run: convertToAPIContainerStatuses
 			// publishes a container missing while the pod restarts as
 			// Waiting, last terminated 137 (RestartingAllContainers),
@@ -82,6 +81,15 @@ func (p *Pod) mainsSucceeded(i int32) bool {
 		}
 	}
 	return true
+}
+
+// removedByReset reports whether main m's attempt a, which exited, had its
+// record removed by a RestartAllContainers reset before event index to:
+// the reset will run it again (its record is gone:
+// ShouldContainerBeRestarted), whatever it exited with.
+func (p *Pod) removedByReset(m int, a *Attempt, to int32) bool {
+	r := p.eventOf(m, history.ContainerRemoved, a.Exited, to)
+	return r != none && (a.KillReason == "RestartAllContainers" || p.resetActiveAt(r))
 }
 
 // resetActiveAt reports whether a RestartAllContainers reset is in progress

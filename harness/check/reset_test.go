@@ -130,6 +130,31 @@ func TestMainRemovedByAResetIsNoSuccess(t *testing.T) {
 	})
 }
 
+// TestMainRemovedByAResetHasNotFinished: in a Never pod, a main that a
+// RestartAllContainers reset removed will run again (its record is gone:
+// ShouldContainerBeRestarted), so the pod has not completed and the
+// sidecars the reset restarts are no INV-R6 restart after completion (the
+// sweep's completion-rules shape: the main exited 0 inside the reset).
+// Without a reset, a sidecar restarted after the main's exit 0 is one.
+func TestMainRemovedByAResetHasNotFinished(t *testing.T) {
+	spec := specOf("Never", 30, "sidecar:proxy", "main:app+poststart")
+	spec.Init[0].Rules = []history.RestartRule{{Action: "RestartAllContainers", Operator: "In", Values: []int32{77}}}
+	reset := evs(newPod("rm", spec).at(0).created().at(10).sandbox().at(20).up("proxy").at(30).up("app").
+		at(100).stop("app", 30, "FailedPostStartHook").
+		at(400).exited("proxy", 77).cond("AllContainersRestarting", true).
+		at(500).exited("app", 0).removedC("app").
+		at(600).removedC("proxy").cond("AllContainersRestarting", false).req("proxy").
+		at(700).deleted(30).terminating("PodDeleted", 30).at(800).running("proxy").stop("proxy", 30, "PodDeleted").
+		at(900).exited("proxy", 0).phase("Failed"))
+	noReset := evs(newPod("rm", spec).at(0).created().at(10).sandbox().at(20).up("proxy").at(30).up("app").
+		at(100).stop("app", 30, "FailedPostStartHook").
+		at(400).exited("proxy", 1).at(500).exited("app", 0).at(600).req("proxy"))
+	runCases(t, []invCase{
+		{name: "INV-R6/main removed by a reset: not finished", id: "INV-R6", clean: true, meta: rulesMeta, ev: reset},
+		{name: "INV-R6/main exited 0, no reset: finished", id: "INV-R6", want: Violation, meta: rulesMeta, ev: noReset},
+	})
+}
+
 // initRulesSpec: a regular init with its own restartPolicy Never and a
 // rule retrying exit 42 (validateInitContainerRestartPolicy allows both
 // under ContainerRestartRules), in a pod with restartPolicy rp.
