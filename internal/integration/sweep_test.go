@@ -170,6 +170,37 @@ var sweepShapes = []struct {
 	{name: "completion", completion: "uniform(min=1s, max=4s)", edit: func(p string) string {
 		return strings.Replace(p, "terminationGracePeriodSeconds: 20", "terminationGracePeriodSeconds: 20\n      restartPolicy: OnFailure", 1)
 	}},
+	// The same under Never: a failed main ends the pod Failed, with the
+	// sidecars stopped after it (INV-C1, INV-C2).
+	{name: "completion-never", completion: "uniform(min=1s, max=4s)", edit: func(p string) string {
+		return strings.Replace(p, "terminationGracePeriodSeconds: 20", "terminationGracePeriodSeconds: 20\n      restartPolicy: Never", 1)
+	}},
+	// A Never Job whose main is retried by a rule on exit 42 and whose
+	// sidecar resets the pod on exit 77 (KEP-5307's use case).
+	{name: "completion-rules", policy: bothGates, completion: "uniform(min=1s, max=4s)", edit: func(p string) string {
+		p = strings.Replace(p, "terminationGracePeriodSeconds: 20", "terminationGracePeriodSeconds: 20\n      restartPolicy: Never", 1)
+		p = strings.Replace(p, "        lifecycle: {postStart: {exec: {command: [warm]}}}\n",
+			"        lifecycle: {postStart: {exec: {command: [warm]}}}\n        restartPolicy: Never\n        restartPolicyRules:\n"+
+				"        - {action: Restart, exitCodes: {operator: In, values: [42]}}\n", 1)
+		return sidecarResetsOn77(p)
+	}},
+	// A deletion whose grace (2 s) overrides the pod's 20 s.
+	{name: "delete-grace", edit: func(p string) string {
+		return strings.Replace(p, "  template:\n", "  deleteGrace: 2s\n  template:\n", 1)
+	}},
+	// A regular init that fails three times before it succeeds: the
+	// backoff grows inside initialization, then the sidecars after it start.
+	{name: "init-crashloop", arrival: "{type: poisson, rate: 15}", lifetime: "uniform(min=30s, max=90s)", edit: func(p string) string {
+		return strings.Replace(p, "    setup: {runTime: 500ms}", "    setup: {runTime: 500ms, attempts: [{exitCode: 1}, {exitCode: 1}, {exitCode: 1}]}", 1)
+	}},
+	// Container GC of every exited record, often, with kubelet crashes in
+	// between: records vanish while no kubelet runs.
+	{name: "gc-heavy", faults: `
+- {name: gc-all, type: container-gc, allExited: true, schedule: {type: every, at: 1s, interval: 2s}, target: {nodeFraction: 1}}
+- {name: crash-often, type: kubelet-crash, downtime: 3s, schedule: {type: poisson, rate: 0.2}, target: {nodeCount: 1}}
+`, edit: func(p string) string {
+		return strings.Replace(p, "    logs: {attempts:", "    logs: {crashMTBF: 3s, attempts:", 1)
+	}},
 }
 
 // sidecarResetsOn77 gives the pod's sidecar proxy a RestartAllContainers
