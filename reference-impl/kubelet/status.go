@@ -134,7 +134,7 @@ func (p *planner) initializedCondition(started api.Set, ph api.Phase) bool {
 // runs or a sidecar runs unstarted (issue 16 A7, docs/reference-impl.md).
 func (p *planner) phase(started api.Set) api.Phase {
 	var pendingInit, failedInit, pendingSidecars int
-	var running, waiting, stopped, succeeded, unknown int
+	var n phaseCounts
 	// podHasInitialized: HasAnyActiveRegularContainerStarted, over the
 	// containers of the active sandbox, which the runtime manager sets only
 	// when the latest sandbox is READY (GetPodStatus): a lost sandbox has
@@ -171,7 +171,7 @@ func (p *planner) phase(started api.Set) api.Phase {
 		case kindSidecar:
 			switch {
 			case cur && r.State == api.StateRunning:
-				running++
+				n.running++
 				if !started.Has(i) {
 					pendingSidecars++
 				}
@@ -185,23 +185,23 @@ func (p *planner) phase(started api.Set) api.Phase {
 			default:
 				// Waiting without a last termination: never ran.
 				pendingSidecars++
-				waiting++
+				n.waiting++
 			}
 		case kindSidecar2019:
 			// Excluded from the phase (KEP-19b), but a sidecar that has not
 			// come up yet keeps the pod Pending.
 			rr := p.rec(i)
 			if rr == nil && !hasInitialized {
-				waiting++
+				n.waiting++
 			} else if rr != nil && rr.State == api.StateRunning {
-				running++
+				n.running++
 			}
 		case kindMain:
-			p.countMain(i, &running, &waiting, &stopped, &succeeded, &unknown)
+			p.countMain(i, &n)
 		}
 	}
 	for i := len(p.spec.Init); i < p.spec.Len(); i++ {
-		p.countMain(i, &running, &waiting, &stopped, &succeeded, &unknown)
+		p.countMain(i, &n)
 	}
 	terminal := p.obs.Pod.Done
 	if failedInit > 0 {
@@ -210,13 +210,25 @@ func (p *planner) phase(started api.Set) api.Phase {
 	switch {
 	case pendingInit > 0 || (pendingSidecars > 0 && !hasInitialized):
 		return p.terminalOr(terminal, api.PhasePending)
-	case waiting > 0:
+	case n.waiting > 0:
 		return p.terminalOr(terminal, api.PhasePending)
-	case running > 0 && unknown == 0 && !terminal:
+	case n.running > 0 && n.unknown == 0 && !terminal:
 		return api.PhaseRunning
-	case running == 0 && stopped > 0 && unknown == 0:
+	case n.running == 0 && n.stopped > 0 && n.unknown == 0:
 		if terminal {
-			if stopped == succeeded {
+			if n.stopped == n.succeeded {
+				return api.PhaseSucceeded
+			}
+			return api.PhaseFailed
+		}
+		if p.g.ContainerRestartRules {
+			// "At least one containers are in the process of restarting":
+			// a stopped main its rules or own policy restart keeps the pod
+			// Running in a Never or OnFailure pod.
+			switch {
+			case n.stopped != n.stoppedNotRestartable:
+				return api.PhaseRunning
+			case n.stopped == n.succeeded:
 				return api.PhaseSucceeded
 			}
 			return api.PhaseFailed
@@ -224,7 +236,7 @@ func (p *planner) phase(started api.Set) api.Phase {
 		if p.spec.RestartPolicy == api.RestartAlways {
 			return api.PhaseRunning
 		}
-		if stopped == succeeded {
+		if n.stopped == n.succeeded {
 			return api.PhaseSucceeded
 		}
 		if p.spec.RestartPolicy == api.RestartNever {
@@ -257,10 +269,29 @@ func (p *planner) terminalOr(terminal bool, ph api.Phase) api.Phase {
 	return ph
 }
 
+// phaseCounts are getPhase's counters over the sidecars and main
+// containers.
+type phaseCounts struct {
+	running, waiting, stopped, succeeded, unknown int
+	// stoppedNotRestartable counts the stopped mains that will not be
+	// restarted (ContainerShouldRestart on their exit): under
+	// ContainerRestartRules a pod whose stopped mains may all still restart
+	// is Running whatever its policy.
+	stoppedNotRestartable int
+}
+
+// stop counts main i stopped with exit code.
+func (n *phaseCounts) stop(p *planner, i int, code int32) {
+	n.stopped++
+	if !p.containerShouldRestart(i, code) {
+		n.stoppedNotRestartable++
+	}
+}
+
 // countMain counts main container i as getPhase does, from its latest
 // record in any sandbox (a main of a lost sandbox is stopped, waiting to
 // be restarted in the new one).
-func (p *planner) countMain(i int, running, waiting, stopped, succeeded, unknown *int) {
+func (p *planner) countMain(i int, n *phaseCounts) {
 	if p.kinds[i] != kindMain {
 		return
 	}
@@ -270,9 +301,9 @@ func (p *planner) countMain(i int, running, waiting, stopped, succeeded, unknown
 	switch r.State {
 	case api.StateRunning:
 		if cur {
-			*running++
+			n.running++
 		} else {
-			*unknown++ // cannot be: a lost sandbox's containers are dead
+			n.unknown++ // cannot be: a lost sandbox's containers are dead
 		}
 		return
 	case api.StateExited:
@@ -283,14 +314,14 @@ func (p *planner) countMain(i int, running, waiting, stopped, succeeded, unknown
 			// Not once the pod is deleted: the deletion cancels that sync
 			// and a terminating pod restarts nothing (SyncTerminatingPod),
 			// so the exit is final.
-			*running++
+			n.running++
 			return
 		}
 	case api.StateUnknown:
 		// convertToAPIContainerStatuses: a container in Unknown state that
 		// was running is reported Terminated, exit 137
 		// (ContainerStatusUnknown).
-		*stopped++
+		n.stop(p, i, 137)
 		return
 	case api.StateCreated:
 		if r.LastExited {
@@ -300,18 +331,18 @@ func (p *planner) countMain(i int, running, waiting, stopped, succeeded, unknown
 			// with exit 0 only — so a finished pod is Failed. (1M mixed
 			// faults: a restart cut by a runtime restart, then deletion,
 			// published Succeeded: INV-C2, T8.)
-			*stopped++
+			n.stop(p, i, r.LastExitCode)
 			return
 		}
 	}
 	if code, ok := p.lastExit(i); ok {
-		*stopped++
+		n.stop(p, i, code)
 		if code == 0 {
-			*succeeded++
+			n.succeeded++
 		}
 		return
 	}
 	// No termination yet: never ran (a Created record included, issue 16
 	// A6), or vanished without one.
-	*waiting++
+	n.waiting++
 }
