@@ -193,6 +193,25 @@ var sweepShapes = []struct {
 	{name: "init-crashloop", arrival: "{type: poisson, rate: 15}", lifetime: "uniform(min=30s, max=90s)", edit: func(p string) string {
 		return strings.Replace(p, "    setup: {runTime: 500ms}", "    setup: {runTime: 500ms, attempts: [{exitCode: 1}, {exitCode: 1}, {exitCode: 1}]}", 1)
 	}},
+	// Sidecars that exit on their own: logs exits 0 after a second (a
+	// sidecar is restarted whatever its exit), proxy's first postStart
+	// hangs, so nothing after it starts until the pod is deleted.
+	{name: "sidecar-exits", edit: func(p string) string {
+		p = strings.Replace(p, "        lifecycle: {preStop: {exec: {command: [drain]}}}\n",
+			"        lifecycle: {postStart: {exec: {command: [warm]}}, preStop: {exec: {command: [drain]}}}\n", 1)
+		p = strings.Replace(p, "    logs: {attempts: [{runTime: 1500ms, exitCode: 2}]}", "    logs: {runTime: 1s, exitCode: 0}", 1)
+		return strings.Replace(p, "    proxy: {startupAfter: 1s,", "    proxy: {postStart: 100ms, attempts: [{postStart: never}], startupAfter: 1s,", 1)
+	}},
+	// Three regular inits between two sidecars, the last failing once, and
+	// a sidecar liveness probe with its own grace that fails often.
+	{name: "interleaved-inits", faults: `
+- {name: live-logs, type: probe-failure, probe: liveness, window: 3s, schedule: {type: poisson, rate: 0.5}, target: {container: logs, podCount: 1}}
+`, edit: func(p string) string {
+		p = strings.Replace(p, "      - name: logs\n        image: fluent:1\n        restartPolicy: Always\n",
+			"      - name: migrate\n        image: migrate:1\n      - name: seed\n        image: seed:1\n      - name: logs\n        image: fluent:1\n        restartPolicy: Always\n"+
+				"        livenessProbe: {exec: {command: [ok]}, periodSeconds: 1, failureThreshold: 1, terminationGracePeriodSeconds: 2}\n", 1)
+		return p + "    migrate: {runTime: 300ms}\n    seed: {runTime: 200ms, attempts: [{exitCode: 3}]}\n"
+	}},
 	// Container GC of every exited record, often, with kubelet crashes in
 	// between: records vanish while no kubelet runs.
 	{name: "gc-heavy", faults: `
