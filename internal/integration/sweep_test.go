@@ -25,6 +25,8 @@ var sweepShapes = []struct {
 	// completion makes the workload Job-style: its mains run this long and
 	// exit 0, and its pods are not deleted (no lifetime).
 	completion string
+	// nodes and perNode replace the cluster's 50 nodes of 30 pods.
+	nodes, perNode int
 	// faults are added to the catalogue's.
 	faults string
 	edit   func(string) string
@@ -212,6 +214,33 @@ var sweepShapes = []struct {
 				"        livenessProbe: {exec: {command: [ok]}, periodSeconds: 1, failureThreshold: 1, terminationGracePeriodSeconds: 2}\n", 1)
 		return p + "    migrate: {runTime: 300ms}\n    seed: {runTime: 200ms, attempts: [{exitCode: 3}]}\n"
 	}},
+	// A Never pod whose sandbox is lost often (runtime restarts that kill
+	// containers, power-offs): a new sandbox only while no main has run
+	// (INV-F3), else the pod fails.
+	{name: "never-sandbox-loss", faults: `
+- {name: runtime-kill-often, type: runtime-restart, mode: kill-containers, schedule: {type: poisson, rate: 0.05}, target: {nodeCount: 1}, downtime: 1s}
+- {name: poweroff-often, type: node-poweroff, return: true, schedule: {type: poisson, rate: 0.05}, target: {nodeCount: 1}, downtime: 3s}
+`, edit: func(p string) string {
+		p = strings.Replace(p, "terminationGracePeriodSeconds: 20", "terminationGracePeriodSeconds: 20\n      restartPolicy: Never", 1)
+		return strings.Replace(p, "    app: {postStart: 100ms,", "    app: {runTime: 4s, postStart: 100ms,", 1)
+	}},
+	// A main with a slow startup probe and liveness, whose image, like
+	// every container's, changes often (a regular init's change waits for
+	// the next sandbox, a sidecar's or main's restarts it).
+	{name: "image-churn", faults: `
+- {name: image-app, type: image-change, image: app:2, schedule: {type: poisson, rate: 0.5}, target: {container: app, podCount: 1}}
+- {name: image-proxy, type: image-change, image: envoy:3, schedule: {type: poisson, rate: 0.5}, target: {container: proxy, podCount: 1}}
+- {name: image-setup, type: image-change, image: busybox:2, schedule: {type: poisson, rate: 0.5}, target: {container: setup, podCount: 1}}
+`, edit: func(p string) string {
+		p = strings.Replace(p, "        readinessProbe: {exec: {command: [ok]}, periodSeconds: 1}\n        livenessProbe:",
+			"        startupProbe: {exec: {command: [ok]}, periodSeconds: 1, failureThreshold: 5}\n        readinessProbe: {exec: {command: [ok]}, periodSeconds: 1}\n        livenessProbe:", 1)
+		return strings.Replace(p, "    app: {postStart: 100ms,", "    app: {startupAfter: \"uniform(min=500ms, max=3s)\", postStart: 100ms,", 1)
+	}},
+	// Five dense nodes (300 pods each): every node fault hits hundreds of
+	// pods at once, and kubelet restarts relist them all.
+	{name: "dense-nodes", nodes: 5, perNode: 300, edit: func(p string) string {
+		return strings.Replace(p, "    setup: {runTime: 500ms}", "    setup: {runTime: 400ms}", 1)
+	}},
 	// Container GC of every exited record, often, with kubelet crashes in
 	// between: records vanish while no kubelet runs.
 	{name: "gc-heavy", faults: `
@@ -272,7 +301,7 @@ func TestSweepPodShapes(t *testing.T) {
 		for seed := 1; seed <= seeds; seed++ {
 			t.Run(fmt.Sprintf("%s/seed=%d", shape.name, seed), func(t *testing.T) {
 				t.Parallel()
-				text := oneWorkload{name: "sweep-" + shape.name, seed: seed, policies: policy, nodes: 50, perNode: 30, count: count,
+				text := oneWorkload{name: "sweep-" + shape.name, seed: seed, policies: policy, nodes: cmp.Or(shape.nodes, 50), perNode: cmp.Or(shape.perNode, 30), count: count,
 					arrival: cmp.Or(shape.arrival, "{type: poisson, rate: 300}"), lifetime: cmp.Or(shape.lifetime, "uniform(min=2s, max=6s)"),
 					completion: shape.completion, pod: pod, faults: mixedFaults + sweepFaults + shape.faults}.text()
 				o := runTrial(t, text, policy, 0)
