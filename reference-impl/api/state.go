@@ -324,7 +324,13 @@ type PodObs struct {
 	SandboxRequested bool
 	// Done is set when the pod reached a terminal state on this node and the
 	// kubelet has nothing more to do.
-	Done        bool
+	Done bool
+	// Restarting is the API status's AllContainersRestarting condition (the
+	// last one published, or the API server's after a kubelet restart): a
+	// RestartAllContainers reset goes on while it is True and the runtime
+	// holds a record of the pod, even once its trigger's record is gone
+	// (kubecontainer.ShouldAllContainersRestart reads the condition first).
+	Restarting  bool
 	DeletedAt   Time
 	DeleteGrace time.Duration
 }

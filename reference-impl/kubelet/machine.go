@@ -312,6 +312,7 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 		if !m.published {
 			m.last, m.published = in.Status, in.Status != (api.PodStatus{})
 		}
+		o.Pod.Restarting = in.Status.AllContainersRestarting
 		if in.Deleted && !o.Pod.Deleted && !o.Term.Active {
 			grace := in.Grace
 			if grace < 0 {
@@ -769,4 +770,5 @@ func (m *Machine) publish(now api.Time, st api.PodStatus) {
 		}
 	}
 	m.last, m.published = st, true
+	m.obs.Pod.Restarting = st.AllContainersRestarting
 }

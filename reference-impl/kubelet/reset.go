@@ -14,18 +14,26 @@ func (p *planner) isTrigger(i int) bool {
 }
 
 // resetTriggered reports whether a RestartAllContainers reset is in
-// progress. It is derived from the runtime alone, so a restarted kubelet
-// resumes it: triggering records are removed last (INV-RA3).
+// progress: kubecontainer.ShouldAllContainersRestart (the API status's
+// AllContainersRestarting condition, or an exit that matches a
+// RestartAllContainers rule) while the runtime still holds a record of the
+// pod (AllContainersRestartCleanedUp). A restarted kubelet resumes it from
+// the triggering records, which are removed last (INV-RA3), and from the
+// condition, which keeps it going when something else removed the
+// trigger's record (container GC during the reset: the reference ended the
+// reset there and restarted the trigger without re-initialization).
 func (p *planner) resetTriggered() bool {
 	if !p.g.RestartAllContainersOnContainerExits {
 		return false
 	}
+	records := false
 	for i := range p.obs.Containers {
 		if p.isTrigger(i) {
 			return true
 		}
+		records = records || p.rec(i) != nil
 	}
-	return false
+	return p.obs.Pod.Restarting && records
 }
 
 // planReset moves a RestartAllContainers reset forward: every other
