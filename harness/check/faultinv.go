@@ -317,7 +317,7 @@ func checkU1(p *Pod, hits []Hit) []Hit {
 			if j := p.specKill(c, i, stop); j != none {
 				hits = append(hits, p.at(j, i, "image change of running init %q stopped it", name))
 			} else if a.Exited != none && a.Code == 0 {
-				if b := p.nextStartAfter(c, a.Exited, sb); b != nil {
+				if b := p.nextStartAfter(c, a.Exited, sb); b != nil && !p.rerunAfterRemoval(c, b) {
 					hits = append(hits, p.at(b.Start(), i, "image change of running init %q re-ran it after it completed", name))
 				}
 			}
@@ -338,7 +338,7 @@ func checkU1(p *Pod, hits []Hit) []Hit {
 			}
 		}
 		if completedInit {
-			if b := p.nextStartAfter(c, i, sb); b != nil {
+			if b := p.nextStartAfter(c, i, sb); b != nil && !p.rerunAfterRemoval(c, b) {
 				hits = append(hits, p.at(b.Start(), i, "image change of completed init %q re-ran it", name))
 			}
 		}

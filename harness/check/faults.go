@@ -213,6 +213,17 @@ func (p *Pod) attemptEnd(a *Attempt) int32 {
 	return none
 }
 
+// removedByGC reports whether removal event i happened inside a container
+// GC fault: the runtime's removal, not the kubelet's.
+func (p *Pod) removedByGC(i int32) bool {
+	for k := range p.Faults {
+		if f := &p.Faults[k]; faultExcuse(f.Name) == ExGC && i > f.Idx && p.T(i) <= f.EndT {
+			return true
+		}
+	}
+	return false
+}
+
 // removedDuring reports whether fault f (a container GC) removed a record
 // of one of the pod's containers.
 func (p *Pod) removedDuring(f *Fault) bool {

@@ -315,3 +315,54 @@ func TestInitRerunAfterGCIsNotTheImageChange(t *testing.T) {
 		{name: "INV-U1/init re-run with its record kept", id: "INV-U1", want: Violation, ev: h(false)},
 	})
 }
+
+// TestInitRerunAfterGCIsNotTheSidecarsOrTheMains: the kubelet crashed while
+// the main and the second sidecar exited; container GC removed their
+// records and the completed init "migrate"'s before it came back. With no
+// main record left the pod has not initialized
+// (HasAnyActiveRegularContainerStarted), and computeInitContainerActions,
+// walking back to the running sidecar proxy, starts migrate again: the
+// GC's re-run (INV-F2), not an effect of the sidecar's exit (INV-R3) or of
+// the main's restart (INV-R4). The sweep's kitchen-sink shape (interleaved
+// with gc-heavy) found both checkers blaming it. With migrate's record
+// kept, the same re-run is theirs.
+func TestInitRerunAfterGCIsNotTheSidecarsOrTheMains(t *testing.T) {
+	h := func(removed bool) func() []history.Event {
+		b := newPod("rg", specOf("Always", 30, "init:setup", "sidecar:proxy", "init:migrate", "sidecar:logs", "main:app")).at(0).created().at(10).sandbox().
+			at(20).done("setup").at(100).up("proxy").at(200).done("migrate").at(300).up("logs").at(400).up("app").
+			at(1000).nodeEv(history.KubeletDown).at(1100).exited("app", 0).at(1200).exited("logs", 1).at(1500).removedC("app").removedC("logs")
+		if removed {
+			b.removedC("migrate")
+		}
+		return evs(b.at(2000).nodeEv(history.KubeletUp).req("migrate").running("migrate").at(2300).exited("migrate", 0).
+			at(2400).up("logs").at(2500).up("app"))
+	}
+	runCases(t, []invCase{
+		{name: "INV-R3/init re-run after its record was removed", id: "INV-R3", clean: true, ev: h(true)},
+		{name: "INV-R4/init re-run after its record was removed", id: "INV-R4", clean: true, ev: h(true)},
+		{name: "INV-R3/init re-run with its record kept", id: "INV-R3", want: Violation, ev: h(false)},
+		{name: "INV-R4/init re-run with its record kept", id: "INV-R4", want: Violation, ev: h(false)},
+	})
+}
+
+// TestRunningInitRerunAfterGC: an image change reaches regular init setup
+// while it runs; it completes, and GC removes its record while no record
+// of a later container exists: computeInitContainerActions starts from the
+// first init again. INV-U1's "re-ran it after it completed" is the GC's
+// re-run then (INV-F2), as for the completed inits above; with the record
+// kept it is the image change's.
+func TestRunningInitRerunAfterGC(t *testing.T) {
+	h := func(removed bool) func() []history.Event {
+		b := newPod("ui", specOf("Always", 30, "init:setup", "sidecar:proxy", "main:app")).at(0).created().at(10).sandbox().
+			at(20).req("setup").running("setup").at(100).add(history.Event{Kind: history.ContainerImageChanged, Container: "setup", Msg: "busybox:2"}).
+			at(300).exited("setup", 0)
+		if removed {
+			b.at(400).removedC("setup")
+		}
+		return evs(b.at(500).req("setup").running("setup").at(700).exited("setup", 0).at(800).up("proxy").at(900).up("app"))
+	}
+	runCases(t, []invCase{
+		{name: "INV-U1/running init re-run after its record was removed", id: "INV-U1", clean: true, ev: h(true)},
+		{name: "INV-U1/running init re-run with its record kept", id: "INV-U1", want: Violation, ev: h(false)},
+	})
+}

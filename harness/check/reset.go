@@ -160,7 +160,10 @@ func checkRA4(p *Pod, hits []Hit) []Hit {
 				continue
 			}
 			rs := p.eventOf(s, history.ContainerRemoved, b, p.n())
-			if rs == none {
+			if rs == none || p.removedByGC(rs) {
+				// Container GC removed the trigger's exited record: no
+				// order of the kubelet's to judge (the reset goes on under
+				// the AllContainersRestarting condition).
 				continue
 			}
 			for t := range p.Ctrs {

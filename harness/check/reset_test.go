@@ -68,6 +68,16 @@ func ruleCases() []invCase {
 			ev: evs(newPod("r", resetSpec("Always")).at(0).created().at(10).sandbox().at(20).up("proxy").at(30).up("app").
 				at(1000).exited("app", 88).cond("AllContainersRestarting", true).removedC("app").stop("proxy", 2, "RestartAllContainers").
 				at(1100).exited("proxy", 137).removedC("proxy"))},
+		// Container GC removed the trigger's exited record during the
+		// reset: the runtime's removal, not the kubelet's order (the
+		// sweep's kitchen-sink shape, rules-sidecar with gc-heavy).
+		{name: "INV-RA4/trigger removed first by container GC", id: "INV-RA4", clean: true, meta: rulesMeta,
+			ev: evs(newPod("r", resetSpec("Always")).at(0).created().at(10).sandbox().at(20).up("proxy").at(30).up("app").
+				at(1000).exited("app", 88).cond("AllContainersRestarting", true).stop("proxy", 2, "RestartAllContainers").
+				at(1050).fault(history.FaultBegin, "container-gc", 9).removedC("app").fault(history.FaultEnd, "container-gc", 9).
+				at(1100).exited("proxy", 137).removedC("proxy").
+				at(1120).req("proxy").cond("AllContainersRestarting", false).running("proxy").started("proxy", true).
+				at(1200).up("app"))},
 		{name: "INV-RA5/correct reset", id: "INV-RA5", clean: true, meta: rulesMeta, ev: evs(resetHistory())},
 		{name: "INV-RA5/reset kill with the pod grace and a preStop", id: "INV-RA5", want: Violation, meta: rulesMeta,
 			ev: evs(newPod("r", resetSpec("Always")).at(0).created().at(10).sandbox().at(20).up("proxy").at(30).up("app").

@@ -153,7 +153,7 @@ func checkR3(p *Pod, hits []Hit) []Hit {
 				}
 			}
 			for _, c := range p.Inits {
-				if b := p.nextStartAfter(c, a.Exited, a.Sandbox); b != nil && b.Start() <= end {
+				if b := p.nextStartAfter(c, a.Exited, a.Sandbox); b != nil && b.Start() <= end && !p.rerunAfterRemoval(c, b) {
 					hits = append(hits, p.at(b.Start(), a.Exited, "init %q re-run after sidecar %q exited", p.Ctrs[c].Name, p.Ctrs[s].Name))
 				}
 			}
@@ -208,11 +208,30 @@ func checkR4(p *Pod, hits []Hit) []Hit {
 		return hits
 	}
 	for _, c := range p.Inits {
-		if b := p.nextStartAfter(c, firstMainExit, p.sandboxAt(firstMainExit)); b != nil {
+		if b := p.nextStartAfter(c, firstMainExit, p.sandboxAt(firstMainExit)); b != nil && !p.rerunAfterRemoval(c, b) {
 			hits = append(hits, p.at(b.Start(), firstMainExit, "init %q re-run after a main container restarted", p.Ctrs[c].Name))
 		}
 	}
 	return hits
+}
+
+// rerunAfterRemoval reports whether regular init c's attempt b follows the
+// removal of c's record since its previous attempt exited (container GC,
+// a reset): computeInitContainerActions walks the init containers from the
+// last one with a record, so a completed init whose record is gone can run
+// again for that alone. That is INV-F2's business (a degradation of the
+// GC), not an effect of what the calling checker looks at (the sweep's
+// kitchen-sink shape: GC of every exited record while the kubelet was down
+// re-ran an init after a sidecar's exit, a main's restart, an image
+// change).
+func (p *Pod) rerunAfterRemoval(c int, b *Attempt) bool {
+	var prev *Attempt
+	for k := range p.Ctrs[c].Att {
+		if a := &p.Ctrs[c].Att[k]; a.Start() < b.Start() && a.Exited != none {
+			prev = a
+		}
+	}
+	return prev != nil && p.eventOf(c, history.ContainerRemoved, prev.Exited, b.Start()) != none
 }
 
 func checkR5(p *Pod, hits []Hit) []Hit {
