@@ -202,6 +202,24 @@ func checkF6(p *Pod, hits []Hit) []Hit {
 	return hits
 }
 
+// lostAfter reports whether sandbox sb ended lost after event i, or the
+// real sandbox it is part of did: a RestartAllContainers reset continues
+// it as a virtual sandbox (Sandbox.Reset) that the loss then ends (the
+// sweep's kitchen-sink shape: a runtime restart that killed the containers
+// of a pod reset and being deleted).
+func (p *Pod) lostAfter(sb, i int32) bool {
+	for k := sb; k >= 0 && int(k) < len(p.Sandboxes); k++ {
+		s := &p.Sandboxes[k]
+		if k > sb && !s.Reset {
+			break
+		}
+		if s.Lost && s.End != none && s.End > i {
+			return true
+		}
+	}
+	return false
+}
+
 func checkF7(p *Pod, hits []Hit) []Hit {
 	for _, o := range p.Outages {
 		if o.What != history.RuntimeDown {
@@ -222,7 +240,7 @@ func checkF7(p *Pod, hits []Hit) []Hit {
 				// instant is a coincidence (seen at 40k pods).
 				continue
 			}
-			if sb := p.Sandboxes[a.Sandbox]; sb.Lost && sb.End != none && sb.End > o.Down {
+			if p.lostAfter(a.Sandbox, o.Down) {
 				continue // the restart took the sandbox with it: INV-F3's business
 			}
 			t := p.T(a.Exited)

@@ -78,6 +78,17 @@ func ruleCases() []invCase {
 				at(1100).exited("proxy", 137).removedC("proxy").
 				at(1120).req("proxy").cond("AllContainersRestarting", false).running("proxy").started("proxy", true).
 				at(1200).up("app"))},
+		// A runtime restart that kills containers takes the sandbox of a
+		// pod being reset: the loss ends the reset's virtual sandbox, which
+		// continues the real one the killed attempt ran in.
+		{name: "INV-F7/runtime restart that loses the sandbox during a reset", id: "INV-F7", clean: true, meta: rulesMeta,
+			ev: evs(newPod("r", resetSpec("Always")).at(0).created().at(10).sandbox().at(20).up("proxy").at(30).up("app").
+				at(1000).exited("app", 88).cond("AllContainersRestarting", true).
+				at(1050).nodeEv(history.RuntimeDown).exited("proxy", 137).k(history.SandboxStopped, "").sandboxLost())},
+		{name: "INV-F7/runtime restart that kills during a reset, sandbox kept", id: "INV-F7", want: Violation, meta: rulesMeta,
+			ev: evs(newPod("r", resetSpec("Always")).at(0).created().at(10).sandbox().at(20).up("proxy").at(30).up("app").
+				at(1000).exited("app", 88).cond("AllContainersRestarting", true).
+				at(1050).nodeEv(history.RuntimeDown).exited("proxy", 137))},
 		{name: "INV-RA5/correct reset", id: "INV-RA5", clean: true, meta: rulesMeta, ev: evs(resetHistory())},
 		{name: "INV-RA5/reset kill with the pod grace and a preStop", id: "INV-RA5", want: Violation, meta: rulesMeta,
 			ev: evs(newPod("r", resetSpec("Always")).at(0).created().at(10).sandbox().at(20).up("proxy").at(30).up("app").
