@@ -189,6 +189,12 @@ func (p *planner) plan() {
 		// phase the same sync generated is terminal: a Job whose mains
 		// completed is not reset by a sidecar's exit the restarted kubelet
 		// finds (the status's condition below says the same).
+		if !p.obs.Pod.Restarting && p.startInFlight() {
+			// The pod worker is inside the SyncPod that starts a container
+			// (through its postStart hook): the reset is decided by the
+			// next sync, from what the runtime holds then.
+			return
+		}
 		p.planReset()
 		return
 	}
