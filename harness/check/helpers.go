@@ -123,7 +123,10 @@ func (p *Pod) completion() int32 {
 		// A main that will be restarted (pod policy, or its own policy and
 		// restart rules, INV-RR1) keeps the pod alive; so does a reset,
 		// whether it killed the main or removed it after its exit.
-		if a == nil || a.Exited == none || p.wantRestart(m, a.Code) || a.KillReason == "RestartAllContainers" || p.removedByReset(m, a, p.n()) {
+		if a == nil || a.Exited == none || p.wantRestart(m, a.Code) || a.KillReason == "RestartAllContainers" ||
+			p.eventOf(m, history.ContainerRemoved, a.Exited, p.n()) != none {
+			// (Its record removed after the exit, by a reset or by
+			// container GC, the kubelet starts it again: no status.)
 			return none
 		}
 		if p.termAt(a.Exited) != nil {

@@ -366,3 +366,41 @@ func TestRunningInitRerunAfterGC(t *testing.T) {
 		{name: "INV-U1/running init re-run with its record kept", id: "INV-U1", want: Violation, ev: h(false)},
 	})
 }
+
+// TestCompletedMainRerunAfterGCAndKubeletRestart: a Never Job's main
+// exited 0 and the kubelet began stopping the sidecars (PodCompleted);
+// container GC removed the main's record and the kubelet crashed. The
+// restarted kubelet forgot that kill (SyncPod's own, decided again only if
+// the runtime still says so); with no main record the pod has not
+// initialized, so it restarts the exited sidecar and then, with no status
+// for the main, starts the main again (ShouldContainerBeRestarted) whatever
+// the policy. That is the GC's degradation (INV-R4 excused), and neither a
+// restart "during pod termination" (INV-R5, T10) nor after completion
+// (INV-R6): the sweep's gc-heavy shape with Jobs found 92-123 of these per
+// 8,000 lifecycles. With the main's record kept, the restarted kubelet
+// kills the pod again and restarts nothing (computePodActions clears
+// InitContainersToStart): the sidecar's restart is INV-R6's (a degradation
+// of the kubelet crash).
+func TestCompletedMainRerunAfterGCAndKubeletRestart(t *testing.T) {
+	h := func(removed bool) func() []history.Event {
+		b := newPod("cg", specOf("Never", 30, "sidecar:proxy", "sidecar:logs", "main:app")).at(0).created().at(10).sandbox().
+			at(20).up("proxy").at(100).up("logs").at(200).up("app").
+			at(1000).exited("app", 0).terminating("PodCompleted", 30).stop("logs", 30, "PodCompleted")
+		if removed {
+			b.at(1010).removedC("app")
+		}
+		b.at(1100).nodeEv(history.KubeletDown).at(1300).exited("logs", 0).
+			at(2100).nodeEv(history.KubeletUp).req("logs").running("logs")
+		if removed {
+			b.at(2300).req("app").running("app")
+		}
+		return evs(b)
+	}
+	runCases(t, []invCase{
+		{name: "INV-R4/main re-run after its record was removed", id: "INV-R4", want: Degradation, ev: h(true)},
+		{name: "INV-R5/sidecar restarted after the kill was forgotten", id: "INV-R5", clean: true, ev: h(true)},
+		{name: "INV-T10/started after the kill was forgotten", id: "INV-T10", clean: true, ev: h(true)},
+		{name: "INV-R6/main re-run after its record was removed", id: "INV-R6", clean: true, ev: h(true)},
+		{name: "INV-R6/sidecar restarted with the main's record kept", id: "INV-R6", want: Degradation, ev: h(false)},
+	})
+}

@@ -59,6 +59,26 @@ type Attempt struct {
 	StopGrace  int64
 }
 
+// forgottenKill reports whether a whole-pod kill for reason dies with the
+// kubelet, so that a restarted kubelet decides afresh what the pod needs.
+// A graceful node shutdown's: the shutdown manager learns of the shutdown
+// from logind's PrepareForShutdown signal, sent once, and a restarted
+// kubelet starts with nodeShuttingDownNow false
+// (nodeshutdown_manager_linux.go), while the pod, neither deleted nor
+// terminal in the API (the status manager holds the terminal phase back
+// until the kill ends), is synced as a live pod. And a kill SyncPod
+// decided itself (computePodActions' KillPod: a completed pod, a failed
+// init, a lost sandbox), which the restarted kubelet decides again only if
+// the runtime still says so (a completed main whose record GC removed is
+// started again). A deletion's kill is retried (INV-F6).
+func forgottenKill(reason string) bool {
+	switch reason {
+	case "NodeShutdown", "PodCompleted", "InitFailed", "SandboxLost":
+		return true
+	}
+	return false
+}
+
 // podWorkerMinGrace is the shortest kill the pod worker gives a pod it
 // terminates (a deletion, a node shutdown): calculateEffectiveGracePeriod
 // (pod_workers.go) "always supplies a grace period of 1".
@@ -108,8 +128,9 @@ type Term struct {
 	Grace   int64
 	Reason  string
 	Ordered bool
-	// Abandoned: a node-shutdown kill the kubelet forgot when it
-	// restarted (End is the kubelet.down); nothing after it is part of it.
+	// Abandoned: a kill the kubelet forgot when it restarted
+	// (forgottenKill; End is the kubelet.down); nothing after it is part
+	// of it.
 	Abandoned bool
 	Running   uint64 // bit c set: Ctrs[c] was running at Idx
 }
@@ -303,15 +324,7 @@ func (p *Pod) build(meta *history.Meta, name string, events []history.Event) err
 			}
 		case history.KubeletDown, history.RuntimeDown, history.NodeDown:
 			p.Outages = append(p.Outages, Outage{What: e.Kind, Down: i, Up: none})
-			if n := len(p.Terms); e.Kind == history.KubeletDown && n > 0 && p.Terms[n-1].End == none && p.Terms[n-1].Reason == "NodeShutdown" {
-				// A graceful node shutdown's kill dies with the kubelet: the
-				// shutdown manager learns of the shutdown from logind's
-				// PrepareForShutdown signal, sent once, and a restarted
-				// kubelet starts with nodeShuttingDownNow false
-				// (nodeshutdown_manager_linux.go), while the pod, neither
-				// deleted nor terminal in the API (the status manager holds
-				// the terminal phase back until the kill ends), is synced
-				// as a live pod. (A deletion's kill is retried: INV-F6.)
+			if n := len(p.Terms); e.Kind == history.KubeletDown && n > 0 && p.Terms[n-1].End == none && forgottenKill(p.Terms[n-1].Reason) {
 				p.closeTerm(i)
 				p.Terms[n-1].Abandoned = true
 			}

@@ -197,11 +197,24 @@ func checkR4(p *Pod, hits []Hit) []Hit {
 			if sp := p.Ctrs[m].Spec; p.hasGate("ContainerRestartRules") && sp != nil && sp.RestartPolicy != "" {
 				continue // a container-level policy decides: INV-RR1
 			}
-			if rp == "Never" {
-				hits = append(hits, p.at(b.Start(), a.Exited, "main %q restarted under restartPolicy Never (exit %d)", p.Ctrs[m].Name, a.Code))
-			} else if rp == "OnFailure" && a.Code == 0 {
-				hits = append(hits, p.at(b.Start(), a.Exited, "main %q restarted after exit 0 under restartPolicy OnFailure", p.Ctrs[m].Name))
+			var h Hit
+			switch {
+			case rp == "Never":
+				h = p.at(b.Start(), a.Exited, "main %q restarted under restartPolicy Never (exit %d)", p.Ctrs[m].Name, a.Code)
+			case rp == "OnFailure" && a.Code == 0:
+				h = p.at(b.Start(), a.Exited, "main %q restarted after exit 0 under restartPolicy OnFailure", p.Ctrs[m].Name)
+			default:
+				continue
 			}
+			if p.rerunAfterRemoval(m, b) {
+				// Its record was removed after the exit (container GC):
+				// ShouldContainerBeRestarted starts a container with no
+				// status whatever the policy, once no kill of the pod is
+				// under way (a restarted kubelet's, the sweep's gc-heavy
+				// shape with Jobs): a degradation of the GC.
+				h.Excuse = "record removed (container GC)"
+			}
+			hits = append(hits, h)
 		}
 	}
 	if firstMainExit == none {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,12 +13,10 @@ import (
 	"github.com/sidebench/sidebench/harness/check"
 )
 
-// sweepShapes are variations of the mixed-fault pod (sidecarPod with
-// mixedBehaviors) that each reach kubelet corners the base shape does
-// not: Job-like mains, grace 0 and 1 s, a second main, a sidecar with
-// every probe and hook, a critical pod, restart rules and resets from a
-// main and from a sidecar. Each entry edits the base text.
-var sweepShapes = []struct {
+// sweepShape is one variation of the mixed-fault pod (sidecarPod with
+// mixedBehaviors): an edit of the base text, and what else of the
+// workload, cluster and faults it changes.
+type sweepShape struct {
 	name, policy string
 	// arrival and lifetime replace the workload's (Poisson 300/s, 2-6 s)
 	// for shapes whose pods live longer.
@@ -30,7 +29,13 @@ var sweepShapes = []struct {
 	// faults are added to the catalogue's.
 	faults string
 	edit   func(string) string
-}{
+}
+
+// sweepShapes each reach kubelet corners the base shape does not: Job-like
+// mains, grace 0 and 1 s, a second main, a sidecar with every probe and
+// hook, a critical pod, restart rules and resets from a main and from a
+// sidecar, and the rest below; kitchenSink composes several.
+var sweepShapes = []sweepShape{
 	{name: "base", edit: func(p string) string { return p }},
 	{name: "never-job", edit: func(p string) string {
 		p = strings.Replace(p, "terminationGracePeriodSeconds: 20", "terminationGracePeriodSeconds: 20\n      restartPolicy: Never", 1)
@@ -251,6 +256,40 @@ var sweepShapes = []struct {
 	}},
 }
 
+// kitchenSink is several shapes at once, under both restart-rule gates:
+// a sidecar that resets the pod, a regular init between the sidecars, a
+// sidecar with every probe and hook, restarting resizes, a deletion
+// grace of 2 s, with the faults of harsh, resize-restart, image-churn and
+// gc-heavy together; SIDEBENCH_SWEEP_SINK=a,b,... composes those shapes
+// instead. Each edit must still change the text after the ones before it.
+func kitchenSink(t *testing.T) sweepShape {
+	sink := sweepShape{name: "kitchen-sink", policy: bothGates}
+	var edits []func(string) string
+	names := []string{"rules-sidecar", "interleaved", "sidecar-probes", "resize-restart", "delete-grace", "harsh", "image-churn", "gc-heavy"}
+	if e := os.Getenv("SIDEBENCH_SWEEP_SINK"); e != "" {
+		names = strings.Split(e, ",")
+	}
+	for _, name := range names {
+		i := slices.IndexFunc(sweepShapes, func(s sweepShape) bool { return s.name == name })
+		if i < 0 {
+			t.Fatalf("kitchen-sink: no shape %q", name)
+		}
+		edits = append(edits, sweepShapes[i].edit)
+		sink.faults += sweepShapes[i].faults
+	}
+	sink.edit = func(p string) string {
+		for k, edit := range edits {
+			if q := edit(p); q != p {
+				p = q
+			} else {
+				t.Errorf("kitchen-sink: edit %d changed nothing after the ones before it", k)
+			}
+		}
+		return p
+	}
+	return sink
+}
+
 // sidecarResetsOn77 gives the pod's sidecar proxy a RestartAllContainers
 // rule on exit 77.
 func sidecarResetsOn77(p string) string {
@@ -292,7 +331,8 @@ func TestSweepPodShapes(t *testing.T) {
 			*v = n
 		}
 	}
-	for _, shape := range sweepShapes {
+	shapes := append(slices.Clip(sweepShapes), kitchenSink(t))
+	for _, shape := range shapes {
 		pod := shape.edit(mixedPod)
 		if pod == mixedPod && shape.name != "base" {
 			t.Fatalf("shape %s changed nothing: its edit no longer matches the base pod", shape.name)
