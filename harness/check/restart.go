@@ -178,9 +178,13 @@ func checkR4(p *Pod, hits []Hit) []Hit {
 			switch a.KillReason {
 			case "UnknownState":
 				continue // INV-F8: recreated whatever the policy
-			case "SpecChanged":
+			case "SpecChanged", "ResizeRestart":
 				// computePodActions: "Restart regardless of the restart
-				// policy because the container spec changed".
+				// policy because the container spec changed"; and
+				// computePodResizeAction kills and starts a container
+				// whose resizePolicy says RestartContainer in the same
+				// sync (INV-U2), whatever the policy (the sweep's
+				// resize-restart with onfailure-job).
 				continue
 			case "LivenessProbe", "StartupProbe":
 				// A probe kill restarts when shouldRestartOnFailure

@@ -29,6 +29,12 @@ func (h *hb) phaseReason(ph, reason string) *hb {
 
 const mi = int64(1 << 20)
 
+// onFailure gives s restartPolicy OnFailure.
+func onFailure(s *history.PodSpec) *history.PodSpec {
+	s.RestartPolicy = "OnFailure"
+	return s
+}
+
 // resSpec is a Burstable pod: init 100m/64Mi, sidecar proxy 50m/32Mi
 // (memory restarts it on resize), main app 200m/256Mi (cpu restarts it).
 func resSpec() *history.PodSpec {
@@ -245,6 +251,8 @@ func semanticsCases() []invCase {
 			ev: evs(steady("u", resSpec()).at(5000).resize("proxy", 100, 32*mi).at(5500).resized("proxy", 100, 32*mi).at(60000).probe("app", "readiness", "success"))},
 		{name: "INV-U2/RestartContainer restarts only that container", id: "INV-U2", clean: true,
 			ev: evs(steady("u", resSpec()).at(5000).resize("app", 300, 256*mi).at(5100).stop("app", 30, "ResizeRestart").exited("app", 0).at(5200).up("app"))},
+		{name: "INV-R4/restarted for a resize after exit 0 under OnFailure", id: "INV-R4", clean: true,
+			ev: evs(steady("u", onFailure(resSpec())).at(5000).resize("app", 300, 256*mi).at(5100).stop("app", 30, "ResizeRestart").exited("app", 0).at(5200).up("app"))},
 		{name: "INV-U2/resized in place although its policy restarts it", id: "INV-U2", want: Violation,
 			ev: evs(steady("u", resSpec()).at(5000).resize("proxy", 50, 64*mi).at(5500).resized("proxy", 50, 64*mi))},
 		{name: "INV-U2/restarted for a resize its policy applies in place", id: "INV-U2", want: Violation,
