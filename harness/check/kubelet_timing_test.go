@@ -404,3 +404,28 @@ func TestCompletedMainRerunAfterGCAndKubeletRestart(t *testing.T) {
 		{name: "INV-R6/sidecar restarted with the main's record kept", id: "INV-R6", want: Degradation, ev: h(false)},
 	})
 }
+
+// TestProbeKillHookRerunAfterKubeletRestart: a startup-probe kill's preStop
+// began, the kubelet crashed during it, and the restarted kubelet's prober
+// failed the probe again and killed the container anew: the hook runs
+// again and the stop's grace is the probe budget (the pod's 20 s) less
+// that second hook's run, 19.5 s. INV-P5 measured from the first hook
+// (the sweep's harsh shape with startup-kills: "the probe budget gives
+// 17.487s"). Without the second hook the first one's run counts.
+func TestProbeKillHookRerunAfterKubeletRestart(t *testing.T) {
+	h := func(rerun bool) func() []history.Event {
+		spec := withProbe(specOf("Always", 20, "sidecar:proxy+startup+prestop", "main:app"), "proxy", "startup", history.ProbeSpec{Period: 1e9, Success: 1, Failure: 1})
+		b := newPod("pk", spec).at(0).created().at(10).sandbox().
+			at(20).req("proxy").running("proxy").
+			at(1000).probe("proxy", "startup", "failure").prestop("proxy", "StartupProbe").
+			at(1010).nodeEv(history.KubeletDown).at(5010).nodeEv(history.KubeletUp)
+		if rerun {
+			b.at(6010).probe("proxy", "startup", "failure").prestop("proxy", "StartupProbe")
+		}
+		return evs(b.at(6510).prestopEnd("proxy").add(history.Event{Kind: history.ContainerStopRequested, Container: "proxy", Grace: 19_500_000_000, Reason: "StartupProbe"}))
+	}
+	runCases(t, []invCase{
+		{name: "INV-P5/grace after the hook run again", id: "INV-P5", clean: true, ev: h(true)},
+		{name: "INV-P5/the same grace after one hook", id: "INV-P5", want: Violation, ev: h(false)},
+	})
+}

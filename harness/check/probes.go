@@ -90,7 +90,19 @@ func checkP5(p *Pod, hits []Hit) []Hit {
 			// in whole seconds (executePreStopHook truncates).
 			used := int64(0)
 			if a.PreStop != none && a.PreStop < a.Stop {
-				used = p.T(a.Stop) - p.T(a.PreStop)
+				// The last hook before the stop: a probe kill retried by a
+				// restarted kubelet (its prober fails the probe again) runs
+				// the hook again and counts the budget from it; the attempt
+				// records the first hook only (the sweep's harsh shape with
+				// startup-kills: "19.500s grace, the probe budget gives
+				// 17.487s").
+				begin := a.PreStop
+				for _, i := range ct.Ev {
+					if i > begin && i < a.Stop && p.Ev[i].Kind == history.ContainerPreStopBegin {
+						begin = i
+					}
+				}
+				used = p.T(a.Stop) - p.T(begin)
 			}
 			lo, hi := max(g-used, 2e9)-p.Tol-1e6, max(g-used+1e9, 2e9)+p.Tol
 			if a.StopGrace < lo || a.StopGrace > hi {
