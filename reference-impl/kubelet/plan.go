@@ -189,14 +189,15 @@ func (p *planner) plan() {
 		// phase the same sync generated is terminal: a Job whose mains
 		// completed is not reset by a sidecar's exit the restarted kubelet
 		// finds (the status's condition below says the same).
-		if !p.obs.Pod.Restarting && p.startInFlight() {
-			// The pod worker is inside the SyncPod that starts a container
-			// (through its postStart hook): the reset is decided by the
-			// next sync, from what the runtime holds then.
+		if p.obs.Pod.Restarting || !p.startInFlight() {
+			p.planReset()
 			return
 		}
-		p.planReset()
-		return
+		// The pod worker is inside the SyncPod that starts a container
+		// (through its postStart hook, and the kill that follows a failed
+		// one): the reset is decided by the next sync, from what the
+		// runtime holds then; this one goes on (no start: one is in
+		// flight).
 	}
 	p.planSingleKills()
 	var initialized bool
