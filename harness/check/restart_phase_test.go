@@ -89,6 +89,12 @@ func phaseCases() []invCase {
 		{name: "INV-C1/job completes, sidecars signalled, pod Succeeded", id: "INV-C1", ev: evs(jobDone(0).at(60000).removed()), clean: true},
 		{name: "INV-C1/sidecar never signalled after the job finished", id: "INV-C1", want: Violation,
 			ev: evs(jobPod().at(5000).exited("app", 0).terminating("PodCompleted", 30).stopExit("log", 30, "PodCompleted").at(60000).removed())},
+		// A sidecar that exits on its own while the kill waits on the one
+		// after it needs no signal (the sweep's never-sandbox-loss
+		// composed with grace-expiry: 8-17 per 8,000 lifecycles).
+		{name: "INV-C1/sidecar exited on its own during the completion kill", id: "INV-C1", clean: true,
+			ev: evs(jobPod().at(5000).exited("app", 0).terminating("PodCompleted", 30).at(5500).exited("log", 2).
+				at(6000).stopExit("proxy", 30, "PodCompleted").phase("Succeeded").at(60000).removed())},
 		{name: "INV-C1/no terminal phase after the job finished", id: "INV-C1", want: Violation,
 			ev: evs(jobPod().at(5000).exited("app", 0).terminating("PodCompleted", 30).stopExit("log", 30, "PodCompleted").stopExit("proxy", 30, "PodCompleted").at(60000).removed())},
 		{name: "INV-C2/sidecar exit 137 does not fail the job", id: "INV-C2", clean: true,
