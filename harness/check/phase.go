@@ -29,15 +29,27 @@ func checkC1(p *Pod, hits []Hit) []Hit {
 	if done == none {
 		return hits
 	}
-	grace := p.Spec.Grace
-	if w := p.termAfter(done); w != nil {
-		grace = w.Grace
+	// The kill's budget counts from the kill after the completion, or from
+	// a kill the kubelet began again after a restart (a retried deletion,
+	// INV-F6, or a forgotten completion kill decided anew): the new kill
+	// runs the hooks again within its own budget.
+	start, grace := p.T(done), p.Spec.Grace
+	var prev *Term
+	for t := range p.Terms {
+		w := &p.Terms[t]
+		switch {
+		case w.Idx <= done:
+		case prev == nil:
+			grace, prev = w.Grace, w
+		case p.kubeletRestartedBetween(prev.Idx, w.Idx):
+			start, grace, prev = w.T, w.Grace, w
+		}
 	}
 	// One Slack for the kill to begin (INV-R6 allows it), one for the
 	// terminal phase to be published: the pod worker waits for the next
 	// PLEG relist before getPhase can say so (pod_workers.go, "adds ~1s
 	// of latency").
-	dl := p.T(done) + grace + 2e9 + p.Tol + 2*p.Slack()
+	dl := start + grace + 2e9 + p.Tol + 2*p.Slack()
 	if p.Horizon <= dl {
 		return hits // the history stops before anything is overdue
 	}

@@ -95,6 +95,13 @@ func phaseCases() []invCase {
 		{name: "INV-C1/sidecar exited on its own during the completion kill", id: "INV-C1", clean: true,
 			ev: evs(jobPod().at(5000).exited("app", 0).terminating("PodCompleted", 30).at(5500).exited("log", 2).
 				at(6000).stopExit("proxy", 30, "PodCompleted").phase("Succeeded").at(60000).removed())},
+		// The completion kill waits on a hanging preStop; the kubelet
+		// restarts and the deletion's kill begins again with its own
+		// budget (never-sandbox-loss composed with hanging-hooks).
+		{name: "INV-C1/kill begun again after a kubelet restart", id: "INV-C1", clean: true,
+			ev: evs(jobPod().at(5000).exited("app", 0).terminating("PodCompleted", 30).stopExit("log", 30, "PodCompleted").prestop("proxy", "PodCompleted").
+				at(6000).deleted(30).at(20000).nodeEv(history.KubeletDown).at(22000).nodeEv(history.KubeletUp).terminating("PodDeleted", 30).prestop("proxy", "PodDeleted").
+				at(52000).stopExit("proxy", 0, "PodDeleted").phase("Succeeded").at(60000).removed())},
 		{name: "INV-C1/no terminal phase after the job finished", id: "INV-C1", want: Violation,
 			ev: evs(jobPod().at(5000).exited("app", 0).terminating("PodCompleted", 30).stopExit("log", 30, "PodCompleted").stopExit("proxy", 30, "PodCompleted").at(60000).removed())},
 		{name: "INV-C2/sidecar exit 137 does not fail the job", id: "INV-C2", clean: true,
