@@ -30,7 +30,16 @@ func checkH1(p *Pod, hits []Hit) []Hit {
 				hits = append(hits, p.at(a.Started, a.PostStart, "main %q published Started=true before its postStart hook returned", ct.Name))
 			}
 			if ct.Role == RoleMain && a.Started != none && a.PostStartFailed && a.PostStart < a.Started {
-				hits = append(hits, p.at(a.Started, a.PostStart, "main %q published Started=true although its postStart hook failed", ct.Name))
+				h := p.at(a.Started, a.PostStart, "main %q published Started=true although its postStart hook failed", ct.Name)
+				if p.kubeletRestartedBetween(a.PostStart, a.Started) {
+					// The kill that follows the failure did not end the
+					// container (StopContainer failed: the runtime was
+					// down), and a restarted kubelet knows nothing of the
+					// hook: it starts the prober on a running container
+					// (never-sandbox-loss composed with harsh).
+					h.Excuse = "kubelet restarted after the hook failed"
+				}
+				hits = append(hits, h)
 			}
 			// killContainer runs preStop for a liveness or startup kill as
 			// for any kill (INV-S2 judges a sidecar's startup kill), when

@@ -429,3 +429,26 @@ func TestProbeKillHookRerunAfterKubeletRestart(t *testing.T) {
 		{name: "INV-P5/the same grace after one hook", id: "INV-P5", want: Violation, ev: h(false)},
 	})
 }
+
+// TestPostStartFailureForgottenByARestartedKubelet: a main's postStart
+// failed while the runtime was down, so the kill that follows failed; the
+// kubelet crashed, and the restarted one, which knows nothing of the hook,
+// publishes the running container Started. A degradation of INV-H1 (the
+// sweep's never-sandbox-loss composed with harsh); without the kubelet
+// restart it is a violation.
+func TestPostStartFailureForgottenByARestartedKubelet(t *testing.T) {
+	h := func(restart bool) func() []history.Event {
+		b := newPod("ph", specOf("Always", 20, "sidecar:proxy", "main:app+poststart")).at(0).created().at(10).sandbox().
+			at(20).up("proxy").at(100).req("app").running("app").
+			at(1000).nodeEv(history.RuntimeDown).at(1100).add(history.Event{Kind: history.ContainerPostStartDone, Container: "app", Value: false, Msg: "FailedPostStartHook"}).
+			stop("app", 20, "FailedPostStartHook").at(2000).nodeEv(history.RuntimeUp)
+		if restart {
+			b.at(2300).nodeEv(history.KubeletDown).at(3300).nodeEv(history.KubeletUp)
+		}
+		return evs(b.at(3300).started("app", true).at(9000).probe("proxy", "readiness", "success"))
+	}
+	runCases(t, []invCase{
+		{name: "INV-H1/Started after a kubelet restart forgot the failed hook", id: "INV-H1", want: Degradation, ev: h(true)},
+		{name: "INV-H1/Started after the failed hook, no restart", id: "INV-H1", want: Violation, ev: h(false)},
+	})
+}
