@@ -287,9 +287,21 @@ func TestProbeKillHookIntoPodKill(t *testing.T) {
 		return evs(h.at(3000).deleted(20).terminating("PodDeleted", 20).
 			at(23000).stop("proxy", 2, "PodDeleted").at(23300).exited("proxy", 0).phase("Failed").at(23400).removed())
 	}
+	// A deletion with a shorter grace (10 s) than the probe kill's (20 s):
+	// the container is stopped at the pod kill's expiry, which INV-T6 must
+	// take for the hook's budget (hanging-hooks composed with
+	// startup-kills: "3.058s before its budget expired").
+	shorter := func(stopAt int64) func() []history.Event {
+		return evs(newPod("ph", specOf("Always", 20, "sidecar:proxy+startup+prestop", "main:app")).at(0).created().at(10).sandbox().
+			at(20).req("proxy").running("proxy").at(2000).probe("proxy", "startup", "failure").prestop("proxy", "StartupProbe").
+			at(3000).deleted(10).terminating("PodDeleted", 10).
+			at(stopAt).stop("proxy", 2, "PodDeleted").at(stopAt+300).exited("proxy", 0).phase("Failed").at(stopAt+400).removed())
+	}
 	runCases(t, []invCase{
 		{name: "INV-T9/probe kill's hook still running, signalled at the pod kill's expiry", id: "INV-T9", clean: true, ev: kill(false)},
 		{name: "INV-T9/probe kill's hook ended before the deletion, signalled 20 s late", id: "INV-T9", want: Violation, ev: kill(true)},
+		{name: "INV-T6/probe kill's hook still running, signalled at a shorter pod kill's expiry", id: "INV-T6", clean: true, ev: shorter(13000)},
+		{name: "INV-T6/probe kill's hook still running, signalled before the pod kill's expiry", id: "INV-T6", want: Violation, ev: shorter(8000)},
 	})
 }
 

@@ -198,6 +198,15 @@ func checkT6(p *Pod, hits []Hit) []Hit {
 			if w := p.termAt(a.PreStop); w != nil {
 				base, grace = w.T, w.Grace
 			}
+			for t := range p.Terms {
+				// A pod kill that began while the hook (a probe kill's) still
+				// ran makes it its own: the kubelet runs it again within the
+				// pod kill's budget and stops the container at its expiry
+				// (readyToStop; hanging-hooks composed with startup-kills).
+				if w := &p.Terms[t]; w.Idx > a.PreStop && w.Idx < a.Stop {
+					base, grace = w.T, w.Grace
+				}
+			}
 			if p.T(a.Stop) < base+grace-p.Tol {
 				hits = append(hits, p.at(a.Stop, a.PreStop, "%q signalled before its preStop hook finished, %s before its budget expired", p.Ctrs[c].Name, ms(base+grace-p.T(a.Stop))))
 			}
