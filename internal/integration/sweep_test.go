@@ -309,7 +309,7 @@ const sweepFaults = `
 // TestSweepPodShapes is a Jepsen-style search for false positives: every
 // sweep shape under every fault of the catalogue, for the reference policy
 // (both restart-rule gates on for the rules shapes), must give no
-// violation. By default one seed and 20,000 lifecycles a shape (about 25 s of CPU);
+// violation. By default one seed and 20,000 lifecycles a shape (about 40 s of CPU);
 // SIDEBENCH_SWEEP_SEEDS=N and SIDEBENCH_SWEEP_LIFECYCLES=M widen it, and
 // SIDEBENCH_SWEEP_POLICY runs every shape under one policy. A
 // failure prints the scenario, to re-run with `sidebench run --keep-history
