@@ -38,11 +38,11 @@ type sweepShape struct {
 var sweepShapes = []sweepShape{
 	{name: "base", edit: func(p string) string { return p }},
 	{name: "never-job", edit: func(p string) string {
-		p = strings.Replace(p, "terminationGracePeriodSeconds: 20", "terminationGracePeriodSeconds: 20\n      restartPolicy: Never", 1)
+		p = insertAfter(p, "terminationGracePeriodSeconds: 20", "\n      restartPolicy: Never")
 		return strings.Replace(p, "    app: {postStart: 100ms,", "    app: {runTime: 2s, postStart: 100ms,", 1)
 	}},
 	{name: "onfailure-job", edit: func(p string) string {
-		p = strings.Replace(p, "terminationGracePeriodSeconds: 20", "terminationGracePeriodSeconds: 20\n      restartPolicy: OnFailure", 1)
+		p = insertAfter(p, "terminationGracePeriodSeconds: 20", "\n      restartPolicy: OnFailure")
 		return strings.Replace(p, "    app: {postStart: 100ms, attempts: [{postStartFails: true}]}",
 			"    app: {runTime: 2s, exitCode: 1, attempts: [{runTime: 1s, exitCode: 3}, {runTime: 1s, exitCode: 0}]}", 1)
 	}},
@@ -53,20 +53,20 @@ var sweepShapes = []sweepShape{
 		return strings.Replace(p, "terminationGracePeriodSeconds: 20", "terminationGracePeriodSeconds: 0", 1)
 	}},
 	{name: "two-mains", edit: func(p string) string {
-		return strings.Replace(p, "      containers:\n", "      containers:\n      - name: worker\n        image: worker:1\n        livenessProbe: {exec: {command: [ok]}, periodSeconds: 1}\n", 1)
+		return insertAfter(p, "      containers:\n", "      - name: worker\n        image: worker:1\n        livenessProbe: {exec: {command: [ok]}, periodSeconds: 1}\n")
 	}},
 	{name: "sidecar-probes", edit: func(p string) string {
-		return strings.Replace(p, "      - name: logs\n        image: fluent:1\n        restartPolicy: Always\n",
-			"      - name: logs\n        image: fluent:1\n        restartPolicy: Always\n        livenessProbe: {exec: {command: [ok]}, periodSeconds: 1, failureThreshold: 1}\n"+
-				"        readinessProbe: {exec: {command: [ok]}, periodSeconds: 1}\n        lifecycle: {postStart: {exec: {command: [warm]}}, preStop: {exec: {command: [drain]}}}\n", 1)
+		return insertAfter(p, "      - name: logs\n        image: fluent:1\n        restartPolicy: Always\n",
+			"        livenessProbe: {exec: {command: [ok]}, periodSeconds: 1, failureThreshold: 1}\n"+
+				"        readinessProbe: {exec: {command: [ok]}, periodSeconds: 1}\n        lifecycle: {postStart: {exec: {command: [warm]}}, preStop: {exec: {command: [drain]}}}\n")
 	}},
 	{name: "critical", edit: func(p string) string {
-		return strings.Replace(p, "terminationGracePeriodSeconds: 20", "terminationGracePeriodSeconds: 20\n      priorityClassName: system-node-critical", 1)
+		return insertAfter(p, "terminationGracePeriodSeconds: 20", "\n      priorityClassName: system-node-critical")
 	}},
 	{name: "rules-main", policy: bothGates, edit: func(p string) string {
-		p = strings.Replace(p, "        lifecycle: {postStart: {exec: {command: [warm]}}}\n",
-			"        lifecycle: {postStart: {exec: {command: [warm]}}}\n        restartPolicy: OnFailure\n        restartPolicyRules:\n"+
-				"        - {action: Restart, exitCodes: {operator: In, values: [42]}}\n        - {action: RestartAllContainers, exitCodes: {operator: In, values: [88]}}\n", 1)
+		p = insertAfter(p, "        lifecycle: {postStart: {exec: {command: [warm]}}}\n",
+			"        restartPolicy: OnFailure\n        restartPolicyRules:\n"+
+				"        - {action: Restart, exitCodes: {operator: In, values: [42]}}\n        - {action: RestartAllContainers, exitCodes: {operator: In, values: [88]}}\n")
 		return strings.Replace(p, "    app: {postStart: 100ms, attempts: [{postStartFails: true}]}",
 			"    app: {runTime: 1500ms, exitCode: 88, postStart: 100ms, attempts: [{postStartFails: true}, {runTime: 1s, exitCode: 42}]}", 1)
 	}},
@@ -87,7 +87,7 @@ var sweepShapes = []sweepShape{
 	}},
 	// A Job whose sidecar crash-loops while the main runs to completion.
 	{name: "job-sidecar-crash", arrival: "{type: poisson, rate: 100}", lifetime: "uniform(min=20s, max=40s)", edit: func(p string) string {
-		p = strings.Replace(p, "terminationGracePeriodSeconds: 20", "terminationGracePeriodSeconds: 20\n      restartPolicy: OnFailure", 1)
+		p = insertAfter(p, "terminationGracePeriodSeconds: 20", "\n      restartPolicy: OnFailure")
 		p = strings.Replace(p, "    logs: {attempts:", "    logs: {crashMTBF: 2s, attempts:", 1)
 		return strings.Replace(p, "    app: {postStart: 100ms,", "    app: {runTime: 8s, postStart: 100ms,", 1)
 	}},
@@ -98,7 +98,7 @@ var sweepShapes = []sweepShape{
 	}},
 	// A Never pod whose regular init is retried by a rule on exit 42.
 	{name: "init-rules", policy: bothGates, edit: func(p string) string {
-		p = strings.Replace(p, "terminationGracePeriodSeconds: 20", "terminationGracePeriodSeconds: 20\n      restartPolicy: Never", 1)
+		p = insertAfter(p, "terminationGracePeriodSeconds: 20", "\n      restartPolicy: Never")
 		p = strings.Replace(p, "      - name: logs\n", "      - name: migrate\n        image: migrate:1\n        restartPolicy: Never\n"+
 			"        restartPolicyRules:\n        - {action: Restart, exitCodes: {operator: In, values: [42]}}\n      - name: logs\n", 1)
 		p = strings.Replace(p, "    app: {postStart: 100ms,", "    app: {runTime: 3s, postStart: 100ms,", 1)
@@ -113,8 +113,8 @@ var sweepShapes = []sweepShape{
 - {name: runtime-in-kill, type: runtime-restart, mode: kill-containers, downtime: 1s, schedule: {type: on-phase, phase: terminating, delay: 100ms, probability: 0.05}}
 - {name: ready-proxy, type: probe-failure, probe: readiness, window: 2s, schedule: {type: poisson, rate: 0.5}, target: {container: proxy, podCount: 1}}
 `, edit: func(p string) string {
-		return strings.Replace(p, "        startupProbe: {exec: {command: [ok]}, periodSeconds: 1}\n",
-			"        startupProbe: {exec: {command: [ok]}, periodSeconds: 1}\n        readinessProbe: {exec: {command: [ok]}, periodSeconds: 1}\n", 1)
+		return insertAfter(p, "        startupProbe: {exec: {command: [ok]}, periodSeconds: 1}\n",
+			"        readinessProbe: {exec: {command: [ok]}, periodSeconds: 1}\n")
 	}},
 	// Hooks that hang: the main's first postStart never returns (it is
 	// never Started, nothing after it starts), the sidecar's preStop hangs
@@ -158,8 +158,8 @@ var sweepShapes = []sweepShape{
 		p = strings.Replace(p, "        resources: {requests: {cpu: 50m, memory: 32Mi}, limits: {cpu: 100m, memory: 64Mi}}\n",
 			"        resources: {requests: {cpu: 50m, memory: 32Mi}, limits: {cpu: 100m, memory: 64Mi}}\n"+
 				"        resizePolicy: [{resourceName: memory, restartPolicy: RestartContainer}]\n", 1)
-		return strings.Replace(p, "        resources: {requests: {cpu: 200m, memory: 128Mi}}\n",
-			"        resources: {requests: {cpu: 200m, memory: 128Mi}}\n        resizePolicy: [{resourceName: memory, restartPolicy: RestartContainer}]\n", 1)
+		return insertAfter(p, "        resources: {requests: {cpu: 200m, memory: 128Mi}}\n",
+			"        resizePolicy: [{resourceName: memory, restartPolicy: RestartContainer}]\n")
 	}},
 	// Five sidecars, each with its own startup probe and preStop, so that
 	// start and stop ordering have long chains to break.
@@ -175,20 +175,20 @@ var sweepShapes = []sweepShape{
 	// Job-style pods that complete (completion.runTime, no deletion): the
 	// sidecars must be stopped after the main exits 0 (INV-C1, INV-R6).
 	{name: "completion", completion: "uniform(min=1s, max=4s)", edit: func(p string) string {
-		return strings.Replace(p, "terminationGracePeriodSeconds: 20", "terminationGracePeriodSeconds: 20\n      restartPolicy: OnFailure", 1)
+		return insertAfter(p, "terminationGracePeriodSeconds: 20", "\n      restartPolicy: OnFailure")
 	}},
 	// The same under Never: a failed main ends the pod Failed, with the
 	// sidecars stopped after it (INV-C1, INV-C2).
 	{name: "completion-never", completion: "uniform(min=1s, max=4s)", edit: func(p string) string {
-		return strings.Replace(p, "terminationGracePeriodSeconds: 20", "terminationGracePeriodSeconds: 20\n      restartPolicy: Never", 1)
+		return insertAfter(p, "terminationGracePeriodSeconds: 20", "\n      restartPolicy: Never")
 	}},
 	// A Never Job whose main is retried by a rule on exit 42 and whose
 	// sidecar resets the pod on exit 77 (KEP-5307's use case).
 	{name: "completion-rules", policy: bothGates, completion: "uniform(min=1s, max=4s)", edit: func(p string) string {
-		p = strings.Replace(p, "terminationGracePeriodSeconds: 20", "terminationGracePeriodSeconds: 20\n      restartPolicy: Never", 1)
-		p = strings.Replace(p, "        lifecycle: {postStart: {exec: {command: [warm]}}}\n",
-			"        lifecycle: {postStart: {exec: {command: [warm]}}}\n        restartPolicy: Never\n        restartPolicyRules:\n"+
-				"        - {action: Restart, exitCodes: {operator: In, values: [42]}}\n", 1)
+		p = insertAfter(p, "terminationGracePeriodSeconds: 20", "\n      restartPolicy: Never")
+		p = insertAfter(p, "        lifecycle: {postStart: {exec: {command: [warm]}}}\n",
+			"        restartPolicy: Never\n        restartPolicyRules:\n"+
+				"        - {action: Restart, exitCodes: {operator: In, values: [42]}}\n")
 		return sidecarResetsOn77(p)
 	}},
 	// A deletion whose grace (2 s) overrides the pod's 20 s.
@@ -226,7 +226,7 @@ var sweepShapes = []sweepShape{
 - {name: runtime-kill-often, type: runtime-restart, mode: kill-containers, schedule: {type: poisson, rate: 0.05}, target: {nodeCount: 1}, downtime: 1s}
 - {name: poweroff-often, type: node-poweroff, return: true, schedule: {type: poisson, rate: 0.05}, target: {nodeCount: 1}, downtime: 3s}
 `, edit: func(p string) string {
-		p = strings.Replace(p, "terminationGracePeriodSeconds: 20", "terminationGracePeriodSeconds: 20\n      restartPolicy: Never", 1)
+		p = insertAfter(p, "terminationGracePeriodSeconds: 20", "\n      restartPolicy: Never")
 		return strings.Replace(p, "    app: {postStart: 100ms,", "    app: {runTime: 4s, postStart: 100ms,", 1)
 	}},
 	// A main with a slow startup probe and liveness, whose image, like
@@ -288,6 +288,12 @@ func kitchenSink(t *testing.T) sweepShape {
 		return p
 	}
 	return sink
+}
+
+// insertAfter inserts text after the first occurrence of anchor in p: the
+// shapes' usual edit, a line added under another.
+func insertAfter(p, anchor, text string) string {
+	return strings.Replace(p, anchor, anchor+text, 1)
 }
 
 // sidecarResetsOn77 gives the pod's sidecar proxy a RestartAllContainers
