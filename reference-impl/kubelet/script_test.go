@@ -211,13 +211,8 @@ func (e *scriptEnv) run(cmd string, args []string) string {
 		if err != nil {
 			return "error: " + err.Error()
 		}
-		r := &e.records[i]
 		code, _ := strconv.Atoi(opts["code"])
-		r.State, r.ExitCode, r.FinishedAt = api.StateExited, int32(code), e.now
-		r.Reason = api.ReasonCompleted
-		if code != 0 {
-			r.Reason = api.ReasonError
-		}
+		r := e.exited(i, code)
 		if rs, ok := opts["reason"]; ok {
 			r.Reason, _ = api.ParseReason(rs)
 		}
@@ -317,11 +312,7 @@ func (e *scriptEnv) run(cmd string, args []string) string {
 				if err != nil {
 					return "error: exited=" + ex + ": want name:code"
 				}
-				r := &e.records[i]
-				r.State, r.ExitCode, r.FinishedAt, r.Reason = api.StateExited, int32(code), e.now, api.ReasonCompleted
-				if code != 0 {
-					r.Reason = api.ReasonError
-				}
+				e.exited(i, code)
 			}
 		}
 		if g, ok := opts["gone"]; ok {
@@ -352,6 +343,17 @@ func (e *scriptEnv) run(cmd string, args []string) string {
 		return "error: unknown command " + fields[0]
 	}
 	return e.step(in)
+}
+
+// exited makes container i's record an exit with code now (Completed for 0,
+// else Error).
+func (e *scriptEnv) exited(i, code int) *api.ContainerRecord {
+	r := &e.records[i]
+	r.State, r.ExitCode, r.FinishedAt, r.Reason = api.StateExited, int32(code), e.now, api.ReasonCompleted
+	if code != 0 {
+		r.Reason = api.ReasonError
+	}
+	return r
 }
 
 func (e *scriptEnv) createPod(opts map[string]string, lines []string) string {
