@@ -183,22 +183,12 @@ func (p *planner) plan() {
 	if o.Pod.SandboxRequested {
 		return
 	}
-	if p.resetTriggered() && !p.phase(p.startedSet()).Terminal() {
-		// SyncPod resets only under AllContainersRestarting=True, which
-		// GenerateAllContainersRestartingCondition makes False when the
-		// phase the same sync generated is terminal: a Job whose mains
-		// completed is not reset by a sidecar's exit the restarted kubelet
-		// finds (the status's condition below says the same).
-		if p.obs.Pod.Restarting || !p.startInFlight() {
-			p.planReset()
-			return
-		}
-		// The pod worker is inside the SyncPod that starts a container
-		// (through its postStart hook, and the kill that follows a failed
-		// one): the reset is decided by the next sync, from what the
-		// runtime holds then; this one goes on (no start: one is in
-		// flight).
+	if p.resetTriggered() && p.resetDecided(p.phase(p.startedSet())) {
+		p.planReset()
+		return
 	}
+	// A reset not decided yet (a start in flight) leaves this sync to go
+	// on as it would (no start: one is in flight).
 	p.planSingleKills()
 	var initialized bool
 	if p.g.Policy == api.PolicyKEP753v2019 {

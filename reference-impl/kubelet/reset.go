@@ -36,6 +36,22 @@ func (p *planner) resetTriggered() bool {
 	return p.obs.Pod.Restarting && records
 }
 
+// resetDecided reports whether a triggered reset is decided, given the phase
+// the status generation gives: the AllContainersRestarting condition that
+// the plan resets under and the status publishes. SyncPod resets only under
+// AllContainersRestarting=True, which GenerateAllContainersRestartingCondition
+// makes False when the phase the same sync generated is terminal (a Job
+// whose mains completed is not reset by a sidecar's exit a restarted kubelet
+// finds). And the condition comes from the status a sync generates when it
+// begins: while the pod worker is inside the SyncPod that starts a
+// container (through its postStart hook, and the kill that follows a failed
+// one), a reset not yet under way is the next sync's, decided from what the
+// runtime holds then (if its trigger's record vanishes meanwhile, container
+// GC, there is none).
+func (p *planner) resetDecided(phase api.Phase) bool {
+	return !phase.Terminal() && (p.obs.Pod.Restarting || !p.startInFlight())
+}
+
 // planReset moves a RestartAllContainers reset forward: every other
 // container is stopped (2 s, no preStop, no ordering) and removed, the
 // triggering containers last; nothing starts until the runtime holds no

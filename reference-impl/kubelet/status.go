@@ -46,11 +46,7 @@ func (p *planner) status() api.PodStatus {
 	}
 	st.ContainersReady = cr
 	st.Ready = cr
-	// The condition comes from the status generated when a sync begins: a
-	// reset triggered while a start is in flight is the next sync's (see
-	// plan), so until then it is not published, and if its trigger's
-	// record vanishes meanwhile (container GC) there is no reset at all.
-	st.AllContainersRestarting = !st.Phase.Terminal() && p.resetTriggered() && (p.obs.Pod.Restarting || !p.startInFlight())
+	st.AllContainersRestarting = p.resetTriggered() && p.resetDecided(st.Phase)
 	return st
 }
 
