@@ -295,7 +295,7 @@ func TestProbeKillHookIntoPodKill(t *testing.T) {
 		return evs(newPod("ph", specOf("Always", 20, "sidecar:proxy+startup+prestop", "main:app")).at(0).created().at(10).sandbox().
 			at(20).req("proxy").running("proxy").at(2000).probe("proxy", "startup", "failure").prestop("proxy", "StartupProbe").
 			at(3000).deleted(10).terminating("PodDeleted", 10).
-			at(stopAt).stop("proxy", 2, "PodDeleted").at(stopAt+300).exited("proxy", 0).phase("Failed").at(stopAt+400).removed())
+			at(stopAt).stop("proxy", 2, "PodDeleted").at(stopAt+300).exited("proxy", 0).phase("Failed").at(stopAt + 400).removed())
 	}
 	runCases(t, []invCase{
 		{name: "INV-T9/probe kill's hook still running, signalled at the pod kill's expiry", id: "INV-T9", clean: true, ev: kill(false)},

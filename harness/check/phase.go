@@ -55,10 +55,10 @@ func checkC1(p *Pod, hits []Hit) []Hit {
 	}
 	for _, s := range p.Sidecars {
 		a := p.attAt(s, done)
-		if a != nil && a.Stop == none && a.Exited != none && p.T(a.Exited) <= dl {
-			continue // it exited on its own in time: nothing to signal
+		if a == nil || a.Stop == none && a.Exited != none && p.T(a.Exited) <= dl {
+			continue // not running, or it exited on its own in time: nothing to signal
 		}
-		if a != nil && (a.Stop == none || p.T(a.Stop) > dl) {
+		if a.Stop == none || p.T(a.Stop) > dl {
 			h := p.late(done, a.Stop, dl, "sidecar %q not signalled after the last main container finished", p.Ctrs[s].Name)
 			if a.Stop == none {
 				h.Kind = Order // never signalled: the sidecar kept the pod alive

@@ -59,26 +59,6 @@ type Attempt struct {
 	StopGrace  int64
 }
 
-// forgottenKill reports whether a whole-pod kill for reason dies with the
-// kubelet, so that a restarted kubelet decides afresh what the pod needs.
-// A graceful node shutdown's: the shutdown manager learns of the shutdown
-// from logind's PrepareForShutdown signal, sent once, and a restarted
-// kubelet starts with nodeShuttingDownNow false
-// (nodeshutdown_manager_linux.go), while the pod, neither deleted nor
-// terminal in the API (the status manager holds the terminal phase back
-// until the kill ends), is synced as a live pod. And a kill SyncPod
-// decided itself (computePodActions' KillPod: a completed pod, a failed
-// init, a lost sandbox), which the restarted kubelet decides again only if
-// the runtime still says so (a completed main whose record GC removed is
-// started again). A deletion's kill is retried (INV-F6).
-func forgottenKill(reason string) bool {
-	switch reason {
-	case "NodeShutdown", "PodCompleted", "InitFailed", "SandboxLost":
-		return true
-	}
-	return false
-}
-
 // podWorkerMinGrace is the shortest kill the pod worker gives a pod it
 // terminates (a deletion, a node shutdown): calculateEffectiveGracePeriod
 // (pod_workers.go) "always supplies a grace period of 1".
@@ -133,6 +113,26 @@ type Term struct {
 	// of it.
 	Abandoned bool
 	Running   uint64 // bit c set: Ctrs[c] was running at Idx
+}
+
+// forgottenKill reports whether a whole-pod kill for reason dies with the
+// kubelet, so that a restarted kubelet decides afresh what the pod needs.
+// A graceful node shutdown's: the shutdown manager learns of the shutdown
+// from logind's PrepareForShutdown signal, sent once, and a restarted
+// kubelet starts with nodeShuttingDownNow false
+// (nodeshutdown_manager_linux.go), while the pod, neither deleted nor
+// terminal in the API (the status manager holds the terminal phase back
+// until the kill ends), is synced as a live pod. And a kill SyncPod
+// decided itself (computePodActions' KillPod: a completed pod, a failed
+// init, a lost sandbox), which the restarted kubelet decides again only if
+// the runtime still says so (a completed main whose record GC removed is
+// started again). A deletion's kill is retried (INV-F6).
+func forgottenKill(reason string) bool {
+	switch reason {
+	case "NodeShutdown", "PodCompleted", "InitFailed", "SandboxLost":
+		return true
+	}
+	return false
 }
 
 func (w *Term) ran(c int) bool { return w.Running&(1<<uint(c)) != 0 }
