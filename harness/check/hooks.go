@@ -31,14 +31,7 @@ func checkH1(p *Pod, hits []Hit) []Hit {
 			}
 			if ct.Role == RoleMain && a.Started != none && a.PostStartFailed && a.PostStart < a.Started {
 				h := p.at(a.Started, a.PostStart, "main %q published Started=true although its postStart hook failed", ct.Name)
-				if p.kubeletRestartedBetween(a.PostStart, a.Started) {
-					// The kill that follows the failure did not end the
-					// container (StopContainer failed: the runtime was
-					// down), and a restarted kubelet knows nothing of the
-					// hook: it starts the prober on a running container
-					// (never-sandbox-loss composed with harsh).
-					h.Excuse = "kubelet restarted after the hook failed"
-				}
+				h.Excuse = p.failedHookForgotten(a)
 				hits = append(hits, h)
 			}
 			// killContainer runs preStop for a liveness or startup kill as
@@ -117,6 +110,41 @@ func (p *Pod) hookCut(a *Attempt, until int32) bool {
 	from := a.Start()
 	for _, o := range p.Outages {
 		if o.What != history.RuntimeDown && o.Down > from && o.Down < until && (a.PostStart == none || a.PostStart > o.Down) {
+			return true
+		}
+	}
+	return false
+}
+
+// failedHookForgotten says why attempt a, whose postStart hook failed, may
+// have been reported Started, or "": the kill that follows the failure
+// did not end the container (StopContainer failed: the runtime was
+// down), and startContainer only logs that and returns ErrPostStartHook
+// (kuberuntime_container.go step 4). Nothing remembers the hook: the next
+// sync keeps the running container and reports it Started, and a
+// restarted kubelet knows nothing of it either (never-sandbox-loss
+// composed with harsh; poststart_kill_stop_failed.txt).
+func (p *Pod) failedHookForgotten(a *Attempt) string {
+	switch {
+	case p.kubeletRestartedBetween(a.PostStart, a.Started):
+		return "kubelet restarted after the hook failed"
+	case p.killFailed(a):
+		return "the kill after the failed hook failed (runtime down)"
+	}
+	return ""
+}
+
+// killFailed reports whether attempt a's first stop request reached a
+// runtime that was down (the CRI call failed).
+func (p *Pod) killFailed(a *Attempt) bool {
+	return a.Stop != none && p.runtimeDownAt(a.Stop)
+}
+
+// runtimeDownAt reports whether the node's container runtime was down at
+// event i, so that a CRI call made then failed.
+func (p *Pod) runtimeDownAt(i int32) bool {
+	for _, o := range p.Outages {
+		if o.What == history.RuntimeDown && o.Down < i && (o.Up == none || o.Up > i) {
 			return true
 		}
 	}

@@ -446,21 +446,73 @@ func TestProbeKillHookRerunAfterKubeletRestart(t *testing.T) {
 // failed while the runtime was down, so the kill that follows failed; the
 // kubelet crashed, and the restarted one, which knows nothing of the hook,
 // publishes the running container Started. A degradation of INV-H1 (the
-// sweep's never-sandbox-loss composed with harsh); without the kubelet
-// restart it is a violation.
+// sweep's never-sandbox-loss composed with harsh). Without the kubelet
+// restart it is one too: startContainer only logs the failed kill and
+// returns ErrPostStartHook, and the next sync keeps the container
+// (poststart_kill_stop_failed.txt; the sweep's interleaved shape, once
+// the reference forgot such a kill). A Started after a kill the runtime
+// took is a violation.
 func TestPostStartFailureForgottenByARestartedKubelet(t *testing.T) {
-	h := func(restart bool) func() []history.Event {
+	h := func(restart, runtimeDown bool) func() []history.Event {
 		b := newPod("ph", specOf("Always", 20, "sidecar:proxy", "main:app+poststart")).at(0).created().at(10).sandbox().
-			at(20).up("proxy").at(100).req("app").running("app").
-			at(1000).nodeEv(history.RuntimeDown).at(1100).add(history.Event{Kind: history.ContainerPostStartDone, Container: "app", Value: false, Msg: "FailedPostStartHook"}).
-			stop("app", 20, "FailedPostStartHook").at(2000).nodeEv(history.RuntimeUp)
+			at(20).up("proxy").at(100).req("app").running("app")
+		if runtimeDown {
+			b.at(1000).nodeEv(history.RuntimeDown)
+		}
+		b.at(1100).add(history.Event{Kind: history.ContainerPostStartDone, Container: "app", Value: false, Msg: "FailedPostStartHook"}).
+			stop("app", 20, "FailedPostStartHook")
+		if runtimeDown {
+			b.at(2000).nodeEv(history.RuntimeUp)
+		}
 		if restart {
 			b.at(2300).nodeEv(history.KubeletDown).at(3300).nodeEv(history.KubeletUp)
 		}
 		return evs(b.at(3300).started("app", true).at(9000).probe("proxy", "readiness", "success"))
 	}
 	runCases(t, []invCase{
-		{name: "INV-H1/Started after a kubelet restart forgot the failed hook", id: "INV-H1", want: Degradation, ev: h(true)},
-		{name: "INV-H1/Started after the failed hook, no restart", id: "INV-H1", want: Violation, ev: h(false)},
+		{name: "INV-H1/Started after a kubelet restart forgot the failed hook", id: "INV-H1", want: Degradation, ev: h(true, true)},
+		{name: "INV-H1/Started after the kill failed, no restart", id: "INV-H1", want: Degradation, ev: h(false, true)},
+		{name: "INV-H1/Started after the kill was sent", id: "INV-H1", want: Violation, ev: h(false, false)},
+	})
+}
+
+// TestPostStartKillRefusedOrdersNothing: the same forgotten kill for a
+// sidecar (INV-S3's Started after a failed hook) and for a main that
+// starts before the next main (INV-S3's serial mains: the next start
+// follows the refused stop, as SyncPod goes on to the next container once
+// startContainer returned; poststart_kill_stop_failed.txt). With the
+// runtime up the kill took, and the next main must wait for the exit.
+func TestPostStartKillRefusedOrdersNothing(t *testing.T) {
+	sidecar := func(runtimeDown bool) func() []history.Event {
+		b := newPod("ps", specOf("Always", 20, "sidecar:proxy+poststart", "main:app")).at(0).created().at(10).sandbox().
+			at(20).req("proxy").running("proxy")
+		if runtimeDown {
+			b.at(30).nodeEv(history.RuntimeDown)
+		}
+		b.at(100).add(history.Event{Kind: history.ContainerPostStartDone, Container: "proxy", Value: false, Msg: "FailedPostStartHook"}).
+			stop("proxy", 20, "FailedPostStartHook")
+		if runtimeDown {
+			b.at(2000).nodeEv(history.RuntimeUp)
+		}
+		return evs(b.at(2100).started("proxy", true).at(2200).req("app").running("app").started("app", true))
+	}
+	mains := func(runtimeDown bool) func() []history.Event {
+		b := newPod("pm", specOf("Always", 20, "main:app+poststart", "main:worker")).at(0).created().at(10).sandbox().
+			at(20).req("app").running("app")
+		if runtimeDown {
+			b.at(30).nodeEv(history.RuntimeDown)
+		}
+		b.at(100).add(history.Event{Kind: history.ContainerPostStartDone, Container: "app", Value: false, Msg: "FailedPostStartHook"}).
+			stop("app", 20, "FailedPostStartHook")
+		if runtimeDown {
+			b.at(2000).nodeEv(history.RuntimeUp)
+		}
+		return evs(b.at(2100).req("worker").running("worker"))
+	}
+	runCases(t, []invCase{
+		{name: "INV-S3/sidecar Started after its kill was refused", id: "INV-S3", want: Degradation, ev: sidecar(true)},
+		{name: "INV-S3/sidecar Started after its kill was sent", id: "INV-S3", want: Violation, ev: sidecar(false)},
+		{name: "INV-S3/next main after the refused kill", id: "INV-S3", clean: true, ev: mains(true)},
+		{name: "INV-S3/next main before the exit", id: "INV-S3", want: Violation, ev: mains(false)},
 	})
 }

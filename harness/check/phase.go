@@ -1,6 +1,7 @@
 package check
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/sidebench/sidebench/harness/history"
@@ -180,10 +181,56 @@ func checkP1(p *Pod, hits []Hit) []Hit {
 			// (During a kill the phase follows the exiting containers.)
 			hits = append(hits, p.at(i, none, "phase Running while initialization was incomplete"))
 		case ph == "Pending" && ran && (p.Sandboxes[sb].End == none || p.Sandboxes[sb].End > i):
-			hits = append(hits, p.at(i, p.firstMainStart(sb), "phase returned to Pending after a main container ran"))
+			h := p.at(i, p.firstMainStart(sb), "phase returned to Pending after a main container ran")
+			for _, m := range p.Mains {
+				if p.shownWaitingAt(m, i) {
+					h.Excuse = fmt.Sprintf("main %q shows no termination: its newest record never ran, nor did the one before it, or that one is gone", p.Ctrs[m].Name)
+					break
+				}
+			}
+			hits = append(hits, h)
 		}
 	}
 	return hits
+}
+
+// shownWaitingAt reports whether main container c's API status at event i
+// is Waiting with no last termination, which getPhase counts "waiting"
+// (Pending) although the container ran. convertToAPIContainerStatuses
+// (kubelet_pods.go) takes the state from c's newest runtime record and
+// the last termination from the one before it: when the newest was
+// created but never ran (a start cut by a runtime restart) and the one
+// before never ran either, or there is none (container GC removed it),
+// neither shows a termination (the sweep's hook-kill-refused shape: two
+// starts cut in a row).
+func (p *Pod) shownWaitingAt(c int, i int32) bool {
+	var recs [2]*Attempt
+	n := 0
+	att := p.Ctrs[c].Att
+	for k := len(att) - 1; k >= 0 && n < 2; k-- {
+		a := &att[k]
+		if a.Req == none || a.Req >= i || p.recordRemovedBefore(c, a, i) {
+			continue
+		}
+		recs[n] = a
+		n++
+	}
+	ranBy := func(a *Attempt) bool {
+		return a.Running != none && a.Running < i || a.Exited != none && a.Exited < i
+	}
+	return n > 0 && !ranBy(recs[0]) && (n == 1 || !ranBy(recs[1]))
+}
+
+// recordRemovedBefore reports whether the runtime record of container c's
+// attempt a was removed before event i.
+func (p *Pod) recordRemovedBefore(c int, a *Attempt, i int32) bool {
+	n := p.Ev[a.Req].Attempt
+	for _, j := range p.Ctrs[c].Ev {
+		if j > a.Req && j < i && p.Ev[j].Kind == history.ContainerRemoved && p.Ev[j].Attempt == n {
+			return true
+		}
+	}
+	return false
 }
 
 // mainsRanBefore reports whether every main container ran in a sandbox

@@ -133,6 +133,17 @@ func phaseCases() []invCase {
 				at(1100).done("setup").phase("Running"))},
 		{name: "INV-P1/back to Pending after a main container ran", id: "INV-P1", want: Violation,
 			ev: evs(steady("p", realisticSpec()).at(1600).phase("Pending"))},
+		// The sweep's hook-kill-refused shape: two restarts of the main
+		// cut by runtime restarts leave two Created records; the API
+		// status takes its state from the newest and its last termination
+		// from the one before, neither terminated, so getPhase counts the
+		// main waiting: Pending. One cut start still shows the exit.
+		{name: "INV-P1/Pending after two cut starts of the main", id: "INV-P1", want: Degradation,
+			ev: evs(cutStarts(2, false))},
+		{name: "INV-P1/Pending after a cut start whose predecessor was removed", id: "INV-P1", want: Degradation,
+			ev: evs(cutStarts(1, true))},
+		{name: "INV-P1/Pending after one cut start of the main", id: "INV-P1", want: Violation,
+			ev: evs(cutStarts(1, false))},
 		{name: "INV-P2/holds in a correct history", id: "INV-P2", ev: r, clean: true},
 		{name: "INV-P2/Initialized before the last sidecar was started", id: "INV-P2", want: Violation,
 			ev: evs(newPod("p", specOf("Always", 30, "init:setup", "sidecar:proxy+startup", "main:app")).at(0).created().at(10).sandbox().at(20).done("setup").
@@ -177,3 +188,20 @@ func phaseCases() []invCase {
 var realMeta = &history.Meta{Scenario: "unit", Policy: "kep753", Backend: "kube", ToleranceNanos: 1e9}
 
 func TestPhaseInvariants(t *testing.T) { runCases(t, phaseCases()) }
+
+// cutStarts is a pod whose main ran and exited 0 under Always, then had n
+// restarts created but never started (each cut by a runtime restart),
+// with the exited record removed by container GC first if gc, and
+// published Pending.
+func cutStarts(n int, gc bool) *hb {
+	b := newPod("p", specOf("Always", 30, "sidecar:proxy", "main:app")).at(0).created().at(10).sandbox().
+		at(20).up("proxy").at(100).up("app").phase("Running").at(1000).exited("app", 0)
+	if gc {
+		b.fault(history.FaultBegin, "container-gc", 2).add(history.Event{Kind: history.ContainerRemoved, Container: "app"}).fault(history.FaultEnd, "container-gc", 2)
+	}
+	for k := 1; k <= n; k++ {
+		b.at(1000+int64(k)*100).add(history.Event{Kind: history.ContainerStartRequested, Container: "app", Attempt: uint32(k)}).
+			nodeEv(history.RuntimeDown).at(1050 + int64(k)*100).nodeEv(history.RuntimeUp)
+	}
+	return b.at(2000).phase("Pending")
+}

@@ -157,7 +157,9 @@ func checkS3(p *Pod, hits []Hit) []Hit {
 				hits = append(hits, p.at(a.Started, a.PostStart, "sidecar %q published Started=true before its postStart hook returned", p.Ctrs[s].Name))
 			}
 			if a.Started != none && a.PostStartFailed && a.PostStart < a.Started {
-				hits = append(hits, p.at(a.Started, a.PostStart, "sidecar %q published Started=true although its postStart hook failed", p.Ctrs[s].Name))
+				h := p.at(a.Started, a.PostStart, "sidecar %q published Started=true although its postStart hook failed", p.Ctrs[s].Name)
+				h.Excuse = p.failedHookForgotten(a)
+				hits = append(hits, h)
 			}
 		}
 	}
@@ -181,8 +183,12 @@ func checkS3(p *Pod, hits []Hit) []Hit {
 			done := a.PostStart
 			if done == none || (a.Exited != none && a.Exited < done) || a.PostStartFailed {
 				// A failed hook kills the container inside the same
-				// startContainer call: the next start waits for the exit.
+				// startContainer call: the next start waits for the exit,
+				// or for the stop request if the runtime refused it.
 				done = a.Exited
+				if a.PostStartFailed && p.killFailed(a) && (done == none || a.Stop < done) {
+					done = a.Stop
+				}
 			}
 			if (done == none || done > b.Start()) && !p.hookCut(a, b.Start()) {
 				hits = append(hits, p.at(b.Start(), done, "main %q started before main %q's postStart hook returned", p.Ctrs[n].Name, p.Ctrs[m].Name))

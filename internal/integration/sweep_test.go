@@ -116,6 +116,19 @@ var sweepShapes = []sweepShape{
 		return insertAfter(p, "        startupProbe: {exec: {command: [ok]}, periodSeconds: 1}\n",
 			"        readinessProbe: {exec: {command: [ok]}, periodSeconds: 1}\n")
 	}},
+	// Kills after a failed postStart that the runtime refuses: the
+	// sidecar's and the main's first postStart fail while a runtime
+	// restart (containers kept) is under way, so the kill that follows
+	// fails and the kubelet forgets the hook (poststart_kill_stop_failed.txt).
+	{name: "hook-kill-refused", faults: `
+- {name: runtime-in-proxy-hook, type: runtime-restart, mode: keep-containers, downtime: 1s, schedule: {type: on-container, container: proxy, event: running, delay: 100ms, probability: 0.05}}
+- {name: runtime-in-app-hook, type: runtime-restart, mode: keep-containers, downtime: 1s, schedule: {type: on-container, container: app, event: running, delay: 50ms, probability: 0.05}}
+`, edit: func(p string) string {
+		p = strings.Replace(p, "        lifecycle: {preStop: {exec: {command: [drain]}}}\n        resources: {requests: {cpu: 50m",
+			"        lifecycle: {postStart: {exec: {command: [warm]}}, preStop: {exec: {command: [drain]}}}\n        resources: {requests: {cpu: 50m", 1)
+		return strings.Replace(p, "    proxy: {startupAfter: 1s, preStop: 500ms, preStopFails: true}",
+			"    proxy: {startupAfter: 1s, preStop: 500ms, preStopFails: true, postStart: 300ms, attempts: [{postStartFails: true}]}", 1)
+	}},
 	// Hooks that hang: the main's first postStart never returns (it is
 	// never Started, nothing after it starts), the sidecar's preStop hangs
 	// until the grace cuts it.

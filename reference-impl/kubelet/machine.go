@@ -520,6 +520,18 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 				return err
 			}
 			c.StopRequested = false
+			if c.Killing && c.KillReason == api.KillFailedPostStartHook && !o.Term.Active {
+				// startContainer logs a failed killContainer after a
+				// failed postStart and returns ErrPostStartHook
+				// (kuberuntime_container.go step 4): nothing remembers
+				// the hook, and the next sync finds a running container
+				// it keeps, probes and reports Started like any other.
+				// The other single-container kills are decided again by
+				// the next sync (a probe result on hold, a changed spec
+				// hash or resources, an Unknown state), so they go on.
+				c.Killing, c.KillReason, c.KillRestart, c.KillDeadline = false, api.KillNone, false, 0
+				c.PostStart, c.PreStop = api.HookDone, api.HookNone
+			}
 		case api.ActRemoveContainer:
 			c, err := m.container(in.Container)
 			if err != nil {

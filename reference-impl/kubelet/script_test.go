@@ -294,6 +294,13 @@ func (e *scriptEnv) run(cmd string, args []string) string {
 		if _, pull := opts["pull"]; pull {
 			in.PullFailed = true // ErrImagePull
 		}
+	case "stop-failed":
+		// The runtime refused StopContainer (it was down).
+		i, err := e.idx(fields[1])
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		in = api.Input{Kind: api.InActionFailed, Action: api.ActStopContainer, Container: i}
 	case "restart-kubelet":
 		// The old kubelet's memory is gone; the new one relists the
 		// runtime and seeds Started from the API server's last status.
