@@ -200,7 +200,7 @@ func cutStarts(n int, gc bool) *hb {
 		b.fault(history.FaultBegin, "container-gc", 2).add(history.Event{Kind: history.ContainerRemoved, Container: "app"}).fault(history.FaultEnd, "container-gc", 2)
 	}
 	for k := 1; k <= n; k++ {
-		b.at(1000+int64(k)*100).add(history.Event{Kind: history.ContainerStartRequested, Container: "app", Attempt: uint32(k)}).
+		b.at(1000 + int64(k)*100).add(history.Event{Kind: history.ContainerStartRequested, Container: "app", Attempt: uint32(k)}).
 			nodeEv(history.RuntimeDown).at(1050 + int64(k)*100).nodeEv(history.RuntimeUp)
 	}
 	return b.at(2000).phase("Pending")
