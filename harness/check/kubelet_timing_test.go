@@ -516,3 +516,31 @@ func TestPostStartKillRefusedOrdersNothing(t *testing.T) {
 		{name: "INV-S3/next main before the exit", id: "INV-S3", want: Violation, ev: mains(false)},
 	})
 }
+
+// TestRefusedKillThenUnknownKill: a Job main's postStart failed while the
+// runtime was down, so the kill that followed was refused and forgotten;
+// the runtime then reported the container Unknown and the next sync
+// killed it for that, which restarts it whatever the policy (INV-F8): its
+// exit 0 under OnFailure is followed by a start (the sweep's
+// hook-kill-refused with job-sidecar-crash). The checker judged the
+// restart by the refused kill's reason. Had that kill taken (the runtime
+// up), its exit 0 ends the main.
+func TestRefusedKillThenUnknownKill(t *testing.T) {
+	h := func(refused bool) func() []history.Event {
+		b := newPod("pu", specOf("OnFailure", 20, "sidecar:proxy", "main:app+poststart")).at(0).created().at(10).sandbox().
+			at(20).up("proxy").at(100).req("app").running("app")
+		if refused {
+			b.at(150).nodeEv(history.RuntimeDown)
+		}
+		b.at(200).add(history.Event{Kind: history.ContainerPostStartDone, Container: "app", Value: false, Msg: "FailedPostStartHook"}).
+			stop("app", 20, "FailedPostStartHook")
+		if refused {
+			b.at(400).k(history.ContainerUnknown, "app").at(1150).nodeEv(history.RuntimeUp).at(1200).stop("app", 20, "UnknownState")
+		}
+		return evs(b.at(1500).exited("app", 0).at(1600).add(history.Event{Kind: history.ContainerStartRequested, Container: "app", Attempt: 1}).running("app"))
+	}
+	runCases(t, []invCase{
+		{name: "INV-R4/restart after the Unknown kill that followed a refused one", id: "INV-R4", clean: true, ev: h(true)},
+		{name: "INV-R4/restart after exit 0 of a kill that took", id: "INV-R4", want: Violation, ev: h(false)},
+	})
+}

@@ -136,7 +136,13 @@ func (p *Pod) phaseHit(hits []Hit, i int32) []Hit {
 	case e.Phase == "Succeeded" && !ok:
 		hits = append(hits, p.at(i, none, "phase Succeeded although a main container did not exit 0"))
 	case e.Phase == "Failed" && ok && e.Reason != "Terminated":
-		hits = append(hits, p.at(i, none, "phase Failed although every main container exited 0"))
+		h := p.at(i, none, "phase Failed although every main container exited 0")
+		if x := p.waitingUnterminated(i); x != "" {
+			// getPhase gave Pending, which TerminatePod
+			// (status_manager.go) makes Failed at the kill's end.
+			h.Excuse = x + " at the end of the kill"
+		}
+		hits = append(hits, h)
 	}
 	return hits
 }
@@ -182,21 +188,31 @@ func checkP1(p *Pod, hits []Hit) []Hit {
 			hits = append(hits, p.at(i, none, "phase Running while initialization was incomplete"))
 		case ph == "Pending" && ran && (p.Sandboxes[sb].End == none || p.Sandboxes[sb].End > i):
 			h := p.at(i, p.firstMainStart(sb), "phase returned to Pending after a main container ran")
-			for _, m := range p.Mains {
-				if p.shownWaitingAt(m, i) {
-					h.Excuse = fmt.Sprintf("main %q shows no termination: its newest record never ran, nor did the one before it, or that one is gone", p.Ctrs[m].Name)
-					break
-				}
-			}
+			h.Excuse = p.waitingUnterminated(i)
 			hits = append(hits, h)
 		}
 	}
 	return hits
 }
 
-// shownWaitingAt reports whether main container c's API status at event i
+// waitingUnterminated names a main or sidecar whose API status at event i
+// is Waiting with no last termination (shownWaitingAt): getPhase counts it
+// "waiting", so the phase is Pending whatever else ran. "" if none.
+func (p *Pod) waitingUnterminated(i int32) string {
+	for _, cs := range [2][]int{p.Mains, p.Sidecars} {
+		for _, c := range cs {
+			if p.shownWaitingAt(c, i) {
+				return fmt.Sprintf("%s %q shows no termination (its newest record never ran, nor did the one before it, or that one is gone)", what(p.Ctrs[c].Role), p.Ctrs[c].Name)
+			}
+		}
+	}
+	return ""
+}
+
+// shownWaitingAt reports whether container c's API status at event i
 // is Waiting with no last termination, which getPhase counts "waiting"
-// (Pending) although the container ran. convertToAPIContainerStatuses
+// (Pending; for a sidecar a pending restartable init as well) although
+// the container ran. convertToAPIContainerStatuses
 // (kubelet_pods.go) takes the state from c's newest runtime record and
 // the last termination from the one before it: when the newest was
 // created but never ran (a start cut by a runtime restart) and the one

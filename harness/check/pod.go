@@ -47,6 +47,10 @@ type Attempt struct {
 	// StopContainer carries no reason), but they record the probe's
 	// failure before it. A byte, not the reason string: attempts are hot.
 	probeFailed uint8
+	// stopRefused: the attempt's latest kill reached a runtime that was
+	// down. The kubelet keeps nothing of a failed killContainer, so a
+	// later kill of the attempt is a new decision with its own reason.
+	stopRefused bool
 	// App is container.app-started (a wrapper exec'd the application),
 	// AppOK its value; Serving the first container.serving=true.
 	App        int32
@@ -504,6 +508,16 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 				// kubelet's probe kill.
 				a.KillReason = probeKillReason(a.probeFailed)
 			}
+			a.stopRefused = p.runtimeDownAt(i)
+		} else if a != nil && a.stopRefused {
+			// The kill before was refused and forgotten; this one is
+			// the kubelet's new decision (an Unknown state's kill
+			// restarts whatever the policy; the sweep's
+			// hook-kill-refused with job-sidecar-crash).
+			if e.Reason != "" {
+				a.KillReason = e.Reason
+			}
+			a.stopRefused = p.runtimeDownAt(i)
 		}
 	case history.ContainerAppStarted:
 		if a != nil && a.App == none {

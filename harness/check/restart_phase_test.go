@@ -144,6 +144,11 @@ func phaseCases() []invCase {
 			ev: evs(cutStarts(1, true))},
 		{name: "INV-P1/Pending after one cut start of the main", id: "INV-P1", want: Violation,
 			ev: evs(cutStarts(1, false))},
+		{name: "INV-P1/Pending after two cut starts of a sidecar", id: "INV-P1", want: Degradation, ev: sidecarCutInKill(2)},
+		{name: "INV-P1/Pending after one cut start of a sidecar", id: "INV-P1", want: Violation, ev: sidecarCutInKill(1)},
+		{name: "INV-C2/Failed after two cut starts of a sidecar", id: "INV-C2", want: Degradation, ev: sidecarCutInKill(2)},
+		{name: "INV-C2/Failed after one cut start of a sidecar", id: "INV-C2", want: Violation, ev: sidecarCutInKill(1)},
+		{name: "INV-T8/Failed after two cut starts of a sidecar", id: "INV-T8", want: Degradation, ev: sidecarCutInKill(2)},
 		{name: "INV-P2/holds in a correct history", id: "INV-P2", ev: r, clean: true},
 		{name: "INV-P2/Initialized before the last sidecar was started", id: "INV-P2", want: Violation,
 			ev: evs(newPod("p", specOf("Always", 30, "init:setup", "sidecar:proxy+startup", "main:app")).at(0).created().at(10).sandbox().at(20).done("setup").
@@ -199,9 +204,28 @@ func cutStarts(n int, gc bool) *hb {
 	if gc {
 		b.fault(history.FaultBegin, "container-gc", 2).add(history.Event{Kind: history.ContainerRemoved, Container: "app"}).fault(history.FaultEnd, "container-gc", 2)
 	}
+	return cutStartsOf(b, "app", n).at(2000).phase("Pending")
+}
+
+// cutStartsOf adds n starts of container c created but cut by a runtime
+// restart before they ran (attempts 1..n).
+func cutStartsOf(b *hb, c string, n int) *hb {
 	for k := 1; k <= n; k++ {
-		b.at(1000 + int64(k)*100).add(history.Event{Kind: history.ContainerStartRequested, Container: "app", Attempt: uint32(k)}).
+		b.at(1000 + int64(k)*100).add(history.Event{Kind: history.ContainerStartRequested, Container: c, Attempt: uint32(k)}).
 			nodeEv(history.RuntimeDown).at(1050 + int64(k)*100).nodeEv(history.RuntimeUp)
 	}
-	return b.at(2000).phase("Pending")
+	return b
+}
+
+// sidecarCutInKill: a Job-like main exits 0 during a deletion's kill,
+// while the sidecar logs, restarted during termination (KEP-4438), had n
+// starts cut by runtime restarts; the kill ends with Failed (TerminatePod
+// turns the Pending that getPhase gives for a Waiting sidecar without a
+// termination into Failed).
+func sidecarCutInKill(n int) func() []history.Event {
+	b := newPod("p", specOf("Always", 30, "sidecar:logs", "main:app")).at(0).created().at(10).sandbox().
+		at(20).up("logs").at(100).up("app").phase("Running").at(900).exited("logs", 2)
+	b = cutStartsOf(b, "logs", n)
+	return evs(b.at(1500).deleted(30).terminating("PodDeleted", 30).stopExit("app", 30, "PodDeleted").
+		at(1600).phase("Pending").at(1700).phase("Failed").removed())
 }

@@ -520,17 +520,23 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 				return err
 			}
 			c.StopRequested = false
-			if c.Killing && c.KillReason == api.KillFailedPostStartHook && !o.Term.Active {
-				// startContainer logs a failed killContainer after a
-				// failed postStart and returns ErrPostStartHook
-				// (kuberuntime_container.go step 4): nothing remembers
-				// the hook, and the next sync finds a running container
-				// it keeps, probes and reports Started like any other.
-				// The other single-container kills are decided again by
-				// the next sync (a probe result on hold, a changed spec
-				// hash or resources, an Unknown state), so they go on.
+			if c.Killing && !o.Term.Active {
+				// A single-container kill is one killContainer call inside
+				// a sync; when StopContainer fails (the runtime is down)
+				// the sync ends with the error and nothing of the kill is
+				// kept. The next sync decides again from what it sees: a
+				// probe result on hold (worker.go onHold), a changed spec
+				// hash or resources, an Unknown state kill again, with
+				// their preStop and a full grace once more. After a
+				// failed postStart nothing decides again: startContainer
+				// only logged the failed kill and returned
+				// ErrPostStartHook, so the next sync keeps the running
+				// container and reports it Started like any other.
+				if c.KillReason == api.KillFailedPostStartHook {
+					c.PostStart = api.HookDone
+				}
 				c.Killing, c.KillReason, c.KillRestart, c.KillDeadline = false, api.KillNone, false, 0
-				c.PostStart, c.PreStop = api.HookDone, api.HookNone
+				c.PreStop = api.HookNone
 			}
 		case api.ActRemoveContainer:
 			c, err := m.container(in.Container)
