@@ -170,6 +170,19 @@ func (p *planner) plan() {
 		p.out.KillPod, p.out.KillReason = true, api.KillPodDeleted
 		return
 	}
+	if p.mainRecordGone() && p.phase(p.startedSet()).Terminal() {
+		// SyncPod returns before computePodActions when the status it
+		// generated has a terminal phase ("If the pod is terminal, we
+		// don't need to continue to setup the pod", kubelet.go), and the
+		// pod worker kills the pod. The rules below reach the same end
+		// from the records, except for a main whose record is gone
+		// (container GC; removed while no kubelet ran), which they start
+		// again (no status: ShouldContainerBeRestarted) although its API
+		// status ends the pod: a Never pod whose last main vanished while
+		// the kubelet was down is Failed (main_gone_while_kubelet_down.txt).
+		p.out.KillPod, p.out.KillReason = true, api.KillPodCompleted
+		return
+	}
 	switch o.Sandbox.State {
 	case api.SandboxNone:
 		if !o.Pod.SandboxRequested {
@@ -239,6 +252,18 @@ func (p *planner) planSandboxLost() {
 	if !o.Pod.SandboxRequested {
 		p.act(api.Action{Kind: api.ActCreateSandbox, Attempt: o.Sandbox.Attempt + 1})
 	}
+}
+
+// mainRecordGone reports whether a main container's record is gone while
+// its API status keeps its termination (Gone): the one case where the
+// phase can be terminal while the planner would start a main.
+func (p *planner) mainRecordGone() bool {
+	for i := len(p.spec.Init); i < p.spec.Len(); i++ {
+		if c := &p.obs.Containers[i]; c.Gone && c.Record.State == api.StateNone && p.kinds[i] == kindMain {
+			return true
+		}
+	}
+	return false
 }
 
 // noMainToStart reports whether a lost sandbox has no main left to start
