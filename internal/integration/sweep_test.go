@@ -129,6 +129,19 @@ var sweepShapes = []sweepShape{
 		return strings.Replace(p, "    proxy: {startupAfter: 1s, preStop: 500ms, preStopFails: true}",
 			"    proxy: {startupAfter: 1s, preStop: 500ms, preStopFails: true, postStart: 300ms, attempts: [{postStartFails: true}]}", 1)
 	}},
+	// Kills the runtime refuses mid-way: a runtime restart (containers
+	// kept) 100 ms into the sidecar's preStop, whether its liveness probe
+	// or the pod's deletion began the kill, so the StopContainer after
+	// the hook fails; the kubelet decides a probe kill again with a new
+	// killContainer (poststart_kill_stop_failed.txt) and retries a pod
+	// kill.
+	{name: "prestop-runtime", faults: `
+- {name: live-proxy, type: probe-failure, probe: liveness, window: 2s, schedule: {type: poisson, rate: 5}, target: {container: proxy, podCount: 1}}
+- {name: runtime-in-prestop, type: runtime-restart, mode: keep-containers, downtime: 1s, schedule: {type: on-container, container: proxy, event: prestop-begin, delay: 100ms, probability: 0.2}}
+`, edit: func(p string) string {
+		return insertAfter(p, "        startupProbe: {exec: {command: [ok]}, periodSeconds: 1}\n",
+			"        livenessProbe: {exec: {command: [ok]}, periodSeconds: 1, failureThreshold: 1}\n")
+	}},
 	// Hooks that hang: the main's first postStart never returns (it is
 	// never Started, nothing after it starts), the sidecar's preStop hangs
 	// until the grace cuts it.
