@@ -142,6 +142,19 @@ var sweepShapes = []sweepShape{
 		return insertAfter(p, "        startupProbe: {exec: {command: [ok]}, periodSeconds: 1}\n",
 			"        livenessProbe: {exec: {command: [ok]}, periodSeconds: 1, failureThreshold: 1}\n")
 	}},
+	// Probe timing: initial delays, periods of 2 s, success and failure
+	// thresholds above 1, a main's readiness that fails in windows and a
+	// sidecar's startup probe whose first run comes after its delay.
+	{name: "probe-timing", faults: `
+- {name: ready-app, type: probe-failure, probe: readiness, window: 3s, schedule: {type: poisson, rate: 1}, target: {container: app, podCount: 1}}
+`, edit: func(p string) string {
+		p = strings.Replace(p, "        startupProbe: {exec: {command: [ok]}, periodSeconds: 1}\n",
+			"        startupProbe: {exec: {command: [ok]}, initialDelaySeconds: 1, periodSeconds: 2, failureThreshold: 3}\n", 1)
+		p = strings.Replace(p, "        readinessProbe: {exec: {command: [ok]}, periodSeconds: 1}\n        livenessProbe: {exec: {command: [ok]}, periodSeconds: 1, terminationGracePeriodSeconds: 5}\n",
+			"        readinessProbe: {exec: {command: [ok]}, initialDelaySeconds: 1, periodSeconds: 2, successThreshold: 2, failureThreshold: 2}\n"+
+				"        livenessProbe: {exec: {command: [ok]}, initialDelaySeconds: 2, periodSeconds: 2, failureThreshold: 2, terminationGracePeriodSeconds: 5}\n", 1)
+		return strings.Replace(p, "    app: {postStart: 100ms,", "    app: {readyAfter: \"uniform(min=0s, max=3s)\", postStart: 100ms,", 1)
+	}},
 	// Hooks that hang: the main's first postStart never returns (it is
 	// never Started, nothing after it starts), the sidecar's preStop hangs
 	// until the grace cuts it.
