@@ -629,9 +629,22 @@ func (m *Machine) beginTermination(now api.Time, reason api.KillReason, grace ti
 	o := &m.obs
 	var running api.Set
 	for i := range o.Containers {
-		r := &o.Containers[i].Record
+		c := &o.Containers[i]
+		r := &c.Record
 		if r.State == api.StateRunning && r.SandboxAttempt == o.Sandbox.Attempt {
 			running = running.With(i)
+		}
+		if c.Killing && !c.StopRequested && (reason == api.KillPodDeleted || reason == api.KillNodeShutdown) {
+			// A deletion or a node shutdown cancels the sync in progress
+			// (pod_workers.go UpdatePod: "Cancelling current pod sync"):
+			// a single-container kill still in its preStop hook ends
+			// there, its hook's exec cut and its StopContainer failing on
+			// the cancelled context, and SyncTerminatingPod kills the
+			// container like the others, preStop again, within the pod
+			// kill's budget. (A kill whose StopContainer was sent goes on:
+			// the runtime has the signal.)
+			c.Killing, c.KillReason, c.KillRestart, c.KillDeadline = false, api.KillNone, false, 0
+			c.PreStop = api.HookNone
 		}
 	}
 	o.Term = api.Termination{

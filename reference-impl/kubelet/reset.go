@@ -13,6 +13,21 @@ func (p *planner) isTrigger(i int) bool {
 	return rule != nil && rule.Action == api.RuleRestartAllContainers
 }
 
+// isSource reports whether container i's record, whatever its sandbox, is
+// an exit whose first matching rule is RestartAllContainers: the reset's
+// sources, removed last (getContainersToReset classifies every record of
+// the pod; a reset that outlives its sandbox still removes its trigger of
+// the lost one last, rules-restart-all-main with a kill-containers runtime
+// restart).
+func (p *planner) isSource(i int) bool {
+	r := &p.obs.Containers[i].Record
+	if r.State != api.StateExited {
+		return false
+	}
+	rule := p.spec.At(i).MatchRule(r.ExitCode)
+	return rule != nil && rule.Action == api.RuleRestartAllContainers
+}
+
 // resetTriggered reports whether a RestartAllContainers reset is in
 // progress: kubecontainer.ShouldAllContainersRestart (the API status's
 // AllContainersRestarting condition, or an exit that matches a
@@ -31,7 +46,9 @@ func (p *planner) resetTriggered() bool {
 		if p.isTrigger(i) {
 			return true
 		}
-		records = records || p.rec(i) != nil
+		// AllContainersRestartCleanedUp: no record of the container in
+		// any sandbox (FindContainerStatusByName).
+		records = records || p.obs.Containers[i].Record.State != api.StateNone
 	}
 	return p.obs.Pod.Restarting && records
 }
@@ -60,7 +77,7 @@ func (p *planner) resetDecided(phase api.Phase) bool {
 func (p *planner) planReset() {
 	others := false
 	for i := len(p.obs.Containers) - 1; i >= 0; i-- {
-		if p.isTrigger(i) {
+		if p.isSource(i) {
 			continue
 		}
 		if p.resetOne(i) {
@@ -81,14 +98,19 @@ func (p *planner) planReset() {
 		return
 	}
 	for i := len(p.obs.Containers) - 1; i >= 0; i-- {
-		if p.isTrigger(i) {
+		if p.isSource(i) {
 			p.resetOne(i)
 		}
 	}
 }
 
 // resetOne stops or removes container i; it reports whether i still has a
-// record in the current sandbox, or a start in flight that will make one.
+// record, or a start in flight that will make one. The reset purges every
+// record of the pod, an earlier sandbox's as well (getContainersToReset
+// walks all of podStatus.ContainerStatuses: "RestartAllContainers require
+// all container to be purged from runtime"): an init whose start a lost
+// sandbox cut is removed before the trigger (the sweep's kitchen-sink under
+// KEP-4438's policy).
 func (p *planner) resetOne(i int) bool {
 	c := &p.obs.Containers[i]
 	if c.StartPending {
@@ -99,8 +121,8 @@ func (p *planner) resetOne(i int) bool {
 		// the trigger stays so that the reset cannot end first.
 		return true
 	}
-	r := p.rec(i)
-	if r == nil {
+	r := &c.Record
+	if r.State == api.StateNone {
 		return false
 	}
 	switch {
