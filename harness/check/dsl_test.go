@@ -115,6 +115,13 @@ func (h *hb) stop(c string, graceSec int64, reason string) *hb {
 	return h.add(history.Event{Kind: history.ContainerStopRequested, Container: c, Grace: graceSec * 1e9, Reason: reason})
 }
 func (h *hb) killed(c string) *hb { return h.k(history.ContainerKilled, c) }
+
+// failedHookKill: c's postStart hook failed and the kubelet sent the kill
+// that follows (FailedPostStartHook, the pod's 20 s).
+func (h *hb) failedHookKill(c string) *hb {
+	return h.add(history.Event{Kind: history.ContainerPostStartDone, Container: c, Value: false, Msg: "FailedPostStartHook"}).
+		stop(c, 20, "FailedPostStartHook")
+}
 func (h *hb) backoff(c string, sec int64) *hb {
 	return h.add(history.Event{Kind: history.ContainerBackoff, Container: c, Grace: sec * 1e9})
 }

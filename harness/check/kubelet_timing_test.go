@@ -459,8 +459,7 @@ func TestPostStartFailureForgottenByARestartedKubelet(t *testing.T) {
 		if runtimeDown {
 			b.at(1000).nodeEv(history.RuntimeDown)
 		}
-		b.at(1100).add(history.Event{Kind: history.ContainerPostStartDone, Container: "app", Value: false, Msg: "FailedPostStartHook"}).
-			stop("app", 20, "FailedPostStartHook")
+		b.at(1100).failedHookKill("app")
 		if runtimeDown {
 			b.at(2000).nodeEv(history.RuntimeUp)
 		}
@@ -489,8 +488,7 @@ func TestPostStartKillRefusedOrdersNothing(t *testing.T) {
 		if runtimeDown {
 			b.at(30).nodeEv(history.RuntimeDown)
 		}
-		b.at(100).add(history.Event{Kind: history.ContainerPostStartDone, Container: "proxy", Value: false, Msg: "FailedPostStartHook"}).
-			stop("proxy", 20, "FailedPostStartHook")
+		b.at(100).failedHookKill("proxy")
 		if runtimeDown {
 			b.at(2000).nodeEv(history.RuntimeUp)
 		}
@@ -502,8 +500,7 @@ func TestPostStartKillRefusedOrdersNothing(t *testing.T) {
 		if runtimeDown {
 			b.at(30).nodeEv(history.RuntimeDown)
 		}
-		b.at(100).add(history.Event{Kind: history.ContainerPostStartDone, Container: "app", Value: false, Msg: "FailedPostStartHook"}).
-			stop("app", 20, "FailedPostStartHook")
+		b.at(100).failedHookKill("app")
 		if runtimeDown {
 			b.at(2000).nodeEv(history.RuntimeUp)
 		}
@@ -532,8 +529,7 @@ func TestRefusedKillThenUnknownKill(t *testing.T) {
 		if refused {
 			b.at(150).nodeEv(history.RuntimeDown)
 		}
-		b.at(200).add(history.Event{Kind: history.ContainerPostStartDone, Container: "app", Value: false, Msg: "FailedPostStartHook"}).
-			stop("app", 20, "FailedPostStartHook")
+		b.at(200).failedHookKill("app")
 		if refused {
 			b.at(400).k(history.ContainerUnknown, "app").at(1150).nodeEv(history.RuntimeUp).at(1200).stop("app", 20, "UnknownState")
 		}
