@@ -243,6 +243,13 @@ func checkF7(p *Pod, hits []Hit) []Hit {
 			if p.lostAfter(a.Sandbox, o.Down) {
 				continue // the restart took the sandbox with it: INV-F3's business
 			}
+			if p.killedByFault(c, a.Exited) {
+				// An injected kill of this container at that instant
+				// explains the exit (the sweep's prestop-runtime with harsh:
+				// a kill timed on a preStop that began as the runtime came
+				// back).
+				continue
+			}
 			t := p.T(a.Exited)
 			near := t-p.T(o.Down) <= p.Tol+1e6
 			if o.Up != none {
@@ -429,4 +436,16 @@ func component(k history.Kind) string {
 		return "runtime"
 	}
 	return "node"
+}
+
+// killedByFault reports whether a container-kill fault acted on container
+// c at the instant of its exit i (within tolerance).
+func (p *Pod) killedByFault(c int, i int32) bool {
+	for k := range p.Faults {
+		f := &p.Faults[k]
+		if f.Name == "container-kill" && !f.NotApplied && p.Ev[f.Idx].Container == p.Ctrs[c].Name && abs(f.T-p.T(i)) <= p.Tol+1e6 {
+			return true
+		}
+	}
+	return false
 }

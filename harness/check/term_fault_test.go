@@ -148,6 +148,13 @@ func faultCases() []invCase {
 			ev: evs(steady("f", realisticSpec()).at(5000).nodeEv(history.RuntimeDown).at(6000).nodeEv(history.RuntimeUp).at(9000).probe("app", "readiness", "success"))},
 		{name: "INV-F7/runtime restart kills a running container", id: "INV-F7", want: Violation,
 			ev: evs(steady("f", realisticSpec()).at(5000).nodeEv(history.RuntimeDown).exited("log", 255).at(6000).nodeEv(history.RuntimeUp))},
+		// An injected kill at the instant the runtime comes back explains
+		// the exit (the sweep's prestop-runtime with harsh, under KEP-4438).
+		{name: "INV-F7/injected kill as the runtime comes back", id: "INV-F7", clean: true,
+			ev: evs(steady("f", realisticSpec()).at(5000).nodeEv(history.RuntimeDown).at(6000).nodeEv(history.RuntimeUp).
+				add(history.Event{Kind: history.FaultBegin, Fault: "container-kill", FaultID: 9, Container: "log"}).exited("log", 137))},
+		{name: "INV-F7/exit as the runtime comes back", id: "INV-F7", want: Violation,
+			ev: evs(steady("f", realisticSpec()).at(5000).nodeEv(history.RuntimeDown).at(6000).nodeEv(history.RuntimeUp).exited("log", 137))},
 		{name: "INV-F7/container whose start failed is never started again", id: "INV-F7", want: Bound,
 			ev: evs(steady("f", realisticSpec()).at(5000).exited("app", 1).at(6000).req("app").k(history.ContainerStartFailed, "app").at(400000).probe("proxy", "readiness", "success"))},
 		{name: "INV-F8/sidecar in Unknown state recreated", id: "INV-F8", clean: true,
