@@ -252,7 +252,15 @@ func checkS4(p *Pod, hits []Hit) []Hit {
 			// publication of a started container, and a start right after
 			// it says how late the kubelet synced (a real kubelet waits up
 			// to its PLEG relist period, 1 s), not what it waited for.
-			if r := p.readyTrue(who, g, a.Start()); r != none && p.T(a.Start())-p.T(r) <= slack && (s.Spec == nil || s.Spec.Readiness) {
+			// A start the runtime refused after the gate (it was down)
+			// shows the kubelet did not wait for readiness, and a kubelet
+			// that went down during the wait republishes Ready when it
+			// relists, just before the start it resumes: either way the
+			// wait is the outage's (a timing finding, which the outage
+			// excuses), not readiness's (hook-kill-refused with harsh and
+			// critical; sidecar-probes with image-churn and two-mains).
+			outage := p.eventOf(c, history.ContainerStartFailed, g, a.Start()) != none || p.kubeletDownDuring(from, a.Start())
+			if r := p.readyTrue(who, g, a.Start()); r != none && !outage && p.T(a.Start())-p.T(r) <= slack && (s.Spec == nil || s.Spec.Readiness) {
 				hits = append(hits, p.at(a.Start(), g, "%q waited %s after sidecar %q was started, until it became ready: readiness gated the start", p.Ctrs[c].Name, ms(wait), s.Name))
 				continue
 			}

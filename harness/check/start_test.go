@@ -141,6 +141,22 @@ func startCases() []invCase {
 		{name: "INV-S4/main waited for sidecar readiness (2019 gate)", id: "INV-S4", want: Violation,
 			ev: evs(newPod("rd", specOf("Always", 30, "sidecar:proxy+ready", "main:app")).at(0).created().at(10).sandbox().
 				at(20).req("proxy").running("proxy").started("proxy", true).at(5000).ready("proxy", true).at(5001).up("app"))},
+		// The kubelet tried to start the main right after the gate and the
+		// runtime refused it: the wait is the outage's, whatever Ready=true
+		// came just before the start that took (hook-kill-refused with
+		// harsh and critical).
+		{name: "INV-S4/a start the runtime refused after the gate, then ready", id: "INV-S4", want: Degradation,
+			ev: evs(readyAfterRefusedStart(true))},
+		{name: "INV-S4/no start tried after the gate, then ready", id: "INV-S4", want: Violation,
+			ev: evs(readyAfterRefusedStart(false))},
+		{name: "INV-S4/the kubelet down during the wait, ready at its relist", id: "INV-S4", want: Degradation,
+			ev: evs(newPod("rd", specOf("Always", 30, "sidecar:proxy+ready", "main:app")).at(0).created().at(10).sandbox().
+				at(20).req("proxy").running("proxy").started("proxy", true).ready("proxy", true).at(100).nodeEv(history.KubeletDown).
+				at(1100).nodeEv(history.KubeletUp).ready("proxy", true).at(1101).up("app"))},
+		{name: "INV-S4/the kubelet down across the previous main's start", id: "INV-S4", want: Degradation,
+			ev: evs(newPod("rd", specOf("Always", 30, "sidecar:proxy+ready", "main:worker", "main:app")).at(0).created().at(10).sandbox().
+				at(20).req("proxy").running("proxy").started("proxy", true).ready("proxy", true).req("worker").at(100).nodeEv(history.KubeletDown).
+				at(200).running("worker").at(2100).nodeEv(history.KubeletUp).ready("proxy", true).at(2101).up("app"))},
 		{name: "INV-S4/a start right after the Ready of a sidecar without readiness probe is late, not gated", id: "INV-S4", want: Bound,
 			ev: evs(newPod("rd", specOf("Always", 30, "sidecar:proxy", "main:app")).at(0).created().at(10).sandbox().
 				at(20).req("proxy").running("proxy").started("proxy", true).at(5000).ready("proxy", true).at(5001).up("app"))},
@@ -228,4 +244,17 @@ func TestInitFailureUnseenAfterGC(t *testing.T) {
 		{name: "INV-S6/init failure removed before the kubelet saw it, retried", id: "INV-S6", want: Degradation, ev: hist(true)},
 		{name: "INV-S6/init failure kept, retried under Never", id: "INV-S6", want: Violation, ev: hist(false)},
 	})
+}
+
+// readyAfterRefusedStart: a sidecar with a readiness probe is Started; the
+// runtime is down until 4.99 s, and if tried the kubelet's start of the
+// main right after the gate fails; Ready=true at 5 s and the main starts
+// 1 ms later.
+func readyAfterRefusedStart(tried bool) *hb {
+	b := newPod("rd", specOf("Always", 30, "sidecar:proxy+ready", "main:app")).at(0).created().at(10).sandbox().
+		at(20).req("proxy").running("proxy").started("proxy", true).nodeEv(history.RuntimeDown)
+	if tried {
+		b.at(25).add(history.Event{Kind: history.ContainerStartFailed, Container: "app", Msg: "runtime down"})
+	}
+	return b.at(4990).nodeEv(history.RuntimeUp).at(5000).ready("proxy", true).at(5001).up("app")
 }

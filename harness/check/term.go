@@ -327,6 +327,17 @@ func checkT10(p *Pod, hits []Hit) []Hit {
 	return hits
 }
 
+// kubeletDownDuring reports whether the kubelet was down at some point of
+// (i, j): it went down before j and was not back before i.
+func (p *Pod) kubeletDownDuring(i, j int32) bool {
+	for _, o := range p.Outages {
+		if (o.What == history.KubeletDown || o.What == history.NodeDown) && o.Down < j && (o.Up == none || o.Up > i) {
+			return true
+		}
+	}
+	return false
+}
+
 // kubeletRestartedBetween reports whether the kubelet went down in (i, j).
 func (p *Pod) kubeletRestartedBetween(i, j int32) bool {
 	for _, o := range p.Outages {
