@@ -270,6 +270,15 @@ func resetAttempt(c *api.ContainerObs) {
 	c.ResizePending = false
 }
 
+// forgetKill drops container c's single-container kill and the preStop it
+// ran: the kubelet keeps nothing of a killContainer call that did not end
+// the container (its StopContainer failed, or its sync was cancelled), and
+// the next sync, or the pod kill, decides afresh.
+func forgetKill(c *api.ContainerObs) {
+	c.Killing, c.KillReason, c.KillRestart, c.KillDeadline = false, api.KillNone, false, 0
+	c.PreStop = api.HookNone
+}
+
 func (m *Machine) apply(now api.Time, in *api.Input) error {
 	o := &m.obs
 	switch in.Kind {
@@ -539,8 +548,7 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 				if c.KillReason == api.KillFailedPostStartHook {
 					c.PostStart = api.HookDone
 				}
-				c.Killing, c.KillReason, c.KillRestart, c.KillDeadline = false, api.KillNone, false, 0
-				c.PreStop = api.HookNone
+				forgetKill(c)
 			}
 		case api.ActRemoveContainer:
 			c, err := m.container(in.Container)
@@ -643,8 +651,7 @@ func (m *Machine) beginTermination(now api.Time, reason api.KillReason, grace ti
 			// container like the others, preStop again, within the pod
 			// kill's budget. (A kill whose StopContainer was sent goes on:
 			// the runtime has the signal.)
-			c.Killing, c.KillReason, c.KillRestart, c.KillDeadline = false, api.KillNone, false, 0
-			c.PreStop = api.HookNone
+			forgetKill(c)
 		}
 	}
 	o.Term = api.Termination{

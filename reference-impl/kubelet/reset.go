@@ -3,14 +3,10 @@ package kubelet
 import "github.com/sidebench/sidebench/reference-impl/api"
 
 // isTrigger reports whether container i's record in the current sandbox is
-// an exit whose first matching rule is RestartAllContainers (INV-RA1).
+// an exit whose first matching rule is RestartAllContainers (INV-RA1): a
+// source of the current sandbox.
 func (p *planner) isTrigger(i int) bool {
-	r := p.rec(i)
-	if r == nil || r.State != api.StateExited {
-		return false
-	}
-	rule := p.spec.At(i).MatchRule(r.ExitCode)
-	return rule != nil && rule.Action == api.RuleRestartAllContainers
+	return p.rec(i) != nil && p.isSource(i)
 }
 
 // isSource reports whether container i's record, whatever its sandbox, is
