@@ -143,8 +143,8 @@ func (p *Pod) killFailed(a *Attempt) bool {
 // runtimeDownAt reports whether the node's container runtime was down at
 // event i, so that a CRI call made then failed.
 func (p *Pod) runtimeDownAt(i int32) bool {
-	for _, o := range p.Outages {
-		if o.What == history.RuntimeDown && o.Down < i && (o.Up == none || o.Up > i) {
+	for k := range p.Outages {
+		if o := &p.Outages[k]; o.What == history.RuntimeDown && o.during(i, i) {
 			return true
 		}
 	}

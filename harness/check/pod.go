@@ -147,6 +147,13 @@ type Outage struct {
 	Down, Up int32        // Up is none while still down
 }
 
+// during reports whether the component was down at some point of (i, j):
+// it went down before j and was not back by i. during(i, i) says it was
+// down at event i.
+func (o *Outage) during(i, j int32) bool {
+	return o.Down < j && (o.Up == none || o.Up > i)
+}
+
 // Fault is one fault instance seen in the pod's history.
 type Fault struct {
 	Idx        int32

@@ -330,8 +330,8 @@ func checkT10(p *Pod, hits []Hit) []Hit {
 // kubeletDownDuring reports whether the kubelet was down at some point of
 // (i, j): it went down before j and was not back before i.
 func (p *Pod) kubeletDownDuring(i, j int32) bool {
-	for _, o := range p.Outages {
-		if (o.What == history.KubeletDown || o.What == history.NodeDown) && o.Down < j && (o.Up == none || o.Up > i) {
+	for k := range p.Outages {
+		if o := &p.Outages[k]; (o.What == history.KubeletDown || o.What == history.NodeDown) && o.during(i, j) {
 			return true
 		}
 	}
