@@ -442,6 +442,34 @@ func TestProbeKillHookRerunAfterKubeletRestart(t *testing.T) {
 	})
 }
 
+// TestUnknownKillAfterCutProbeKill: a startup-probe kill's preStop began,
+// the kubelet crashed during it, the runtime then reported the container
+// Unknown, and the restarted kubelet killed it for that, with the pod's
+// whole grace and no hook. The kill is the new kubelet's (UnknownState):
+// INV-P5 judged it as the first kubelet's probe kill ("the probe budget
+// gives 17.668s"; the sweep's pod-kill-refused with startup-kills). With no
+// kubelet restart in between, the same stop still counts as the probe's.
+func TestUnknownKillAfterCutProbeKill(t *testing.T) {
+	h := func(restart bool) func() []history.Event {
+		spec := withProbe(specOf("Always", 20, "sidecar:proxy+startup+prestop", "main:app"), "proxy", "startup", history.ProbeSpec{Period: 1e9, Success: 1, Failure: 1})
+		b := newPod("uk", spec).at(0).created().at(10).sandbox().
+			at(20).req("proxy").running("proxy").
+			at(1000).probe("proxy", "startup", "failure").prestop("proxy", "StartupProbe")
+		if restart {
+			b.at(1300).nodeEv(history.KubeletDown)
+		}
+		b.at(2000).k(history.ContainerUnknown, "proxy")
+		if restart {
+			b.at(3300).nodeEv(history.KubeletUp)
+		}
+		return evs(b.at(3300).stop("proxy", 20, "UnknownState"))
+	}
+	runCases(t, []invCase{
+		{name: "INV-P5/the restarted kubelet's Unknown-state kill", id: "INV-P5", clean: true, ev: h(true)},
+		{name: "INV-P5/the same stop within the probe's kill", id: "INV-P5", want: Violation, ev: h(false)},
+	})
+}
+
 // TestPostStartFailureForgottenByARestartedKubelet: a main's postStart
 // failed while the runtime was down, so the kill that follows failed; the
 // kubelet crashed, and the restarted one, which knows nothing of the hook,

@@ -34,6 +34,9 @@ type Attempt struct {
 	PreStopEnd int32
 	Stop       int32 // first container.stop-requested (SIGTERM)
 	Kill       int32 // container.killed (SIGKILL)
+	// Signal is the first container.stop-requested the runtime took (it
+	// was up): a refused request signalled nothing.
+	Signal int32
 	// Unknown is the first container.unknown: the runtime reported the
 	// state Unknown (the process may still run).
 	Unknown int32
@@ -451,7 +454,7 @@ func (p *Pod) last(c int) *Attempt {
 func (p *Pod) newAttempt(c int, sb int32) *Attempt {
 	p.Ctrs[c].Att = append(p.Ctrs[c].Att, Attempt{
 		Sandbox: max(sb, 0), Req: none, Running: none, PostStart: none, Started: none,
-		StartupOK: none, PreStop: none, PreStopEnd: none, Stop: none, Kill: none, Unknown: none, Exited: none,
+		StartupOK: none, PreStop: none, PreStopEnd: none, Stop: none, Kill: none, Signal: none, Unknown: none, Exited: none,
 		App: none, Serving: none,
 	})
 	return p.last(c)
@@ -504,9 +507,17 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 			a.PreStopEnd = i
 		}
 	case history.ContainerStopRequested:
+		if a != nil && a.Signal == none && !p.runtimeDownAt(i) {
+			a.Signal = i
+		}
 		if a != nil && a.Stop == none {
 			a.Stop, a.StopGrace = i, e.Grace
-			if a.KillReason == "" {
+			if a.KillReason == "" || e.Reason != "" && a.PreStop != none && p.kubeletRestartedBetween(a.PreStop, i) {
+				// The kubelet whose kill ran the preStop is gone; the
+				// restarted one keeps nothing of that kill, so this stop
+				// is its own decision, with its own reason (a startup
+				// probe's kill cut by a crash, then an Unknown state's:
+				// pod-kill-refused with startup-kills).
 				a.KillReason = e.Reason
 			}
 			if a.KillReason == "" {

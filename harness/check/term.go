@@ -223,9 +223,18 @@ func checkT7(p *Pod, hits []Hit) []Hit {
 				continue
 			}
 			name := p.Ctrs[c].Name
+			// The grace is the first stop request's the runtime took. A
+			// container whose every request was refused and that was
+			// SIGKILLed all the same was killed by the sandbox stop
+			// (killPodWithSyncResult stops the sandbox whatever the
+			// containers' results), with no grace.
+			sig, grace := a.Signal, int64(0)
+			if sig != none && sig < a.Exited {
+				grace = p.Ev[sig].Grace
+			}
 			if a.Kill != none && a.Kill < a.Exited {
-				if a.StopGrace > 0 && p.T(a.Kill) < p.T(a.Stop)+a.StopGrace-p.Tol {
-					hits = append(hits, p.at(a.Kill, a.Stop, "%q SIGKILLed %s after SIGTERM, before its %s stop grace", name, ms(p.T(a.Kill)-p.T(a.Stop)), ms(a.StopGrace)))
+				if grace > 0 && p.T(a.Kill) < p.T(sig)+grace-p.Tol {
+					hits = append(hits, p.at(a.Kill, sig, "%q SIGKILLed %s after SIGTERM, before its %s stop grace", name, ms(p.T(a.Kill)-p.T(sig)), ms(grace)))
 				}
 				if a.Code != 137 || a.ExitReason != "Error" {
 					hits = append(hits, p.at(a.Exited, a.Kill, "%q SIGKILLed but exited %d/%s, want 137/Error", name, a.Code, a.ExitReason))
@@ -235,8 +244,8 @@ func checkT7(p *Pod, hits []Hit) []Hit {
 			if (a.Code == 0) != (a.ExitReason == "Completed") && a.ExitReason != "OOMKilled" {
 				hits = append(hits, p.at(a.Exited, a.Stop, "%q exited %d with reason %q after SIGTERM", name, a.Code, a.ExitReason))
 			}
-			if a.StopGrace > 0 && p.T(a.Exited) > p.T(a.Stop)+a.StopGrace+p.Slack() {
-				hits = append(hits, p.late(a.Stop, a.Exited, p.T(a.Stop)+a.StopGrace+p.Slack(), "%q outlived its %s stop grace without SIGKILL", name, ms(a.StopGrace)))
+			if grace > 0 && p.T(a.Exited) > p.T(sig)+grace+p.Slack() {
+				hits = append(hits, p.late(sig, a.Exited, p.T(sig)+grace+p.Slack(), "%q outlived its %s stop grace without SIGKILL", name, ms(grace)))
 			}
 		}
 	}

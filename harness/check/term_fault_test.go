@@ -25,6 +25,31 @@ func stuck(g int64) *hb {
 	return h.at(22000+g*1000).killed("app").exited("app", 137)
 }
 
+// refusedKill: a pod deleted at 20 s whose main's StopContainer reaches a
+// runtime that is down from 20.5 s to 22 s (down=false: the runtime stays
+// up, the stop is taken). retry=false: the sidecar waits out the grace and
+// the sandbox stop SIGKILLs app at 50.1 s (killPodWithSyncResult stops the
+// sandbox whatever the containers' results). retry=true: the kill runs
+// again at 25 s (the pod worker's backoff after the refused sandbox stop)
+// with its whole grace and app exits exitMs later.
+func refusedKill(down, retry bool, exitMs int64) []history.Event {
+	h := steady("rk", specOf("Always", 30, "sidecar:proxy", "main:app"))
+	h.at(20000).deleted(30).terminating("PodDeleted", 30).at(20500)
+	if down {
+		h.nodeEv(history.RuntimeDown)
+	}
+	h.stop("app", 30, "PodDeleted")
+	if down {
+		h.at(22000).nodeEv(history.RuntimeUp)
+	}
+	if retry {
+		return h.at(25000).terminating("PodDeleted", 30).stop("app", 30, "PodDeleted").
+			at(25000+exitMs).exited("app", 0).stop("proxy", 30, "PodDeleted").at(25500+exitMs).exited("proxy", 0).events()
+	}
+	return h.at(50000).stop("proxy", 2, "PodDeleted").at(50100).exited("proxy", 0).
+		killed("app").exited("app", 137).k(history.SandboxStopped, "").events()
+}
+
 func terminationCases() []invCase {
 	swapT3 := func() []history.Event {
 		ev := r()
@@ -73,6 +98,14 @@ func terminationCases() []invCase {
 			ev: evs(steady("t", specOf("Always", 5, "main:app")).at(20000).terminating("PodDeleted", 5).stop("app", 5, "PodDeleted").at(25000).killed("app").exited("app", 0))},
 		{name: "INV-T7/SIGKILL before the stop grace ran out", id: "INV-T7", want: Violation,
 			ev: evs(steady("t", specOf("Always", 5, "main:app")).at(20000).terminating("PodDeleted", 5).stop("app", 5, "PodDeleted").at(20500).killed("app").exited("app", 137))},
+		{name: "INV-T7/sandbox stop SIGKILLs a main whose StopContainer was refused", id: "INV-T7", clean: true,
+			ev: func() []history.Event { return refusedKill(true, false, 0) }},
+		{name: "INV-T7/same SIGKILL after a stop the runtime took", id: "INV-T7", want: Violation,
+			ev: func() []history.Event { return refusedKill(false, false, 0) }},
+		{name: "INV-T7/the kill run again gives its whole grace", id: "INV-T7", clean: true,
+			ev: func() []history.Event { return refusedKill(true, true, 27000) }},
+		{name: "INV-T7/outliving the grace of the kill run again", id: "INV-T7", want: Bound,
+			ev: func() []history.Event { return refusedKill(true, true, 31200) }},
 		{name: "INV-T8/holds in a correct history", id: "INV-T8", ev: r, clean: true},
 		{name: "INV-T8/deleted pod removed without a terminal phase", id: "INV-T8", want: Violation,
 			ev: func() []history.Event {

@@ -395,3 +395,69 @@ func TestAllNodesLost(t *testing.T) {
 		t.Fatalf("%+v", res)
 	}
 }
+
+// TestFaultRuntimeDownInPodKill: the runtime goes down during app's
+// preStop (deleted at 60 s, 30 s grace), so app's StopContainer is refused
+// (killPodWithSyncResult, the reference's pod_kill_stop_refused.txt).
+// Back by the deadline: the sidecars wait out the grace for app, get the
+// 2 s minimum, and the sandbox stop SIGKILLs app; one kill. Down until
+// just past the deadline (90.55 s): the sidecars' stops and the sandbox
+// stop at 90 s are refused too, so the kill runs again after the pod
+// worker's back-off (91 s), in order and with the whole grace, preStops
+// included.
+func TestFaultRuntimeDownInPodKill(t *testing.T) {
+	run := func(down time.Duration) evs {
+		t.Helper()
+		cfg := faultConfig(1, faults.Spec{Kind: faults.RuntimeRestart, When: once(60*sec + 50*int64(time.Millisecond)), Downtime: down})
+		s, res := runMem(t, cfg, 1)
+		if res.PodsRemoved != res.PodsCreated {
+			t.Errorf("%d of %d pods removed", res.PodsRemoved, res.PodsCreated)
+		}
+		return evs(s.evs)
+	}
+	t.Run("back by the deadline", func(t *testing.T) {
+		l := run(2 * time.Second)
+		if n := len(l.kind(history.PodTerminating)); n != 1 {
+			t.Errorf("%d pod.terminating, want 1", n)
+		}
+		for _, c := range []string{"logs", "proxy"} {
+			if s := l.kind(history.ContainerStopRequested).c(c).first(); s == nil || s.T != 90*sec || s.Grace != 2*sec {
+				t.Errorf("%s stop: %+v, want at the deadline (90 s) with 2 s", c, s)
+			}
+		}
+		k := l.kind(history.ContainerKilled).c("app").first()
+		sb := l.kind(history.SandboxStopped).first()
+		if k == nil || sb == nil || k.T < 90*sec || sb.T != k.T {
+			t.Errorf("app killed %+v, sandbox stopped %+v: want app SIGKILLed by the sandbox stop after the sidecars' turn", k, sb)
+		}
+		if t.Failed() {
+			t.Log("\n" + dump(l))
+		}
+	})
+	t.Run("down past the deadline", func(t *testing.T) {
+		l := run(30500 * time.Millisecond)
+		terms := l.kind(history.PodTerminating)
+		if len(terms) < 2 {
+			t.Fatalf("%d pod.terminating, want the kill run again", len(terms))
+		}
+		last := terms[len(terms)-1]
+		if last.T < 90*sec+550*int64(time.Millisecond) || last.Grace != 30*sec {
+			t.Errorf("last kill %+v: want after the runtime is back (90.55 s), with the whole 30 s", last)
+		}
+		if p := l.kind(history.ContainerPreStopBegin).c("app").between(last.T, 200*sec).first(); p == nil {
+			t.Error("app's preStop not run again in the kill run again")
+		}
+		stop := l.kind(history.ContainerStopRequested).c("app").between(last.T, 200*sec).first()
+		exit := l.kind(history.ContainerExited).c("app").between(last.T, 200*sec).first()
+		logs := l.kind(history.ContainerStopRequested).c("logs").between(last.T, 200*sec).first()
+		if stop == nil || stop.Grace < 29*sec || exit == nil || logs == nil || logs.T < exit.T {
+			t.Errorf("last kill: app stop %+v, exit %+v, logs stop %+v: want app stopped with the grace and the sidecars after it", stop, exit, logs)
+		}
+		if k := l.kind(history.ContainerKilled).first(); k != nil {
+			t.Errorf("SIGKILL %+v: the last kill has its grace", k)
+		}
+		if t.Failed() {
+			t.Log("\n" + dump(l))
+		}
+	})
+}

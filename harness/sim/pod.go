@@ -100,6 +100,10 @@ func (e *engine) onPodEvent(p *pod, ev *event) {
 		}
 	case evPullFaultEnd:
 		e.onPullFaultEnd(p, c, ev)
+	case evExitSeen:
+		if ev.gen == p.cs[c].gen {
+			e.step(p, &api.Input{Kind: api.InContainer, Container: c, Record: p.cs[c].rec})
+		}
 	}
 }
 

@@ -99,6 +99,14 @@ func (e *engine) act(p *pod, a *api.Action) {
 		e.ev.Reason = a.Reason.String()
 		e.write()
 		if !e.runtimeOK(p) {
+			if a.Reason.WholePod() {
+				// A pod kill's goroutine returns the error at once, before
+				// the ordering would release the containers waiting for
+				// this one (killContainer); the next sync comes only
+				// once the kill is over (the refused sandbox stop's).
+				e.push(event{t: e.now, kind: evActionFailed, slot: p.slot, id: p.id, gen: p.mgen, c: uint8(c), aux: uint16(api.ActStopContainer)})
+				return
+			}
 			e.failAction(p, api.ActStopContainer, c)
 			return
 		}
@@ -154,10 +162,44 @@ func (e *engine) act(p *pod, a *api.Action) {
 		e.push(event{t: e.now, kind: evResized, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
 
 	case api.ActStopSandbox:
-		e.emitP(history.SandboxStopped, p)
-		e.ev.Attempt = p.sandbox.Attempt
-		e.write()
+		// StopPodSandbox stops every container still running in the
+		// sandbox first, with no grace (containerd's sandbox stop). The
+		// kubelet sends it with containers running only when their
+		// StopContainer was refused (killPodWithSyncResult stops the
+		// sandboxes whatever the containers' results); a sandbox stop
+		// then fails like any call while the runtime is down.
+		running := false
+		for c := range p.cs {
+			running = running || p.cs[c].rec.State == api.StateRunning
+		}
+		if !running {
+			e.stopSandbox(p)
+			return
+		}
+		if !e.runtimeOK(p) {
+			e.failAction(p, api.ActStopSandbox, 0)
+			return
+		}
+		// The SIGKILLs happen inside the call, before it returns; the
+		// kubelet hears of the exits afterwards (evExitSeen), as of any
+		// action's result.
+		for c := range p.cs {
+			if p.cs[c].rec.State == api.StateRunning {
+				e.emitC(history.ContainerKilled, p, c)
+				e.write()
+				e.recordExit(p, c, 137, api.ReasonError)
+				e.push(event{t: e.now, kind: evExitSeen, slot: p.slot, id: p.id, gen: p.cs[c].gen, c: uint8(c)})
+			}
+		}
+		e.stopSandbox(p)
 	}
+}
+
+// stopSandbox records that p's sandbox was stopped.
+func (e *engine) stopSandbox(p *pod) {
+	e.emitP(history.SandboxStopped, p)
+	e.ev.Attempt = p.sandbox.Attempt
+	e.write()
 }
 
 // memCapacity is the node memory the kubelet computes oom_score_adj from.
@@ -297,6 +339,15 @@ func (e *engine) onKill(p *pod, c int) {
 
 // exitContainer records that c's process exited and tells the kubelet.
 func (e *engine) exitContainer(p *pod, c int, code int32, reason api.Reason) {
+	e.recordExit(p, c, code, reason)
+	// The exit resets the attempt in the machine, hook included, so no
+	// InPreStopDone follows.
+	e.step(p, &api.Input{Kind: api.InContainer, Container: c, Record: p.cs[c].rec})
+}
+
+// recordExit records that c's process exited; the kubelet is told by the
+// caller.
+func (e *engine) recordExit(p *pod, c int, code int32, reason api.Reason) {
 	cs := &p.cs[c]
 	rec := &p.cs[c].rec
 	cs.gen++
@@ -323,7 +374,4 @@ func (e *engine) exitContainer(p *pod, c int, code int32, reason api.Reason) {
 		e.ev.Msg = "container exited"
 		e.write()
 	}
-	// The exit resets the attempt in the machine, hook included, so no
-	// InPreStopDone follows.
-	e.step(p, &api.Input{Kind: api.InContainer, Container: c, Record: *rec})
 }

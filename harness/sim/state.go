@@ -51,6 +51,9 @@ const (
 	evResized
 	evPullFailed
 	evPullFaultEnd
+	// the kubelet hears of an exit the runtime recorded inside a call
+	// (StopPodSandbox's SIGKILLs)
+	evExitSeen
 	// wiring (wiring.go): container.serving, a wrapper's or hook's poll
 	// (aux = poll kind), a quit signal reaching a sidecar
 	evServing

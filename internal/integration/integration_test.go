@@ -31,6 +31,11 @@ type outcome struct {
 	pods      int
 	faultedBy map[string]map[string]bool // fault kind → pods whose history shows it took effect
 	resets    int                        // pods that went through a RestartAllContainers reset
+	// refusedInKill counts pods with a stop request of a whole-pod kill
+	// made while their node's runtime was down; killRetries pods whose
+	// kill began again in the same sandbox and kubelet (a round that
+	// failed).
+	refusedInKill, killRetries int
 }
 
 // runTrial runs trial number n of policy pol of the scenario text and
@@ -42,10 +47,23 @@ func runTrial(t *testing.T, text, pol string, n int) outcome {
 	runner := check.NewRunner(check.FindingsCap(1 << 20))
 	part := history.NewPartitioner(func(meta *history.Meta, pod string, events []history.Event) error {
 		out.pods++
-		reset := false
+		reset, runtimeDown, terms, refused, retried := false, false, 0, false, false
 		for i := range events {
 			e := &events[i]
 			reset = reset || (e.Kind == history.PodCondition && e.Cond == "AllContainersRestarting" && e.Value)
+			switch e.Kind {
+			case history.RuntimeDown, history.RuntimeUp:
+				runtimeDown = e.Kind == history.RuntimeDown
+			case history.SandboxCreated, history.KubeletDown, history.NodeDown, history.NodeShutdown:
+				// A new sandbox, or a kill a new kubelet or a node
+				// shutdown begins, is not a round run again.
+				terms = 0
+			case history.PodTerminating:
+				terms++
+				retried = retried || terms > 1
+			case history.ContainerStopRequested:
+				refused = refused || (runtimeDown && terms > 0)
+			}
 			if e.Kind == history.FaultEffect {
 				if out.faultedBy[e.Fault] == nil {
 					out.faultedBy[e.Fault] = map[string]bool{}
@@ -55,6 +73,12 @@ func runTrial(t *testing.T, text, pol string, n int) outcome {
 		}
 		if reset {
 			out.resets++
+		}
+		if refused {
+			out.refusedInKill++
+		}
+		if retried {
+			out.killRetries++
 		}
 		runner.Add(meta, pod, events)
 		return nil

@@ -29,6 +29,10 @@ type sweepShape struct {
 	// faults are added to the catalogue's.
 	faults string
 	edit   func(string) string
+	// reaches, when set, says what a 20,000-lifecycle trial of the shape
+	// failed to reach ("" when it reached its corner), so that a shape
+	// cannot silently stop exercising what it is for.
+	reaches func(outcome) string
 }
 
 // sweepShapes each reach kubelet corners the base shape does not: Job-like
@@ -141,6 +145,27 @@ var sweepShapes = []sweepShape{
 `, edit: func(p string) string {
 		return insertAfter(p, "        startupProbe: {exec: {command: [ok]}, periodSeconds: 1}\n",
 			"        livenessProbe: {exec: {command: [ok]}, periodSeconds: 1, failureThreshold: 1}\n")
+	}},
+	// The runtime goes down while pods are being killed: StopContainer,
+	// preStop hooks and then StopPodSandbox are refused; the sidecars wait
+	// out their grace for a main whose stop was refused, the sandbox stop
+	// SIGKILLs what is left, or the kill runs again with its whole grace
+	// (killPodWithSyncResult; the reference's pod_kill_stop_refused.txt).
+	{name: "pod-kill-refused", faults: `
+- {name: runtime-at-kill, type: runtime-restart, mode: keep-containers, downtime: 1500ms, schedule: {type: on-phase, phase: terminating, delay: 100ms, probability: 0.02}}
+- {name: runtime-at-kill-0, type: runtime-restart, mode: keep-containers, downtime: 3s, schedule: {type: on-phase, phase: terminating, probability: 0.01}}
+- {name: runtime-through-kill, type: runtime-restart, mode: keep-containers, downtime: 25s, schedule: {type: on-phase, phase: terminating, delay: 200ms, probability: 0.002}}
+`, edit: func(p string) string {
+		// A preStop on the main too, so that its StopContainer comes
+		// after the runtime went down.
+		p = strings.Replace(p, "        lifecycle: {postStart: {exec: {command: [warm]}}}\n",
+			"        lifecycle: {postStart: {exec: {command: [warm]}}, preStop: {exec: {command: [drain]}}}\n", 1)
+		return strings.Replace(p, "    app: {postStart: 100ms,", "    app: {postStart: 100ms, preStop: 700ms,", 1)
+	}, reaches: func(o outcome) string {
+		if o.refusedInKill == 0 || o.killRetries == 0 {
+			return fmt.Sprintf("%d pods with a refused stop in a pod kill, %d with a kill run again", o.refusedInKill, o.killRetries)
+		}
+		return ""
 	}},
 	// Probe timing: initial delays, periods of 2 s, success and failure
 	// thresholds above 1, a main's readiness that fails in windows and a
@@ -396,9 +421,14 @@ func TestSweepPodShapes(t *testing.T) {
 				if v := o.byID(check.Violation); len(v) > 0 {
 					t.Errorf("%d violations [%s]\n%s\nscenario:\n%s", o.rep.Violations(), ids(v), violationsByID(o, 0), text)
 				}
+				if shape.reaches != nil && count >= 20_000 {
+					if miss := shape.reaches(o); miss != "" {
+						t.Errorf("shape %s no longer reaches its corner: %s", shape.name, miss)
+					}
+				}
 				kinds := keys(o.faultedBy)
 				sort.Strings(kinds)
-				t.Logf("%d lifecycles, %d resets, fault kinds %v", o.pods, o.resets, kinds)
+				t.Logf("%d lifecycles, %d resets, %d refused stops in kills, %d kills run again, fault kinds %v", o.pods, o.resets, o.refusedInKill, o.killRetries, kinds)
 			})
 		}
 	}

@@ -139,6 +139,10 @@ const (
 
 var killReasonNames = [...]string{"", "PodDeleted", "PodCompleted", "InitFailed", "SandboxLost", "NodeShutdown", "LivenessProbe", "StartupProbe", "FailedPostStartHook", "SpecChanged", "UnknownState", "RestartAllContainers", "ResizeRestart"}
 
+// WholePod reports whether r is the reason of a whole-pod kill
+// (killPodWithSyncResult) rather than of a single container's.
+func (r KillReason) WholePod() bool { return r >= KillPodDeleted && r <= KillNodeShutdown }
+
 func (r KillReason) String() string {
 	if int(r) < len(killReasonNames) {
 		return killReasonNames[r]

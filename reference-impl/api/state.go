@@ -275,6 +275,13 @@ type ContainerObs struct {
 	NextAttempt uint32
 	// Restarts counts restarts this kubelet issued (for backoff).
 	Restarts uint32
+	// StopRefused marks a container whose StopContainer the runtime
+	// refused in the current round of a whole-pod kill: its goroutine in
+	// killContainersWithSyncResult returned the error without
+	// containerTerminated, so it is not signalled again in this round and
+	// those waiting for it wait out their grace (even if it exits on its
+	// own). (After the counters: it fills their padding.)
+	StopRefused bool
 
 	StartRequestedAt Time
 	PreStopStartedAt Time
@@ -301,8 +308,13 @@ type Termination struct {
 	// Ordered says sidecar termination ordering applies (the pod had a
 	// sidecar when the kill began and the policy orders termination).
 	Ordered bool
-	Start   Time
-	Grace   time.Duration
+	// SandboxStopSent: the round ended with a refused container still
+	// running and StopPodSandbox was sent (killPodWithSyncResult stops
+	// the sandboxes whatever the containers' results), which SIGKILLs
+	// what is left in the sandbox.
+	SandboxStopSent bool
+	Start           Time
+	Grace           time.Duration
 	// RunningAtStart is the set of containers running when the kill began;
 	// only those take part in ordering (INV-T9).
 	RunningAtStart Set

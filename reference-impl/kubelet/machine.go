@@ -533,6 +533,12 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 				return err
 			}
 			c.StopRequested = false
+			if o.Term.Active && c.StopRequestedAt >= o.Term.Start {
+				// A stop of this round of the pod kill (not a
+				// single-container kill's from before it, which the pod
+				// kill cancelled and now decides afresh).
+				c.StopRefused = true
+			}
 			if c.Killing && !o.Term.Active {
 				// A single-container kill is one killContainer call inside
 				// a sync; when StopContainer fails (the runtime is down)
@@ -563,6 +569,10 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 			}
 			if c.PreStop == api.HookRunning {
 				c.PreStop = api.HookDone
+			}
+		case api.ActStopSandbox:
+			if o.Term.Active && o.Term.SandboxStopSent {
+				m.retryKill(now)
 			}
 		}
 	default:
@@ -654,6 +664,9 @@ func (m *Machine) beginTermination(now api.Time, reason api.KillReason, grace ti
 			forgetKill(c)
 		}
 	}
+	for i := range o.Containers {
+		o.Containers[i].StopRefused = false
+	}
 	o.Term = api.Termination{
 		Active:         true,
 		Reason:         reason,
@@ -663,6 +676,28 @@ func (m *Machine) beginTermination(now api.Time, reason api.KillReason, grace ti
 		RunningAtStart: running,
 	}
 	m.trace(api.TraceEvent{Kind: api.TraceTerminating, Reason: reason, Grace: grace, Value: o.Term.Ordered, At: now})
+}
+
+// retryKill begins the next round of a whole-pod kill whose round failed:
+// a container's StopContainer and then StopPodSandbox were refused, so
+// SyncTerminatingPod returned the error and the pod worker syncs the pod
+// again (completeWork; at once on the PLEG event of a container the round
+// stopped, after the requeue backoff otherwise: the sim's RetryDelay
+// before the refusal was heard stands for it). killPodWithSyncResult runs
+// once more over the containers still running, with the pod worker's
+// grace period, not what remains of it (status.gracePeriod), their preStop
+// hooks again, and a termination ordering of its own.
+func (m *Machine) retryKill(now api.Time) {
+	t := m.obs.Term
+	for i := range m.obs.Containers {
+		c := &m.obs.Containers[i]
+		if c.Record.State == api.StateRunning {
+			// A sidecar KEP-4438 restarted in the failed round is a
+			// running container like the others to the new kill.
+			c.PreStop, c.StopRequested, c.RestartedInTerm = api.HookNone, false, false
+		}
+	}
+	m.beginTermination(now, t.Reason, t.Grace)
 }
 
 // replan runs the planner until its output is stable: a KillPod begins a
@@ -683,6 +718,9 @@ func (m *Machine) replan(now api.Time) {
 			continue
 		}
 		if m.plan.TermComplete {
+			for i := range m.obs.Containers {
+				m.obs.Containers[i].StopRefused = false
+			}
 			if m.obs.Term.Reason == api.KillSandboxLost {
 				m.obs.Term = api.Termination{}
 				continue
@@ -741,6 +779,10 @@ func (m *Machine) issue(now api.Time, a api.Action) {
 		o.Containers[a.Container].RemovePending = true
 	case api.ActResizeContainer:
 		o.Containers[a.Container].ResizePending = true
+	case api.ActStopSandbox:
+		if o.Term.Active {
+			o.Term.SandboxStopSent = true
+		}
 	case api.ActStopContainer:
 		c := &o.Containers[a.Container]
 		c.StopRequested, c.StopRequestedAt = true, now

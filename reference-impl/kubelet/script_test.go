@@ -301,6 +301,9 @@ func (e *scriptEnv) run(cmd string, args []string) string {
 			return "error: " + err.Error()
 		}
 		in = api.Input{Kind: api.InActionFailed, Action: api.ActStopContainer, Container: i}
+	case "stop-sandbox-failed":
+		// The runtime refused StopPodSandbox (it was down).
+		in = api.Input{Kind: api.InActionFailed, Action: api.ActStopSandbox}
 	case "restart-kubelet":
 		// The old kubelet's memory is gone; the new one relists the
 		// runtime and seeds Started from the API server's last status.

@@ -18,30 +18,41 @@ import (
 //     INV-T9);
 //  3. the stop grace is what remains of the shared budget, never less than
 //     2 s; when the budget is exhausted every remaining container is
-//     stopped at once with 2 s (INV-T5).
+//     stopped at once with 2 s (INV-T5);
+//  4. a container whose StopContainer the runtime refused is not signalled
+//     again in this round (its goroutine returned the error) and holds
+//     those waiting for it until their grace runs out. When the round is
+//     over with such a container still running, StopPodSandbox is sent
+//     (killPodWithSyncResult stops the sandboxes whatever the containers'
+//     results; it SIGKILLs what is left); if the runtime refuses that too,
+//     the sync failed and the next one kills the pod again (retryKill).
 func (p *planner) planTermination() {
 	t := &p.obs.Term
 	deadline := t.Deadline()
-	anyLeft := false
+	busy, refused := false, false
 	for i := range p.obs.Containers {
 		c := &p.obs.Containers[i]
 		r := p.rec(i)
 		if c.StartPending {
 			// A start already in flight when the kill began: wait for it to
 			// come up and stop it then (INV-T10 forbids new starts only).
-			anyLeft = true
+			busy = true
 		}
 		if r == nil {
 			continue
 		}
 		if r.State != api.StateRunning && !p.killedAlive(i) {
 			if p.restartInTermination(i) {
-				anyLeft = true
+				busy = true
 				p.start(i)
 			}
 			continue
 		}
-		anyLeft = true
+		if c.StopRefused {
+			refused = true
+			continue
+		}
+		busy = true
 		if c.StopRequested {
 			continue // the runtime SIGKILLs it when its grace runs out
 		}
@@ -68,9 +79,18 @@ func (p *planner) planTermination() {
 		}
 		p.act(api.Action{Kind: api.ActStopContainer, Container: i, Grace: grace, Reason: t.Reason})
 	}
-	if !anyLeft {
+	switch {
+	case busy:
+	case refused:
+		// killPodWithSyncResult stops every sandbox of the running pod,
+		// ready or not; once sent, its SIGKILLs or its refusal are on
+		// their way.
+		if !t.SandboxStopSent {
+			p.act(api.Action{Kind: api.ActStopSandbox})
+		}
+	default:
 		p.out.TermComplete = true
-		if p.obs.Sandbox.State == api.SandboxReady && t.Reason != api.KillSandboxLost {
+		if p.obs.Sandbox.State == api.SandboxReady && t.Reason != api.KillSandboxLost && !t.SandboxStopSent {
 			p.act(api.Action{Kind: api.ActStopSandbox})
 		}
 	}
@@ -106,7 +126,7 @@ func (p *planner) turnCame(i int) bool {
 	}
 	t := &p.obs.Term
 	for j := len(p.spec.Init); j < p.spec.Len(); j++ {
-		if t.RunningAtStart.Has(j) && (p.running(j) || p.killedAlive(j)) {
+		if t.RunningAtStart.Has(j) && p.holdsTurn(j) {
 			return false
 		}
 	}
@@ -132,10 +152,19 @@ func (p *planner) terminatedInKill(j int) bool {
 	if !p.obs.Term.RunningAtStart.Has(j) {
 		return true
 	}
-	if p.running(j) || p.killedAlive(j) {
+	if p.holdsTurn(j) {
 		return false
 	}
 	return p.turnCame(j)
+}
+
+// holdsTurn reports whether container j, running when the kill began, has
+// not yet closed its channel in the termination ordering: it is still
+// running, or its StopContainer was refused (its goroutine returned the
+// error without containerTerminated, so those waiting for it wait out
+// their grace even once it exits on its own).
+func (p *planner) holdsTurn(j int) bool {
+	return p.running(j) || p.killedAlive(j) || p.obs.Containers[j].StopRefused
 }
 
 // restartInTermination implements the KEP-4438 gate: a sidecar that exits
