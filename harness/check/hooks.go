@@ -151,6 +151,18 @@ func (p *Pod) runtimeDownAt(i int32) bool {
 	return false
 }
 
+// runtimeRestartedBetween reports whether the node's container runtime
+// went down after event i and before event j (a CRI call made at i and
+// still in flight was cut).
+func (p *Pod) runtimeRestartedBetween(i, j int32) bool {
+	for k := range p.Outages {
+		if o := &p.Outages[k]; o.What == history.RuntimeDown && o.Down > i && o.Down < j {
+			return true
+		}
+	}
+	return false
+}
+
 // sameAttempt reports whether events i < j of container c belong to the
 // same attempt (no start in between).
 func (p *Pod) sameAttempt(c int, i, j int32) bool {

@@ -35,7 +35,9 @@ type Attempt struct {
 	Stop       int32 // first container.stop-requested (SIGTERM)
 	Kill       int32 // container.killed (SIGKILL)
 	// Signal is the first container.stop-requested the runtime took (it
-	// was up): a refused request signalled nothing.
+	// was up), or the first after a runtime restart that cut it: a refused
+	// request signalled nothing, and a restart loses the SIGKILL timer of
+	// a call in flight.
 	Signal int32
 	// Unknown is the first container.unknown: the runtime reported the
 	// state Unknown (the process may still run).
@@ -507,7 +509,7 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 			a.PreStopEnd = i
 		}
 	case history.ContainerStopRequested:
-		if a != nil && a.Signal == none && !p.runtimeDownAt(i) {
+		if a != nil && !p.runtimeDownAt(i) && (a.Signal == none || p.runtimeRestartedBetween(a.Signal, i)) {
 			a.Signal = i
 		}
 		if a != nil && a.Stop == none {

@@ -223,13 +223,19 @@ func checkT7(p *Pod, hits []Hit) []Hit {
 				continue
 			}
 			name := p.Ctrs[c].Name
-			// The grace is the first stop request's the runtime took. A
-			// container whose every request was refused and that was
-			// SIGKILLed all the same was killed by the sandbox stop
+			// The grace is the first stop request's the runtime took and
+			// kept. A container whose every request was refused and that
+			// was SIGKILLed all the same was killed by the sandbox stop
 			// (killPodWithSyncResult stops the sandbox whatever the
 			// containers' results), with no grace.
 			sig, grace := a.Signal, int64(0)
-			if sig != none && sig < a.Exited {
+			end := a.Exited
+			if a.Kill != none && a.Kill < end {
+				end = a.Kill
+			}
+			// A runtime restart after the request lost its SIGKILL timer
+			// (the call in flight failed): no grace to judge by.
+			if sig != none && sig < a.Exited && !p.runtimeRestartedBetween(sig, end) {
 				grace = p.Ev[sig].Grace
 			}
 			if a.Kill != none && a.Kill < a.Exited {

@@ -33,13 +33,23 @@ func stuck(g int64) *hb {
 // again at 25 s (the pod worker's backoff after the refused sandbox stop)
 // with its whole grace and app exits exitMs later.
 func refusedKill(down, retry bool, exitMs int64) []history.Event {
+	return refusedOrCutKill(down, false, retry, exitMs)
+}
+
+// refusedOrCutKill is refusedKill, or with cut the runtime goes down at
+// 21 s instead, after it took app's stop: the call in flight fails and
+// its SIGKILL timer is lost.
+func refusedOrCutKill(down, cut, retry bool, exitMs int64) []history.Event {
 	h := steady("rk", specOf("Always", 30, "sidecar:proxy", "main:app"))
 	h.at(20000).deleted(30).terminating("PodDeleted", 30).at(20500)
 	if down {
 		h.nodeEv(history.RuntimeDown)
 	}
 	h.stop("app", 30, "PodDeleted")
-	if down {
+	if cut {
+		h.at(21000).nodeEv(history.RuntimeDown)
+	}
+	if down || cut {
 		h.at(22000).nodeEv(history.RuntimeUp)
 	}
 	if retry {
@@ -100,6 +110,8 @@ func terminationCases() []invCase {
 			ev: evs(steady("t", specOf("Always", 5, "main:app")).at(20000).terminating("PodDeleted", 5).stop("app", 5, "PodDeleted").at(20500).killed("app").exited("app", 137))},
 		{name: "INV-T7/sandbox stop SIGKILLs a main whose StopContainer was refused", id: "INV-T7", clean: true,
 			ev: func() []history.Event { return refusedKill(true, false, 0) }},
+		{name: "INV-T7/sandbox stop SIGKILLs a main whose stop a runtime restart cut", id: "INV-T7", clean: true,
+			ev: func() []history.Event { return refusedOrCutKill(false, true, false, 0) }},
 		{name: "INV-T7/same SIGKILL after a stop the runtime took", id: "INV-T7", want: Violation,
 			ev: func() []history.Event { return refusedKill(false, false, 0) }},
 		{name: "INV-T7/the kill run again gives its whole grace", id: "INV-T7", clean: true,

@@ -336,6 +336,18 @@ func (e *engine) failInFlight(p *pod) int {
 	}
 	for c := range p.cs {
 		cs := &p.cs[c]
+		if cs.stopping && cs.killAt != int64(api.Never) {
+			// A StopContainer in flight: the kubelet's call fails with the
+			// connection, and the runtime's SIGKILL timer dies with it
+			// (the SIGTERM was delivered: the process's own exit still
+			// comes). The kubelet hears at once (killContainer returns
+			// the error).
+			cs.killAt = int64(api.Never)
+			n++
+			if p.m != nil {
+				e.push(event{t: e.now, kind: evActionFailed, slot: p.slot, id: p.id, gen: p.mgen, c: uint8(c), aux: uint16(api.ActStopContainer)})
+			}
+		}
 		if !cs.starting {
 			continue
 		}

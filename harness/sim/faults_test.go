@@ -461,3 +461,51 @@ func TestFaultRuntimeDownInPodKill(t *testing.T) {
 		}
 	})
 }
+
+// TestFaultRuntimeRestartCutsStopInFlight: app's StopContainer of the pod
+// kill (60.1 s, grace 29.9 s) is in flight when the runtime restarts at
+// 61 s (containers kept): the kubelet's call fails and the runtime's
+// SIGKILL timer is lost with it, the SIGTERM having been delivered. The
+// kill's goroutine for app returned the error, so the sidecars wait out
+// the grace (90 s). An app that handles SIGTERM in 5 s exits all the same
+// (65.1 s); one that would take 40 s is still running at the kill's end,
+// and the sandbox stop SIGKILLs it.
+func TestFaultRuntimeRestartCutsStopInFlight(t *testing.T) {
+	run := func(handling time.Duration) evs {
+		t.Helper()
+		cfg := faultConfig(1, faults.Spec{Kind: faults.RuntimeRestart, When: once(61 * sec), Downtime: 2 * time.Second})
+		cfg.Workloads[0].Behavior[3].Behavior.TermHandling = behavior.Fixed(handling)
+		s, res := runMem(t, cfg, 1)
+		if res.PodsRemoved != res.PodsCreated {
+			t.Errorf("%d of %d pods removed", res.PodsRemoved, res.PodsCreated)
+		}
+		l := evs(s.evs)
+		if n := len(l.kind(history.PodTerminating)); n != 1 {
+			t.Errorf("%d pod.terminating, want 1", n)
+		}
+		if s := l.kind(history.ContainerStopRequested).c("logs").first(); s == nil || s.T != 90*sec {
+			t.Errorf("logs stop %+v: want at the deadline (90 s), app's goroutine having failed", s)
+		}
+		return l
+	}
+	t.Run("exits on its own", func(t *testing.T) {
+		l := run(5 * time.Second)
+		if x := l.kind(history.ContainerExited).c("app").first(); x == nil || x.T != 65*sec+100*int64(time.Millisecond) || x.Code == 137 {
+			t.Errorf("app exit %+v: want its own at 65.1 s", x)
+		}
+		if t.Failed() {
+			t.Log("\n" + dump(l))
+		}
+	})
+	t.Run("SIGKILLed by the sandbox stop", func(t *testing.T) {
+		l := run(40 * time.Second)
+		k := l.kind(history.ContainerKilled).c("app").first()
+		sb := l.kind(history.SandboxStopped).first()
+		if k == nil || sb == nil || k.T <= 90*sec || sb.T != k.T {
+			t.Errorf("app killed %+v, sandbox stopped %+v: want the SIGKILL of the sandbox stop after the sidecars, not the lost timer's at 90 s", k, sb)
+		}
+		if t.Failed() {
+			t.Log("\n" + dump(l))
+		}
+	})
+}

@@ -47,7 +47,9 @@ func (e *engine) onPodEvent(p *pod, ev *event) {
 			e.wireExit(p, c, r)
 		}
 	case evKill:
-		if ev.gen == p.cs[c].gen {
+		// A stop's SIGKILL timer fires only while it stands (a runtime
+		// restart loses it: killAt is then Never).
+		if cs := &p.cs[c]; ev.gen == cs.gen && (!cs.stopping || e.now >= cs.killAt) {
 			e.onKill(p, c)
 		}
 	case evPostStart:

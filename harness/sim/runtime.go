@@ -243,9 +243,12 @@ func (e *engine) stopContainer(p *pod, c int, grace int64) {
 	cs.stopping = true
 	cs.killAt = deadline
 	th := cs.plan.termHandling
-	if th != behavior.Never && e.now+int64(th) <= deadline {
+	if th != behavior.Never {
+		// Even past the deadline: a runtime restart can lose the SIGKILL
+		// timer (failInFlight), and the handler's exit comes all the same.
 		e.push(event{t: e.now + int64(th), kind: evTermExit, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
-	} else {
+	}
+	if th == behavior.Never || e.now+int64(th) > deadline {
 		e.push(event{t: deadline, kind: evKill, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
 	}
 }

@@ -36,6 +36,9 @@ type outcome struct {
 	// kill began again in the same sandbox and kubelet (a round that
 	// failed).
 	refusedInKill, killRetries int
+	// refusedInShutdown counts those whose refused stop was in a kill a
+	// graceful node shutdown began.
+	refusedInShutdown int
 }
 
 // runTrial runs trial number n of policy pol of the scenario text and
@@ -48,6 +51,7 @@ func runTrial(t *testing.T, text, pol string, n int) outcome {
 	part := history.NewPartitioner(func(meta *history.Meta, pod string, events []history.Event) error {
 		out.pods++
 		reset, runtimeDown, terms, refused, retried := false, false, 0, false, false
+		termReason, inShutdown := "", false
 		for i := range events {
 			e := &events[i]
 			reset = reset || (e.Kind == history.PodCondition && e.Cond == "AllContainersRestarting" && e.Value)
@@ -59,10 +63,12 @@ func runTrial(t *testing.T, text, pol string, n int) outcome {
 				// shutdown begins, is not a round run again.
 				terms = 0
 			case history.PodTerminating:
+				termReason = e.Reason
 				terms++
 				retried = retried || terms > 1
 			case history.ContainerStopRequested:
 				refused = refused || (runtimeDown && terms > 0)
+				inShutdown = inShutdown || (runtimeDown && terms > 0 && termReason == "NodeShutdown")
 			}
 			if e.Kind == history.FaultEffect {
 				if out.faultedBy[e.Fault] == nil {
@@ -79,6 +85,9 @@ func runTrial(t *testing.T, text, pol string, n int) outcome {
 		}
 		if retried {
 			out.killRetries++
+		}
+		if inShutdown {
+			out.refusedInShutdown++
 		}
 		runner.Add(meta, pod, events)
 		return nil

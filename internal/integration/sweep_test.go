@@ -151,19 +151,33 @@ var sweepShapes = []sweepShape{
 	// out their grace for a main whose stop was refused, the sandbox stop
 	// SIGKILLs what is left, or the kill runs again with its whole grace
 	// (killPodWithSyncResult; the reference's pod_kill_stop_refused.txt).
-	{name: "pod-kill-refused", faults: `
-- {name: runtime-at-kill, type: runtime-restart, mode: keep-containers, downtime: 1500ms, schedule: {type: on-phase, phase: terminating, delay: 100ms, probability: 0.02}}
-- {name: runtime-at-kill-0, type: runtime-restart, mode: keep-containers, downtime: 3s, schedule: {type: on-phase, phase: terminating, probability: 0.01}}
-- {name: runtime-through-kill, type: runtime-restart, mode: keep-containers, downtime: 25s, schedule: {type: on-phase, phase: terminating, delay: 200ms, probability: 0.002}}
-`, edit: func(p string) string {
-		// A preStop on the main too, so that its StopContainer comes
-		// after the runtime went down.
-		p = strings.Replace(p, "        lifecycle: {postStart: {exec: {command: [warm]}}}\n",
-			"        lifecycle: {postStart: {exec: {command: [warm]}}, preStop: {exec: {command: [drain]}}}\n", 1)
-		return strings.Replace(p, "    app: {postStart: 100ms,", "    app: {postStart: 100ms, preStop: 700ms,", 1)
+	{name: "pod-kill-refused", faults: runtimeInKills, edit: mainPreStop, reaches: func(o outcome) string {
+		if o.refusedInKill == 0 || o.killRetries == 0 {
+			return fmt.Sprintf("%d pods with a refused stop in a pod kill, %d with a kill run again", o.refusedInKill, o.killRetries)
+		}
+		return ""
+	}},
+	// The same for Jobs: the kill that stops the sidecars once the main
+	// completed (KillPodCompleted) meets a runtime that is down, so the
+	// sidecars outlive the Job until the sandbox stop or the kill run
+	// again ends them (INV-C1).
+	{name: "completion-refused", completion: "uniform(min=1s, max=4s)", faults: runtimeInKills, edit: func(p string) string {
+		return insertAfter(p, "terminationGracePeriodSeconds: 20", "\n      restartPolicy: OnFailure")
 	}, reaches: func(o outcome) string {
 		if o.refusedInKill == 0 || o.killRetries == 0 {
 			return fmt.Sprintf("%d pods with a refused stop in a pod kill, %d with a kill run again", o.refusedInKill, o.killRetries)
+		}
+		return ""
+	}},
+	// Graceful node shutdowns five times as often, with the runtime going
+	// down in the kills they begin (KillNodeShutdown: the pod's grace
+	// capped by shutdownGracePeriod, the node off at its end).
+	{name: "shutdown-refused", faults: runtimeInKills + `
+- {name: shutdown-often, type: node-shutdown, return: true, shutdownGracePeriod: 20s, shutdownGracePeriodCriticalPods: 5s, schedule: {type: poisson, rate: 0.1}, target: {nodeCount: 1}, downtime: 5s}
+- {name: runtime-in-kill-4s, type: runtime-restart, mode: keep-containers, downtime: 4s, schedule: {type: on-phase, phase: terminating, delay: 300ms, probability: 0.05}}
+`, edit: mainPreStop, reaches: func(o outcome) string {
+		if o.refusedInShutdown == 0 {
+			return "no pod with a refused stop in a node shutdown's kill"
 		}
 		return ""
 	}},
@@ -320,6 +334,22 @@ var sweepShapes = []sweepShape{
 	}},
 }
 
+// mainPreStop gives the main a preStop hook of 700 ms, so that its
+// StopContainer comes after a runtime restart timed into its pod's kill.
+func mainPreStop(p string) string {
+	p = strings.Replace(p, "        lifecycle: {postStart: {exec: {command: [warm]}}}\n",
+		"        lifecycle: {postStart: {exec: {command: [warm]}}, preStop: {exec: {command: [drain]}}}\n", 1)
+	return strings.Replace(p, "    app: {postStart: 100ms,", "    app: {postStart: 100ms, preStop: 700ms,", 1)
+}
+
+// runtimeInKills are runtime restarts (containers kept) timed into pod
+// kills: 1.5 s and 3 s outages, and one of 25 s that outlasts the grace.
+const runtimeInKills = `
+- {name: runtime-at-kill, type: runtime-restart, mode: keep-containers, downtime: 1500ms, schedule: {type: on-phase, phase: terminating, delay: 100ms, probability: 0.02}}
+- {name: runtime-at-kill-0, type: runtime-restart, mode: keep-containers, downtime: 3s, schedule: {type: on-phase, phase: terminating, probability: 0.01}}
+- {name: runtime-through-kill, type: runtime-restart, mode: keep-containers, downtime: 25s, schedule: {type: on-phase, phase: terminating, delay: 200ms, probability: 0.002}}
+`
+
 // kitchenSink is several shapes at once, under both restart-rule gates:
 // a sidecar that resets the pod, a regular init between the sidecars, a
 // sidecar with every probe and hook, restarting resizes, a deletion
@@ -428,7 +458,7 @@ func TestSweepPodShapes(t *testing.T) {
 				}
 				kinds := keys(o.faultedBy)
 				sort.Strings(kinds)
-				t.Logf("%d lifecycles, %d resets, %d refused stops in kills, %d kills run again, fault kinds %v", o.pods, o.resets, o.refusedInKill, o.killRetries, kinds)
+				t.Logf("%d lifecycles, %d resets, %d refused stops in kills (%d in node shutdowns), %d kills run again, fault kinds %v", o.pods, o.resets, o.refusedInKill, o.refusedInShutdown, o.killRetries, kinds)
 			})
 		}
 	}

@@ -168,15 +168,22 @@ func (p *planner) holdsTurn(j int) bool {
 }
 
 // restartInTermination implements the KEP-4438 gate: a sidecar that exits
-// while waiting for its turn is restarted, unless TGPS <= 1 s. Not while a
-// RestartAllContainers reset is in progress: the reset stops every
-// container without ordering and the termination cancels the
-// re-initialization it was for, so a sidecar it stopped has no main left
-// to serve, and restarting it would start it in a pod whose init
-// containers the reset already removed (INV-S1, RA7; the sweep of pod
-// shapes with both gates).
+// while waiting for its turn is restarted, unless TGPS <= 1 s or its
+// sandbox is gone. Not while a RestartAllContainers reset is in progress:
+// the reset stops every container without ordering and the termination
+// cancels the re-initialization it was for, so a sidecar it stopped has
+// no main left to serve, and restarting it would start it in a pod whose
+// init containers the reset already removed (INV-S1, RA7; the sweep of
+// pod shapes with both gates).
 func (p *planner) restartInTermination(i int) bool {
 	if !p.g.SidecarsRestartableDuringPodTermination || p.kinds[i] != kindSidecar || p.resetTriggered() {
+		return false
+	}
+	if p.obs.Sandbox.State != api.SandboxReady {
+		// Nothing to restart it in: the sandbox was lost during the
+		// kill (a runtime restart that took the containers, while a
+		// main whose stop the restart cut still held the sidecar's
+		// turn; the sweep's harsh shape under KEP-4438's policy).
 		return false
 	}
 	t := &p.obs.Term
