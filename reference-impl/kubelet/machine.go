@@ -652,6 +652,7 @@ func (m *Machine) beginTermination(now api.Time, reason api.KillReason, grace ti
 		if r.State == api.StateRunning && r.SandboxAttempt == o.Sandbox.Attempt {
 			running = running.With(i)
 		}
+		c.StopRefused = false // a new kill, goroutines of its own
 		if c.Killing && !c.StopRequested && (reason == api.KillPodDeleted || reason == api.KillNodeShutdown) {
 			// A deletion or a node shutdown cancels the sync in progress
 			// (pod_workers.go UpdatePod: "Cancelling current pod sync"):
@@ -663,9 +664,6 @@ func (m *Machine) beginTermination(now api.Time, reason api.KillReason, grace ti
 			// the runtime has the signal.)
 			forgetKill(c)
 		}
-	}
-	for i := range o.Containers {
-		o.Containers[i].StopRefused = false
 	}
 	o.Term = api.Termination{
 		Active:         true,

@@ -49,7 +49,9 @@ func (p *planner) planTermination() {
 			continue
 		}
 		if c.StopRefused {
-			refused = true
+			// Its goroutine is over. One the runtime now reports Unknown
+			// is left like any Unknown container at a kill's end.
+			refused = refused || r.State == api.StateRunning
 			continue
 		}
 		busy = true
