@@ -156,7 +156,7 @@ func (p *Pod) runtimeDownAt(i int32) bool {
 // still in flight was cut).
 func (p *Pod) runtimeRestartedBetween(i, j int32) bool {
 	for k := range p.Outages {
-		if o := &p.Outages[k]; o.What == history.RuntimeDown && o.Down > i && o.Down < j {
+		if o := &p.Outages[k]; o.What == history.RuntimeDown && o.beganIn(i, j) {
 			return true
 		}
 	}

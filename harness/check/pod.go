@@ -159,6 +159,10 @@ func (o *Outage) during(i, j int32) bool {
 	return o.Down < j && (o.Up == none || o.Up > i)
 }
 
+// beganIn reports whether the component went down between events i and
+// j (exclusive): a call made at i and still in flight at j was cut.
+func (o *Outage) beganIn(i, j int32) bool { return o.Down > i && o.Down < j }
+
 // Fault is one fault instance seen in the pod's history.
 type Fault struct {
 	Idx        int32
@@ -509,7 +513,8 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 			a.PreStopEnd = i
 		}
 	case history.ContainerStopRequested:
-		if a != nil && !p.runtimeDownAt(i) && (a.Signal == none || p.runtimeRestartedBetween(a.Signal, i)) {
+		refused := a != nil && p.runtimeDownAt(i)
+		if a != nil && !refused && (a.Signal == none || p.runtimeRestartedBetween(a.Signal, i)) {
 			a.Signal = i
 		}
 		if a != nil && a.Stop == none {
@@ -528,7 +533,7 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 				// kubelet's probe kill.
 				a.KillReason = probeKillReason(a.probeFailed)
 			}
-			a.stopRefused = p.runtimeDownAt(i)
+			a.stopRefused = refused
 		} else if a != nil && a.stopRefused {
 			// The kill before was refused and forgotten; this one is
 			// the kubelet's new decision (an Unknown state's kill
@@ -537,7 +542,7 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 			if e.Reason != "" {
 				a.KillReason = e.Reason
 			}
-			a.stopRefused = p.runtimeDownAt(i)
+			a.stopRefused = refused
 		}
 	case history.ContainerAppStarted:
 		if a != nil && a.App == none {

@@ -356,7 +356,7 @@ func (p *Pod) kubeletDownDuring(i, j int32) bool {
 // kubeletRestartedBetween reports whether the kubelet went down in (i, j).
 func (p *Pod) kubeletRestartedBetween(i, j int32) bool {
 	for _, o := range p.Outages {
-		if (o.What == history.KubeletDown || o.What == history.NodeDown) && o.Down > i && o.Down < j {
+		if (o.What == history.KubeletDown || o.What == history.NodeDown) && o.beganIn(i, j) {
 			return true
 		}
 	}

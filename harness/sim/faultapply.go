@@ -345,7 +345,7 @@ func (e *engine) failInFlight(p *pod) int {
 			cs.killAt = int64(api.Never)
 			n++
 			if p.m != nil {
-				e.push(event{t: e.now, kind: evActionFailed, slot: p.slot, id: p.id, gen: p.mgen, c: uint8(c), aux: uint16(api.ActStopContainer)})
+				e.failActionAfter(p, api.ActStopContainer, c, 0)
 			}
 		}
 		if !cs.starting {

@@ -19,7 +19,13 @@ func (e *engine) runtimeOK(p *pod) bool {
 // pod worker requeues a failed sync after a backoff, and the machine
 // retries as soon as it hears of the failure.
 func (e *engine) failAction(p *pod, k api.ActionKind, c int) {
-	e.push(event{t: e.now + e.retryDelay, kind: evActionFailed, slot: p.slot, id: p.id, gen: p.mgen, c: uint8(c), aux: uint16(k)})
+	e.failActionAfter(p, k, c, e.retryDelay)
+}
+
+// failActionAfter reports the refusal delay after now (0: a call whose
+// caller hears of the failure at once).
+func (e *engine) failActionAfter(p *pod, k api.ActionKind, c int, delay int64) {
+	e.push(event{t: e.now + delay, kind: evActionFailed, slot: p.slot, id: p.id, gen: p.mgen, c: uint8(c), aux: uint16(k)})
 }
 
 // act executes one action of a Ready batch against the simulated runtime.
@@ -104,7 +110,7 @@ func (e *engine) act(p *pod, a *api.Action) {
 				// the ordering would release the containers waiting for
 				// this one (killContainer); the next sync comes only
 				// once the kill is over (the refused sandbox stop's).
-				e.push(event{t: e.now, kind: evActionFailed, slot: p.slot, id: p.id, gen: p.mgen, c: uint8(c), aux: uint16(api.ActStopContainer)})
+				e.failActionAfter(p, api.ActStopContainer, c, 0)
 				return
 			}
 			e.failAction(p, api.ActStopContainer, c)

@@ -716,9 +716,6 @@ func (m *Machine) replan(now api.Time) {
 			continue
 		}
 		if m.plan.TermComplete {
-			for i := range m.obs.Containers {
-				m.obs.Containers[i].StopRefused = false
-			}
 			if m.obs.Term.Reason == api.KillSandboxLost {
 				m.obs.Term = api.Termination{}
 				continue
