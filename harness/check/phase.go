@@ -381,6 +381,9 @@ func (p *Pod) readyAt(c int, i int32) (int32, bool) {
 			if p.Tol > 0 && j < i && ti-p.T(j) <= p.Tol {
 				continue // not yet observable by the kubelet
 			}
+			if j < i && p.runtimeDownSince(j, i) {
+				continue // the kubelet's relist has failed since
+			}
 			return j, false
 		}
 	}

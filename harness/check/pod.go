@@ -122,6 +122,13 @@ type Term struct {
 	// of it.
 	Abandoned bool
 	Running   uint64 // bit c set: Ctrs[c] was running at Idx
+	// Unheard: bit c set: Ctrs[c] exited (or turned Unknown) while the
+	// runtime was down, and it is still down at Idx. The PLEG's relist
+	// fails until the runtime is back (GenericPLEG.Relist), so to the
+	// kubelet the container still runs: it is in the kill's running pod,
+	// its StopContainer is refused, and the sidecar before it waits out
+	// the grace for its turn.
+	Unheard uint64
 }
 
 // forgottenKill reports whether a whole-pod kill for reason dies with the
@@ -146,10 +153,27 @@ func forgottenKill(reason string) bool {
 
 func (w *Term) ran(c int) bool { return w.Running&(1<<uint(c)) != 0 }
 
+// inKill reports whether the kill's running pod held Ctrs[c]: it ran at
+// Idx, or the kubelet had not heard that it stopped.
+func (w *Term) inKill(c int) bool { return (w.Running|w.Unheard)&(1<<uint(c)) != 0 }
+
 // Outage is a period when a node component was down.
 type Outage struct {
 	What     history.Kind // KubeletDown, RuntimeDown or NodeDown
 	Down, Up int32        // Up is none while still down
+}
+
+// runtimeDownSince reports whether the runtime went down before event j
+// and is still down at event i (j < i), as far as the history read so far
+// says: from j to i the kubelet's relist failed, so what the runtime
+// recorded at j has not reached the kubelet by i.
+func (p *Pod) runtimeDownSince(j, i int32) bool {
+	for o := len(p.Outages) - 1; o >= 0; o-- {
+		if u := &p.Outages[o]; u.What == history.RuntimeDown && u.Down <= j && (u.Up == none || u.Up > i) {
+			return true
+		}
+	}
+	return false
 }
 
 // during reports whether the component was down at some point of (i, j):
@@ -318,8 +342,16 @@ func (p *Pod) build(meta *history.Meta, name string, events []history.Event) err
 				// kubelet's running pod (ConvertPodStatusToRunningPod keeps
 				// Running containers only): the kill neither stops it nor
 				// waits for it.
-				if a := p.last(c); a != nil && a.runningAt(i) && (a.Unknown == none || a.Unknown > i) {
+				a := p.last(c)
+				if a == nil || a.Running == none || a.Running >= i {
+					continue
+				}
+				switch {
+				case a.runningAt(i) && (a.Unknown == none || a.Unknown > i):
 					w.Running |= 1 << uint(c)
+				case a.Exited != none && a.Exited < i && p.runtimeDownSince(a.Exited, i),
+					a.Unknown != none && a.Unknown < i && p.runtimeDownSince(a.Unknown, i):
+					w.Unheard |= 1 << uint(c)
 				}
 			}
 			p.Terms = append(p.Terms, w)

@@ -186,6 +186,16 @@ func phaseCases() []invCase {
 		{name: "INV-P3/a sidecar exit older than the tolerance", id: "INV-P3", want: Violation, meta: realMeta,
 			ev: evs(steady("p", specOf("Always", 30, "sidecar:proxy", "sidecar:logs", "main:app")).at(5000).exited("logs", 137).
 				at(6500).cond("ContainersReady", true).cond("Ready", true))},
+		// A sidecar that exits while the runtime is down: the kubelet's
+		// relist fails until it is back, and a readiness result of
+		// another container publishes the stale statuses (found by the
+		// hook-kill-refused sweep shape once the sim hid such exits).
+		{name: "INV-P3/a sidecar exit hidden by a runtime outage", id: "INV-P3", clean: true,
+			ev: evs(steady("p", specOf("Always", 30, "sidecar:proxy", "sidecar:logs", "main:app")).at(4000).nodeEv(history.RuntimeDown).
+				at(5000).exited("logs", 2).at(5500).cond("ContainersReady", true).cond("Ready", true).at(6000).nodeEv(history.RuntimeUp))},
+		{name: "INV-P3/the same exit once the runtime is back", id: "INV-P3", want: Violation,
+			ev: evs(steady("p", specOf("Always", 30, "sidecar:proxy", "sidecar:logs", "main:app")).at(4000).nodeEv(history.RuntimeDown).
+				at(5000).exited("logs", 2).at(5200).nodeEv(history.RuntimeUp).at(5500).cond("ContainersReady", true).cond("Ready", true))},
 	}
 }
 

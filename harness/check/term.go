@@ -283,12 +283,12 @@ func checkT9(p *Pod, hits []Hit) []Hit {
 	for t := range p.Terms {
 		w := &p.Terms[t]
 		for k, s := range p.Sidecars {
-			if !w.ran(s) || k+1 < len(p.Sidecars) && w.ran(p.Sidecars[k+1]) {
+			if !w.ran(s) || k+1 < len(p.Sidecars) && w.inKill(p.Sidecars[k+1]) {
 				continue
 			}
 			waits := false
 			for _, m := range p.Mains {
-				waits = waits || w.ran(m)
+				waits = waits || w.inKill(m)
 			}
 			if waits {
 				continue

@@ -60,6 +60,26 @@ func refusedOrCutKill(down, cut, retry bool, exitMs int64) []history.Event {
 		killed("app").exited("app", 137).k(history.SandboxStopped, "").events()
 }
 
+// hiddenExit: app exited at 15 s (in back-off), the runtime goes down at
+// 19 s and log exits at 19.5 s; the pod is deleted at 20.5 s and proxy is
+// signalled when the grace runs out. back=false: the runtime is back only
+// at 23 s, so the kill began with log's exit unheard (the PLEG's relist
+// fails while the runtime is down): to the kubelet log still ran, its stop
+// was refused, and proxy waited for its turn. back=true: the runtime was
+// back at 20 s, the kubelet knew, and proxy had nothing to wait for.
+func hiddenExit(back bool) []history.Event {
+	h := steady("he", specOf("Always", 30, "sidecar:proxy", "sidecar:log", "main:app"))
+	h.at(15000).exited("app", 1).at(19000).nodeEv(history.RuntimeDown).at(19500).exited("log", 2)
+	if back {
+		h.at(20000).nodeEv(history.RuntimeUp)
+	}
+	h.at(20500).deleted(30).terminating("PodDeleted", 30).stop("log", 30, "PodDeleted")
+	if !back {
+		h.at(23000).nodeEv(history.RuntimeUp)
+	}
+	return h.at(50500).stop("proxy", 2, "PodDeleted").at(50600).exited("proxy", 0).k(history.SandboxStopped, "").events()
+}
+
 func terminationCases() []invCase {
 	swapT3 := func() []history.Event {
 		ev := r()
@@ -130,6 +150,10 @@ func terminationCases() []invCase {
 			ev: evs(deletedDuringInit(1100))},
 		{name: "INV-T9/sidecar waited out the grace for containers that never ran", id: "INV-T9", want: Violation,
 			ev: evs(deletedDuringInit(31000))},
+		{name: "INV-T9/a sidecar whose exit the runtime's outage hid holds the next one's turn", id: "INV-T9", clean: true,
+			ev: func() []history.Event { return hiddenExit(false) }},
+		{name: "INV-T9/the same exit heard before the kill", id: "INV-T9", want: Violation,
+			ev: func() []history.Event { return hiddenExit(true) }},
 		{name: "INV-T10/holds in a correct history", id: "INV-T10", ev: r, clean: true},
 		{name: "INV-T10/KEP-4438 gate lets sidecars restart during termination", id: "INV-T10", clean: true,
 			meta: &history.Meta{Policy: "kep753+SidecarsRestartableDuringPodTermination"},

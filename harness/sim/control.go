@@ -225,6 +225,7 @@ func (e *engine) startMachine(p *pod) {
 	e.relist = e.relist[:0]
 	for c := range p.cs {
 		e.relist = append(e.relist, p.cs[c].rec)
+		p.cs[c].unseen = false // the relist carries every record
 	}
 	in := api.Input{Kind: api.InRelist, Sandbox: p.sandbox, Records: e.relist, Status: p.status,
 		Deleted: p.deleteSeen, Grace: time.Duration(p.deleteGrace)}

@@ -369,7 +369,7 @@ func (e *engine) loseSandbox(p *pod) {
 	e.emitP(history.SandboxLost, p)
 	e.ev.Attempt = p.sandbox.Attempt
 	e.write()
-	e.step(p, &api.Input{Kind: api.InSandbox, Sandbox: p.sandbox})
+	e.tellSandbox(p)
 }
 
 func (e *engine) onRuntimeUp(k int, ev *event) {
@@ -383,6 +383,7 @@ func (e *engine) onRuntimeUp(k int, ev *event) {
 		e.faultEv(history.FaultEnd, int(n.rFaultIdx), n.rFault, k, nil, -1, "")
 		n.rFault = 0
 	}
+	e.relistUnseen(k)
 }
 
 // --- node shutdown and power-off -----------------------------------------
@@ -536,6 +537,7 @@ func (e *engine) powerDown(k int) (killed, lost int) {
 	}
 	n.up, n.kubeletUp, n.runtimeUp, n.shuttingDown = false, false, false, false
 	n.recrashLeft = false
+	n.sbUnseen = n.sbUnseen[:0] // the kubelet that comes up relists everything
 	n.kgen++
 	n.rgen++
 	n.ngen++
@@ -620,6 +622,11 @@ func (e *engine) applyGC(fi int, id uint32, k int) {
 		e.notApplied(fi, id, k, nil, -1, "node down")
 		return
 	}
+	if !n.runtimeUp {
+		// The runtime removes records; while it restarts it removes none.
+		e.notApplied(fi, id, k, nil, -1, "runtime down")
+		return
+	}
 	begun := false
 	removed := 0
 	for i := 0; i < len(n.pods) && e.err == nil; i++ {
@@ -648,7 +655,7 @@ func (e *engine) applyGC(fi int, id uint32, k int) {
 			e.emitC(history.ContainerRemoved, p, c)
 			e.write()
 			*rec = api.ContainerRecord{}
-			e.step(p, &api.Input{Kind: api.InContainer, Container: c})
+			e.tellRecord(p, c)
 		}
 	}
 	if !begun {

@@ -308,6 +308,21 @@ func TestFaultGCWhileKubeletDown(t *testing.T) {
 	}
 }
 
+// The runtime removes records; while it restarts it removes none.
+func TestFaultGCWhileRuntimeDown(t *testing.T) {
+	cfg := faultConfig(1,
+		faults.Spec{Kind: faults.RuntimeRestart, When: once(10 * sec), Downtime: 5 * time.Second},
+		faults.Spec{Kind: faults.ContainerGC, When: once(12 * sec)})
+	l, _ := runFault(t, cfg)
+	if rm := l.kind(history.ContainerRemoved).first(); rm != nil {
+		t.Errorf("container.removed %v while the runtime was down", rm)
+	}
+	na := l.kind(history.FaultNotApplied).first()
+	if na == nil || na.Fault != "container-gc" || na.Msg != "runtime down" {
+		t.Errorf("fault.not-applied %v, want the GC's, \"runtime down\"", na)
+	}
+}
+
 func TestFaultStartupProbeFailure(t *testing.T) {
 	cfg := faultConfig(1, faults.Spec{Kind: faults.ProbeFailure, Probe: api.ProbeStartup, Window: 10 * time.Second,
 		Where: faults.Target{Container: "proxy"},
@@ -508,4 +523,94 @@ func TestFaultRuntimeRestartCutsStopInFlight(t *testing.T) {
 			t.Log("\n" + dump(l))
 		}
 	})
+}
+
+// A runtime that refuses calls also hides what its records say: the
+// PLEG's relist fails (GenericPLEG.Relist returns on GetPods' error), so
+// an exit while the runtime is down reaches the kubelet at the first
+// relist after it is back, with every other change of the outage in one
+// batch the pod worker's sync reads whole.
+func TestFaultRuntimeDownHidesExits(t *testing.T) {
+	const down, up = 10 * sec, 13 * sec
+	run := func(t *testing.T, never bool) evs {
+		t.Helper()
+		cfg := faultConfig(1, faults.Spec{Kind: faults.RuntimeRestart, When: once(down), Downtime: time.Duration(up - down)})
+		w := &cfg.Workloads[0]
+		if never {
+			w.Spec.RestartPolicy = api.RestartNever // a Job's pod
+			w.Lifetime = behavior.NeverDist()
+			w.Behavior[2].Behavior.RunTime = behavior.Fixed(10*time.Second + 200*time.Millisecond) // logs fails first
+			w.Behavior[2].Behavior.ExitCode = 1
+		}
+		w.Behavior[3].Behavior.RunTime = behavior.Fixed(10*time.Second + 500*time.Millisecond) // app ends during the outage
+		s, res := runMem(t, cfg, 1)
+		if res.PodsRemoved != res.PodsCreated {
+			t.Errorf("%d of %d pods removed", res.PodsRemoved, res.PodsCreated)
+		}
+		l := evs(s.evs)
+		if x := l.kind(history.ContainerExited).c("app").first(); x == nil || x.T <= down || x.T >= up {
+			t.Fatalf("app exit %+v: want during the outage", x)
+		}
+		return l
+	}
+	t.Run("restart heard at runtime up", func(t *testing.T) {
+		l := run(t, false)
+		if n := l.between(down, up).filter(func(e *history.Event) bool {
+			return e.Container == "app" && (e.Kind == history.ContainerStartRequested || e.Kind == history.ContainerStartFailed)
+		}); len(n) != 0 {
+			t.Errorf("app restart attempts during the outage: %+v; the kubelet cannot have heard of its exit", n)
+		}
+		if s := l.kind(history.ContainerStartRequested).c("app").between(up, 20*sec).first(); s == nil || s.T != up {
+			t.Errorf("app restart %+v: want at the runtime's return (13 s)", s)
+		}
+		if t.Failed() {
+			t.Log("\n" + dump(l))
+		}
+	})
+	t.Run("job completes at runtime up, sidecar not restarted", func(t *testing.T) {
+		l := run(t, true)
+		term := l.kind(history.PodTerminating).first()
+		if term == nil || term.T != up || term.Reason != "PodCompleted" {
+			t.Errorf("pod.terminating %+v: want PodCompleted at the runtime's return (13 s)", term)
+		}
+		if s := l.kind(history.ContainerStartRequested).c("logs").between(down, 200*sec); len(s) != 0 {
+			t.Errorf("logs started again %+v: its exit and app's were heard in one relist, after which the pod is complete", s)
+		}
+		if t.Failed() {
+			t.Log("\n" + dump(l))
+		}
+	})
+}
+
+// A single-container kill whose StopContainer the runtime refused ended
+// its SyncPod there and then, and with it the restart planned in the same
+// sync. When the relist after the runtime's return shows the container
+// exited on its own during the outage, that sync's restart is long gone:
+// the restart policy decides (exit 0 under OnFailure: none). The refusal's
+// report, delayed for the pod worker's back-off, comes with the relist.
+func TestFaultRefusedKillForgottenAtRelist(t *testing.T) {
+	cfg := faultConfig(1,
+		faults.Spec{Kind: faults.ContainerUnknown, When: once(10 * sec), Where: faults.Target{Container: "app"}},
+		faults.Spec{Kind: faults.RuntimeRestart, When: once(10*sec + 200*int64(time.Millisecond)), Downtime: 2300 * time.Millisecond})
+	w := &cfg.Workloads[0]
+	w.Spec.RestartPolicy = api.RestartOnFailure
+	w.Spec.Main[0].PreStop = false
+	w.Lifetime = behavior.NeverDist()
+	s, res := runMem(t, cfg, 1)
+	if res.PodsRemoved != res.PodsCreated {
+		t.Errorf("%d of %d pods removed", res.PodsRemoved, res.PodsCreated)
+	}
+	l := evs(s.evs)
+	if x := l.kind(history.ContainerExited).c("app").first(); x == nil || x.Code != 0 || x.T >= 12500*int64(time.Millisecond) {
+		t.Fatalf("app exit %+v: want 0 on SIGTERM during the outage", x)
+	}
+	if r := l.kind(history.ContainerStartRequested).c("app"); len(r) != 1 {
+		t.Errorf("app started %d times, want once: exit 0 under OnFailure is not restarted", len(r))
+	}
+	if term := l.kind(history.PodTerminating).first(); term == nil || term.Reason != "PodCompleted" || term.T != 12500*int64(time.Millisecond) {
+		t.Errorf("pod.terminating %+v: want PodCompleted at the runtime's return (12.5 s)", term)
+	}
+	if t.Failed() {
+		t.Log("\n" + dump(l))
+	}
 }

@@ -146,7 +146,7 @@ func (e *engine) applyUnknown(fi int, id uint32, p *pod, c int) {
 	e.write()
 	e.faultEffect(fi, id, p, c, "the runtime reports the container Unknown (attempt "+strconv.Itoa(int(cs.rec.Attempt))+")")
 	e.faultEnd(fi, id, p, c)
-	e.step(p, &api.Input{Kind: api.InContainer, Container: c, Record: cs.rec})
+	e.tellRecord(p, c)
 }
 
 // --- in-place resize -------------------------------------------------------

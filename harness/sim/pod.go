@@ -65,7 +65,7 @@ func (e *engine) onPodEvent(p *pod, ev *event) {
 			e.onProbe(p, c, api.ProbeKind(ev.aux))
 		}
 	case evActionFailed:
-		if ev.gen == p.mgen && p.m != nil {
+		if ev.gen == p.mgen && p.m != nil && e.firstReport(p, ev) {
 			if k := api.ActionKind(ev.aux); k == api.ActStartContainer && p.cs[c].rec.State == api.StateCreated {
 				// A start cut by a runtime restart left its record
 				// Created: the kubelet's relist sees it (a Waiting status
@@ -104,7 +104,7 @@ func (e *engine) onPodEvent(p *pod, ev *event) {
 		e.onPullFaultEnd(p, c, ev)
 	case evExitSeen:
 		if ev.gen == p.cs[c].gen {
-			e.step(p, &api.Input{Kind: api.InContainer, Container: c, Record: p.cs[c].rec})
+			e.tellRecord(p, c)
 		}
 	}
 }

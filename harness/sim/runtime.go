@@ -26,6 +26,15 @@ func (e *engine) failAction(p *pod, k api.ActionKind, c int) {
 // caller hears of the failure at once).
 func (e *engine) failActionAfter(p *pod, k api.ActionKind, c int, delay int64) {
 	e.push(event{t: e.now + delay, kind: evActionFailed, slot: p.slot, id: p.id, gen: p.mgen, c: uint8(c), aux: uint16(k)})
+	if delay > 0 && p.node >= 0 {
+		n := &e.nodes[p.node]
+		drop := 0 // reported ones: their events fired before now
+		for drop < len(n.refusals) && n.refusals[drop].due < e.now {
+			drop++
+		}
+		n.refusals = append(n.refusals[:0], n.refusals[drop:]...)
+		n.refusals = append(n.refusals, refusal{due: e.now + delay, slot: p.slot, id: p.id, mgen: p.mgen, c: uint8(c), k: k})
+	}
 }
 
 // act executes one action of a Ready batch against the simulated runtime.
@@ -351,7 +360,151 @@ func (e *engine) exitContainer(p *pod, c int, code int32, reason api.Reason) {
 	e.recordExit(p, c, code, reason)
 	// The exit resets the attempt in the machine, hook included, so no
 	// InPreStopDone follows.
+	e.tellRecord(p, c)
+}
+
+// plegBlind reports whether p's kubelet is blind to its runtime: the node
+// runs but the runtime refuses calls, so the PLEG's relist fails
+// (GenericPLEG.Relist returns on GetPods' error, before any event and
+// before the cache's timestamp moves) and nothing the runtime's records
+// say reaches the kubelet until a relist succeeds again.
+func (e *engine) plegBlind(p *pod) bool {
+	n := &e.nodes[p.node]
+	return n.up && !n.runtimeUp
+}
+
+// tellRecord tells p's kubelet that container c's record changed: at once
+// (the sim's PLEG relists instantly), or, while the runtime is down, at
+// the first relist after it is back (onRuntimeUp), with the record as it
+// is then: an exit, an Unknown state or a removal during a runtime
+// restart is news only when the restart is over.
+func (e *engine) tellRecord(p *pod, c int) {
+	if e.plegBlind(p) {
+		p.cs[c].unseen = true
+		return
+	}
 	e.step(p, &api.Input{Kind: api.InContainer, Container: c, Record: p.cs[c].rec})
+}
+
+// tellSandbox is tellRecord for p's sandbox.
+func (e *engine) tellSandbox(p *pod) {
+	if e.plegBlind(p) {
+		n := &e.nodes[p.node]
+		n.sbUnseen = append(n.sbUnseen, pendingPod{slot: p.slot, id: p.id})
+		return
+	}
+	e.step(p, &api.Input{Kind: api.InSandbox, Sandbox: p.sandbox})
+}
+
+// relistUnseen is the first relist after node k's runtime came back: each
+// kubelet hears every record that changed while it could not list them,
+// containers in spec order, then its sandbox (the order a kill-containers
+// restart itself reports them in: the exits, then the lost sandbox), in
+// one batch its planner sees whole (api.Input.More).
+func (e *engine) relistUnseen(k int) {
+	n := &e.nodes[k]
+	// Telling a kubelet may end its pod and take it off the node (a
+	// swap-removal): walk by index and revisit a moved-in slot.
+	for i := 0; i < len(n.pods) && e.err == nil; {
+		slot := n.pods[i]
+		e.relistPod(&e.pods[slot], n.sbUnseen)
+		if i < len(n.pods) && n.pods[i] == slot {
+			i++
+		}
+	}
+	n.sbUnseen = n.sbUnseen[:0]
+}
+
+// relistPod tells p's kubelet its unseen records and, if p is in
+// sandboxes, its sandbox, as one batch: each input is held until the next
+// is known, and sent with More set unless it is the last.
+//
+// The batch begins with the refusals still on their way: a call the
+// runtime refused while down failed the sync that made it there and then
+// (a single-container kill's StopContainer ends its SyncPod, and with it
+// the restart planned in the same sync); the report's delay stands for the
+// pod worker's back-off before the next sync, which the relist's events
+// cut short. Heard after the records, a kill whose stop was refused would
+// still restart the container that, the records say, exited on its own
+// before the stop (a main exiting 0 under OnFailure, restarted by the
+// Unknown state's kill: INV-R4 in the sweep under KEP-4438's policy). Their
+// queued reports are then dropped (firstReport). A pod the relist brings
+// no news of is not synced: its back-off runs on.
+func (e *engine) relistPod(p *pod, sandboxes []pendingPod) {
+	var held api.Input
+	tell := func(in api.Input) {
+		if held.Kind != api.InTick {
+			held.More = true
+			e.step(p, &held)
+		}
+		held = in
+	}
+	if p.m != nil && e.hasNews(p, sandboxes) {
+		n := &e.nodes[p.node]
+		for i := range n.refusals {
+			r := &n.refusals[i]
+			if r.told || r.slot != p.slot || r.id != p.id || r.mgen != p.mgen {
+				continue
+			}
+			r.told = true
+			c := int(r.c)
+			if r.k == api.ActStartContainer && p.cs[c].rec.State == api.StateCreated {
+				tell(api.Input{Kind: api.InContainer, Container: c, Record: p.cs[c].rec}) // as evActionFailed does
+			}
+			tell(api.Input{Kind: api.InActionFailed, Action: r.k, Container: c})
+		}
+	}
+	for c := range p.cs {
+		if p.cs[c].unseen {
+			p.cs[c].unseen = false
+			tell(api.Input{Kind: api.InContainer, Container: c, Record: p.cs[c].rec})
+		}
+	}
+	for _, pp := range sandboxes {
+		if pp.slot == p.slot && pp.id == p.id {
+			tell(api.Input{Kind: api.InSandbox, Sandbox: p.sandbox})
+			break
+		}
+	}
+	if held.Kind != api.InTick {
+		e.step(p, &held)
+	}
+}
+
+// hasNews reports whether the relist has anything to tell p's kubelet.
+func (e *engine) hasNews(p *pod, sandboxes []pendingPod) bool {
+	for c := range p.cs {
+		if p.cs[c].unseen {
+			return true
+		}
+	}
+	for _, pp := range sandboxes {
+		if pp.slot == p.slot && pp.id == p.id {
+			return true
+		}
+	}
+	return false
+}
+
+// firstReport reports whether the refusal report ev has not reached the
+// kubelet yet, and records that it now has.
+func (e *engine) firstReport(p *pod, ev *event) bool {
+	if p.node < 0 {
+		return true
+	}
+	n := &e.nodes[p.node]
+	matched := false // identical refusals: one report each
+	for i := range n.refusals {
+		r := &n.refusals[i]
+		if r.due == ev.t && r.slot == ev.slot && r.id == ev.id && r.mgen == ev.gen && r.c == ev.c && uint16(r.k) == ev.aux {
+			matched = true
+			if !r.told {
+				r.told = true
+				return true
+			}
+		}
+	}
+	return !matched
 }
 
 // recordExit records that c's process exited; the kubelet is told by the

@@ -74,6 +74,12 @@ type node struct {
 	// pods bound here, by slot (order is deterministic: binding order with
 	// swap-removal).
 	pods []int32
+	// sbUnseen: pods whose sandbox changed while the runtime was down,
+	// for the first relist after it is back (tellSandbox)
+	sbUnseen []pendingPod
+	// refusals: the refused calls of the node's pods whose report is
+	// still on its way (failActionAfter), oldest first
+	refusals []refusal
 	// fault instances holding a component down (for fault.end), +1.
 	kFault, rFault, nFault uint32
 	kFaultIdx, rFaultIdx   uint16
@@ -112,6 +118,9 @@ type ctr struct {
 	preStopOn   bool
 	postStartOn bool
 	startupOK   bool // startup probe succeeded (or none)
+	// unseen: the record changed while the runtime was down, so the
+	// kubelet's relist has not seen it yet (tellRecord)
+	unseen bool
 	// the attempt's drawn exit reason and hook failures: part of its
 	// plan, kept here where they fill the flags' padding
 	exitReason                   api.Reason
@@ -206,6 +215,19 @@ type pod struct {
 	cpus     kubelet.CPUSet
 	cpuSets  []kubelet.CPUSet
 	cpuNames []string
+}
+
+// refusal is a refused runtime call whose report reaches the kubelet at
+// due (the pod worker's back-off), unless a relist tells it first
+// (relistPod); told says it was reported.
+type refusal struct {
+	due  int64
+	slot int32
+	id   uint32
+	mgen uint32
+	c    uint8
+	k    api.ActionKind
+	told bool
 }
 
 type wlState struct {

@@ -39,6 +39,9 @@ type outcome struct {
 	// refusedInShutdown counts those whose refused stop was in a kill a
 	// graceful node shutdown began.
 	refusedInShutdown int
+	// hiddenExits counts pods with a container exit while their node's
+	// runtime was down: the kubelet hears of it at the runtime's return.
+	hiddenExits int
 }
 
 // runTrial runs trial number n of policy pol of the scenario text and
@@ -51,7 +54,7 @@ func runTrial(t *testing.T, text, pol string, n int) outcome {
 	part := history.NewPartitioner(func(meta *history.Meta, pod string, events []history.Event) error {
 		out.pods++
 		reset, runtimeDown, terms, refused, retried := false, false, 0, false, false
-		termReason, inShutdown := "", false
+		termReason, inShutdown, hidden := "", false, false
 		for i := range events {
 			e := &events[i]
 			reset = reset || (e.Kind == history.PodCondition && e.Cond == "AllContainersRestarting" && e.Value)
@@ -66,6 +69,8 @@ func runTrial(t *testing.T, text, pol string, n int) outcome {
 				termReason = e.Reason
 				terms++
 				retried = retried || terms > 1
+			case history.ContainerExited:
+				hidden = hidden || runtimeDown
 			case history.ContainerStopRequested:
 				refused = refused || (runtimeDown && terms > 0)
 				inShutdown = inShutdown || (runtimeDown && terms > 0 && termReason == "NodeShutdown")
@@ -88,6 +93,9 @@ func runTrial(t *testing.T, text, pol string, n int) outcome {
 		}
 		if inShutdown {
 			out.refusedInShutdown++
+		}
+		if hidden {
+			out.hiddenExits++
 		}
 		runner.Add(meta, pod, events)
 		return nil

@@ -80,6 +80,13 @@ type Input struct {
 	// when the kubelet relists: a restarted kubelet retries termination
 	// from the start with the full grace (INV-F6).
 	Deleted bool
+	// More says another input of the same observation follows at the same
+	// instant: the machine applies this one and plans only after the last.
+	// A relist that succeeds after failing (the runtime is back) reports
+	// every change since in one pass, and the pod worker's next sync reads
+	// them all from the cache at once: a sidecar's exit must not be acted
+	// on before the main's exit heard in the same relist.
+	More bool
 }
 
 // ActionKind names what the kubelet asks the runtime to do.

@@ -240,10 +240,14 @@ func (m *Machine) Advance(api.Ready) {
 	m.hasReady = false
 }
 
-// Step applies one input observed at now and replans.
+// Step applies one input observed at now and replans (unless in.More:
+// then the next input's step plans for both).
 func (m *Machine) Step(now api.Time, in api.Input) error {
 	if err := m.apply(now, &in); err != nil {
 		return err
+	}
+	if in.More {
+		return nil
 	}
 	m.replan(now)
 	return nil

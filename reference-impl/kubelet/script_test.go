@@ -352,6 +352,9 @@ func (e *scriptEnv) run(cmd string, args []string) string {
 	default:
 		return "error: unknown command " + fields[0]
 	}
+	// more: the next command's input is part of the same observation (a
+	// relist after the runtime is back); the machine plans after it.
+	_, in.More = opts["more"]
 	return e.step(in)
 }
 
