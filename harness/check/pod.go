@@ -535,9 +535,16 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 		}
 	case history.ContainerPreStopBegin:
 		if a != nil && a.PreStop == none {
-			a.PreStop, a.KillReason = i, e.Reason
-			if a.KillReason == "" {
-				a.KillReason = probeKillReason(a.probeFailed)
+			a.PreStop = i
+			// The reason is the kill's that stops the attempt: a preStop
+			// after its stop belongs to a later kill (a pod kill's, run on
+			// a container whose own kill ended it, or whose exit a runtime
+			// outage hid), which does not make the first stop its own.
+			if a.Stop == none {
+				a.KillReason = e.Reason
+				if a.KillReason == "" {
+					a.KillReason = probeKillReason(a.probeFailed)
+				}
 			}
 		}
 	case history.ContainerPreStopEnd:

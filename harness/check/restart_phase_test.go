@@ -36,6 +36,15 @@ func restartCases() []invCase {
 		{name: "INV-R3/sidecar restart leaves mains alone", id: "INV-R3", ev: evs(sidecarCrash(15000)), clean: true},
 		{name: "INV-R3/sidecar crash stops the main container", id: "INV-R3", want: Violation,
 			ev: evs(sidecarCrash(0).at(6000).stop("app", 30, "").exited("app", 0).at(15000).up("proxy"))},
+		// A main's own kill (its postStart failed) after the sidecar's exit,
+		// its exit hidden by a runtime outage, then the pod kill's preStop
+		// on the container the kubelet still believes running: the later
+		// preStop does not make the first stop the pod kill's (found by a
+		// triple of shutdown-refused, grace-0 and rules-sidecar).
+		{name: "INV-R3/a pod kill's preStop after the main's own stop keeps its reason", id: "INV-R3", clean: true,
+			ev: evs(sidecarCrash(0).at(5500).stop("app", 2, "FailedPostStartHook").at(5600).nodeEv(history.RuntimeDown).at(6000).exited("app", 0).
+				at(7000).deleted(30).terminating("PodDeleted", 30).prestop("app", "PodDeleted").prestopEnd("app").stop("app", 30, "PodDeleted").
+				at(9000).nodeEv(history.RuntimeUp))},
 		{name: "INV-R3/sidecar crash re-runs the regular init", id: "INV-R3", want: Violation,
 			ev: evs(steady("sc", specOf("Always", 30, "init:setup", "sidecar:proxy", "main:app")).at(5000).exited("proxy", 1).at(6000).done("setup").up("proxy"))},
 		{name: "INV-R4/main restarted after a failure under OnFailure", id: "INV-R4", clean: true,

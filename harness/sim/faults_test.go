@@ -614,3 +614,34 @@ func TestFaultRefusedKillForgottenAtRelist(t *testing.T) {
 		t.Log("\n" + dump(l))
 	}
 }
+
+// A pod kill that began while the runtime was down, on containers whose
+// exits the outage hid: their stops are refused, and the sandbox stop
+// that ends the kill must be refused too, though nothing runs any more
+// (the runtime refuses the call, not the containers). It is the kill run
+// again after the runtime's return that stops the sandbox.
+func TestFaultSandboxStopRefusedWithHiddenExits(t *testing.T) {
+	const down, up = 59500 * int64(time.Millisecond), 64500 * int64(time.Millisecond)
+	cfg := faultConfig(1, faults.Spec{Kind: faults.RuntimeRestart, When: once(down), Downtime: time.Duration(up - down)})
+	w := &cfg.Workloads[0]
+	w.Spec.TerminationGracePeriod = 2 * time.Second
+	for c, run := range map[int]time.Duration{1: 59250, 2: 58200, 3: 58100} { // proxy, logs, app: exit at about 59.7 s
+		w.Behavior[c].Behavior.RunTime = behavior.Fixed(run * time.Millisecond)
+	}
+	s, res := runMem(t, cfg, 1)
+	if res.PodsRemoved != res.PodsCreated {
+		t.Errorf("%d of %d pods removed", res.PodsRemoved, res.PodsCreated)
+	}
+	l := evs(s.evs)
+	for _, c := range []string{"proxy", "logs", "app"} {
+		if x := l.kind(history.ContainerExited).c(c).between(down, up).first(); x == nil {
+			t.Fatalf("%s: no exit during the outage", c)
+		}
+	}
+	if sb := l.kind(history.SandboxStopped).first(); sb == nil || sb.T < up {
+		t.Errorf("sandbox.stopped %+v: want after the runtime's return (64.5 s)", sb)
+	}
+	if t.Failed() {
+		t.Log("\n" + dump(l))
+	}
+}
