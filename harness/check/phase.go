@@ -311,16 +311,20 @@ func checkP2(p *Pod, hits []Hit) []Hit {
 	return hits
 }
 
-// mainsWaitingAt reports whether, at event i, every main's latest attempt
-// was created but never ran (a restart whose start was cut, its record
-// left Created). The API then shows every main Waiting, and
-// GeneratePodInitializedCondition (status/generate.go) falls back to the
-// init containers: HasAnyRegularContainerStarted needs a Running or
-// Terminated main, so an unstarted sidecar makes Initialized False.
+// mainsWaitingAt reports whether, at event i, every main is Waiting: its
+// latest attempt was created but never ran (a restart whose start was
+// cut, its record left Created), or it never started at all (its image
+// never pulled). GeneratePodInitializedCondition (status/generate.go) then
+// falls back to the init containers: HasAnyRegularContainerStarted needs
+// a Running or Terminated main, so an unstarted sidecar makes Initialized
+// False.
 func (p *Pod) mainsWaitingAt(i int32) bool {
 	for _, m := range p.Mains {
 		last := p.latestBefore(m, i)
-		if last == nil || last.Req == none || (last.Running != none && last.Running < i) || (last.Exited != none && last.Exited < i) {
+		if last == nil {
+			continue // never started: Waiting
+		}
+		if last.Req == none || (last.Running != none && last.Running < i) || (last.Exited != none && last.Exited < i) {
 			return false
 		}
 	}

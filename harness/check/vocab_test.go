@@ -90,6 +90,14 @@ func init() {
 		invCase{name: "INV-F1/a Started sidecar flaps to false across a kubelet restart", id: "INV-F1", want: Violation,
 			ev: evs(steady("f", specOf("Always", 10, "sidecar:proxy", "main:app")).at(3000).nodeEv(history.KubeletDown).
 				at(4000).nodeEv(history.KubeletUp).started("proxy", false))},
+		// The same with a second main whose image was never pulled: it
+		// never started, so it too is Waiting (a triple of
+		// shutdown-refused, two-mains and short-lived).
+		invCase{name: "INV-P2/Initialized False while one main waits in a cut restart and one never started", id: "INV-P2", clean: true,
+			ev: evs(newPod("w", specOf("Always", 10, "sidecar:proxy", "main:worker", "main:app")).at(0).created().at(10).sandbox().at(20).up("proxy").
+				at(100).cond("Initialized", true).at(110).k(history.ContainerStartFailed, "worker").at(120).up("app").
+				at(3000).exited("app", 0).req("app").at(3100).k(history.ContainerStartFailed, "app").
+				at(3200).exited("proxy", 1).started("proxy", false).cond("Initialized", false))},
 		invCase{name: "INV-P2/Initialized False while a main runs", id: "INV-P2", want: Violation,
 			ev: evs(steady("w", specOf("Always", 10, "sidecar:proxy", "main:app")).at(3200).exited("proxy", 1).started("proxy", false).cond("Initialized", false))},
 	)
