@@ -113,7 +113,13 @@ func checkF2(p *Pod, hits []Hit) []Hit { return rerunInits(p, hits, false) }
 func checkF3(p *Pod, hits []Hit) []Hit {
 	for k := range p.Sandboxes {
 		sb := &p.Sandboxes[k]
-		if sb.Lost && p.Spec.RestartPolicy == "Never" && k+1 < len(p.Sandboxes) {
+		// computePodActions keeps a Never pod from a new sandbox only
+		// while the runtime holds a container record of it ("If
+		// ContainerStatuses is empty, we assume that we've never
+		// successfully created any containers"): with every record removed
+		// (container GC after the loss) it re-creates the sandbox whatever
+		// ran before (SEMANTICS says never; the kubelet decides).
+		if sb.Lost && p.Spec.RestartPolicy == "Never" && k+1 < len(p.Sandboxes) && p.recordsLeftAt(p.Sandboxes[k+1].Idx) {
 			for _, m := range p.Mains {
 				// Created: its process ran. A start that failed (the
 				// runtime going down) left no record the kubelet could
@@ -139,6 +145,18 @@ func checkF3(p *Pod, hits []Hit) []Hit {
 		}
 	}
 	return hits
+}
+
+// recordsLeftAt reports whether the runtime held a record of any of the
+// pod's containers at event i: one's latest attempt before i was created
+// and no removal followed it (the runtime keeps one record per container).
+func (p *Pod) recordsLeftAt(i int32) bool {
+	for c := range p.Ctrs {
+		if last := p.latestBefore(c, i); last != nil && p.eventOf(c, history.ContainerRemoved, last.Start(), i) == none {
+			return true
+		}
+	}
+	return false
 }
 
 func checkF5(p *Pod, hits []Hit) []Hit {

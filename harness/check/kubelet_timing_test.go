@@ -207,6 +207,17 @@ func TestNeverPodNewSandboxAfterAFailedStart(t *testing.T) {
 			ev: evs(newPod("f3b", specOf("Never", 30, "sidecar:proxy", "main:app")).at(0).created().at(10).sandbox().
 				at(20).up("proxy").at(100).up("app").at(150).nodeEv(history.RuntimeDown).sandboxLost().exited("proxy", 137).exited("app", 137).
 				at(1150).nodeEv(history.RuntimeUp).at(2000).sandbox().at(2100).up("proxy").at(2200).up("app"))},
+		// The same with every record removed (container GC) before the new
+		// sandbox: computePodActions finds no container status and creates
+		// it (a triple of harsh, never-sandbox-loss and gc-heavy).
+		{name: "INV-F3/Never pod re-initialized after GC removed every record", id: "INV-F3", clean: true,
+			ev: evs(newPod("f3c", specOf("Never", 30, "sidecar:proxy", "main:app")).at(0).created().at(10).sandbox().
+				at(20).up("proxy").at(100).up("app").at(150).nodeEv(history.RuntimeDown).sandboxLost().exited("proxy", 137).exited("app", 137).
+				at(1150).nodeEv(history.RuntimeUp).at(1500).removedC("proxy").removedC("app").at(2000).sandbox().at(2100).up("proxy").at(2200).up("app"))},
+		{name: "INV-F3/Never pod re-initialized with one record left", id: "INV-F3", want: Violation,
+			ev: evs(newPod("f3d", specOf("Never", 30, "sidecar:proxy", "main:app")).at(0).created().at(10).sandbox().
+				at(20).up("proxy").at(100).up("app").at(150).nodeEv(history.RuntimeDown).sandboxLost().exited("proxy", 137).exited("app", 137).
+				at(1150).nodeEv(history.RuntimeUp).at(1500).removedC("proxy").at(2000).sandbox().at(2100).up("proxy").at(2200).up("app"))},
 	})
 }
 

@@ -312,17 +312,19 @@ func (m *Machine) apply(now api.Time, in *api.Input) error {
 				if in.Status.TerminatedFailed.Has(i) {
 					c.GoneExitCode = 1 // the status's code; only zero or not matters here
 				}
-			case (m.kinds[i] == kindInit || m.kinds[i] == kindMain) && in.Status.Started.Has(i):
-				// A regular init or a main the API shows running whose
-				// record is gone (it exited and was removed while no
+			case (m.kinds[i] == kindInit || m.kinds[i] == kindMain || m.kinds[i] == kindSidecar) && in.Status.Started.Has(i):
+				// A regular init, a sidecar or a main the API shows running
+				// whose record is gone (it exited and was removed while no
 				// kubelet ran): the new kubelet publishes it Waiting, last
 				// terminated 137 (ContainerStatusUnknown, "The container
 				// used to be Running"), and getPhase counts that a failed
 				// init, or a stopped main that did not succeed, whatever
-				// it had exited with (convertToAPIContainerStatuses). The
-				// API's Started stands for its Running state here: a main
-				// running unstarted (a startup probe pending) that
-				// vanishes is counted waiting (a known gap).
+				// it had exited with (convertToAPIContainerStatuses), and
+				// leaves such a sidecar out (a terminated restartable init
+				// container is "not taken into account"). The API's
+				// Started stands for its Running state here: a container
+				// running unstarted (a startup probe pending) that vanishes
+				// is counted waiting (a known gap).
 				c.Gone, c.GoneExitCode = true, 137
 			}
 		}

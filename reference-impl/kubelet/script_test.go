@@ -309,7 +309,8 @@ func (e *scriptEnv) run(cmd string, args []string) string {
 		// runtime and seeds Started from the API server's last status.
 		// gone=A/B: those containers exited and their records were
 		// removed while no kubelet ran; exited=A:code/B:code: those
-		// containers exited with that code while no kubelet ran.
+		// containers exited with that code while no kubelet ran;
+		// sandbox=lost: the sandbox was lost while no kubelet ran.
 		last := e.m.Status()
 		if x, ok := opts["exited"]; ok {
 			for _, ex := range strings.Split(x, "/") {
@@ -324,6 +325,11 @@ func (e *scriptEnv) run(cmd string, args []string) string {
 				}
 				e.exited(i, code)
 			}
+		}
+		if opts["sandbox"] == "lost" {
+			// The runtime lost the sandbox (a restart that killed the
+			// containers) while no kubelet ran to hear of it.
+			e.sandbox.State = api.SandboxLost
 		}
 		if g, ok := opts["gone"]; ok {
 			for _, name := range strings.Split(g, "/") {
