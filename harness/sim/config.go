@@ -51,7 +51,7 @@ type Cluster struct {
 	SandboxLatency time.Duration
 	// RetryDelay is how long after a runtime call failed (runtime down)
 	// the kubelet hears of it and retries: the pod worker's requeue
-	// backoff. Default DefaultRetryDelay.
+	// backoff after a failed sync. Default DefaultRetryDelay.
 	RetryDelay time.Duration
 	// NodeCPU (milli-CPU) and NodeMemory (bytes) are each node's
 	// allocatable resources: a pod is bound only where its effective
@@ -67,8 +67,12 @@ type Cluster struct {
 	CPUManagerStatic bool
 }
 
-// DefaultRetryDelay is the default Cluster.RetryDelay.
-const DefaultRetryDelay = time.Second
+// DefaultRetryDelay is the default Cluster.RetryDelay: the kubelet's
+// backOffPeriod, by which completeWork requeues a pod whose sync failed
+// (pod_workers.go; jittered to 10-15 s there, its lower end here). A sync
+// the relist after a runtime's return triggers comes sooner (relistPod).
+// It was 1 s until session 13.
+const DefaultRetryDelay = 10 * time.Second
 
 // DefaultNodeMemory is the memory capacity oom_score_adj is computed from
 // when Cluster.NodeMemory is 0.
