@@ -188,6 +188,12 @@ func TestFaultRuntimeRestartInFlight(t *testing.T) {
 	if r := l.kind(history.ContainerRunning).c("app").first(); r == nil || r.T < 2350*int64(time.Millisecond) {
 		t.Errorf("app running at %v, want after the runtime is back", r)
 	}
+	// The failed sync is retried after the pod worker's back-off
+	// (backOffPeriod, 10 s), not at the runtime's return: the relist then
+	// has no news of the pod (the cut start's record stays Created).
+	if s := l.kind(history.ContainerStartRequested).c("proxy").filter(func(e *history.Event) bool { return e.T > 350*int64(time.Millisecond) }).first(); s == nil || s.T != 10350*int64(time.Millisecond) {
+		t.Errorf("proxy started again %v, want at 10.35 s", s)
+	}
 }
 
 func TestFaultOOMKillSidecar(t *testing.T) {
