@@ -201,7 +201,7 @@ func (e *engine) drainPending(k int) {
 func (e *engine) onBind(p *pod) {
 	p.bindSeen = true
 	n := &e.nodes[p.node]
-	if n.up && n.kubeletUp {
+	if n.up && n.kubeletUp && !n.kubeletIdle {
 		e.startMachine(p)
 	}
 }

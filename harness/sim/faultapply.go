@@ -209,7 +209,7 @@ func (e *engine) applyKubeletCrash(fi int, id uint32, k int, recrash bool) {
 // probers and hooks in flight) and returns how many there were.
 func (e *engine) crashKubelet(k int) int {
 	n := &e.nodes[k]
-	n.kubeletUp = false
+	n.kubeletUp, n.kubeletIdle = false, false
 	n.kgen++
 	e.nodeEv(history.KubeletDown, k)
 	dropped := 0
@@ -260,9 +260,17 @@ func (e *engine) onKubeletUp(k int, ev *event) {
 }
 
 // restartKubelet gives every pod bound to node k a fresh machine that
-// relists from the runtime.
+// relists from the runtime. A kubelet that starts while its runtime is
+// down does nothing until the runtime is back: its first runtime status
+// check fails, and syncLoop skips pod synchronization until one succeeds
+// (kubelet.go syncLoop, runtimeState.runtimeErrors); onRuntimeUp then
+// calls this again.
 func (e *engine) restartKubelet(k int) {
 	n := &e.nodes[k]
+	n.kubeletIdle = !n.runtimeUp
+	if n.kubeletIdle {
+		return
+	}
 	for i := 0; i < len(n.pods) && e.err == nil; i++ {
 		p := &e.pods[n.pods[i]]
 		if p.bindSeen && !p.kdone && p.m == nil {
@@ -384,6 +392,9 @@ func (e *engine) onRuntimeUp(k int, ev *event) {
 		n.rFault = 0
 	}
 	e.relistUnseen(k)
+	if n.kubeletUp && n.kubeletIdle {
+		e.restartKubelet(k)
+	}
 }
 
 // --- node shutdown and power-off -----------------------------------------

@@ -651,3 +651,32 @@ func TestFaultSandboxStopRefusedWithHiddenExits(t *testing.T) {
 		t.Log("\n" + dump(l))
 	}
 }
+
+// A kubelet that starts while its runtime is down syncs no pod until the
+// runtime is back: its first runtime status check fails and syncLoop skips
+// pod synchronization until one succeeds (runtimeState.runtimeErrors).
+// Its first sync comes at the runtime's return, not a refused call and the
+// pod worker's back-off after it.
+func TestFaultKubeletStartsWhileRuntimeDown(t *testing.T) {
+	cfg := faultConfig(1,
+		faults.Spec{Kind: faults.KubeletCrash, When: once(10 * sec), Downtime: 3 * time.Second},
+		faults.Spec{Kind: faults.RuntimeRestart, When: once(11 * sec), Downtime: 4 * time.Second})
+	cfg.Workloads[0].Behavior[3].Behavior.RunTime = behavior.Fixed(10400 * time.Millisecond) // app exits at about 12 s
+	s, res := runMem(t, cfg, 1)
+	if res.PodsRemoved != res.PodsCreated {
+		t.Errorf("%d of %d pods removed", res.PodsRemoved, res.PodsCreated)
+	}
+	l := evs(s.evs)
+	if x := l.kind(history.ContainerExited).c("app").first(); x == nil || x.T < 11*sec || x.T >= 13*sec {
+		t.Fatalf("app exit %+v: want while the kubelet and the runtime are down", x)
+	}
+	if f := l.kind(history.ContainerStartFailed).first(); f != nil {
+		t.Errorf("start refused %+v: the idle kubelet made no call", f)
+	}
+	if s := l.kind(history.ContainerStartRequested).c("app").between(11*sec, 60*sec).first(); s == nil || s.T != 15*sec {
+		t.Errorf("app restart %+v: want at the runtime's return (15 s)", s)
+	}
+	if t.Failed() {
+		t.Log("\n" + dump(l))
+	}
+}

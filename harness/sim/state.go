@@ -68,6 +68,11 @@ type node struct {
 	up        bool // powered and running
 	kubeletUp bool
 	runtimeUp bool
+	// kubeletIdle: the kubelet started while its runtime was down and
+	// syncs no pod until the runtime is back (syncLoop skips pod
+	// synchronization while runtimeErrors reports the first runtime
+	// status check not yet completed)
+	kubeletIdle bool
 	// generations: a timer event carries the generation it was armed in
 	// and is dropped if the component went down or up since.
 	kgen, rgen, ngen uint32
