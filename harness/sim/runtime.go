@@ -437,12 +437,13 @@ func (e *engine) relistUnseen(k int) {
 // no news of is not synced: its back-off runs on.
 func (e *engine) relistPod(p *pod, sandboxes []pendingPod) {
 	var held api.Input
+	holding := false
 	tell := func(in api.Input) {
-		if held.Kind != api.InTick {
+		if holding {
 			held.More = true
 			e.step(p, &held)
 		}
-		held = in
+		held, holding = in, true
 	}
 	if p.m != nil && e.hasNews(p, sandboxes) {
 		n := &e.nodes[p.node]
@@ -471,7 +472,7 @@ func (e *engine) relistPod(p *pod, sandboxes []pendingPod) {
 			break
 		}
 	}
-	if held.Kind != api.InTick {
+	if holding {
 		e.step(p, &held)
 	}
 }
