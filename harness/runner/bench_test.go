@@ -142,27 +142,42 @@ func BenchmarkRunEnvelope(b *testing.B) {
 	st.report(b)
 }
 
-// BenchmarkRunParallel runs the same four trials of certify (50,000
-// lifecycles each) with --parallel 1 and --parallel 2 alternately, in one
-// process, and reports the wall-time speed-up of --parallel 2 (goal: 1.8
-// on two idle cores) and the CPU time of each. On a loaded machine the
-// speed-up is bounded by the cores other processes leave: compare with
-// the load average, and with cores-p1: the cores a pipelined --parallel 1
-// run keeps busy.
-func BenchmarkRunParallel(b *testing.B) { benchParallel(b, false) }
+// BenchmarkRunParallel runs the same trials with --parallel 1 and
+// --parallel 2 alternately, in one process, and reports the wall-time
+// speed-up of --parallel 2 (goal: 1.8 on two idle cores) and the CPU time
+// of each, for three shapes of run: four certify trials of 50,000
+// lifecycles (the original row), one of 100,000 (a certification: one
+// trial, which --parallel 2 must not slow down), and 300 soak-profile
+// trials of 600 (a soak's or a nightly's many small trials). On a loaded
+// machine the speed-up is bounded by the cores other processes leave:
+// compare with the load average, and with cores-p1: the cores a pipelined
+// --parallel 1 run keeps busy.
+func BenchmarkRunParallel(b *testing.B) { benchParallelShapes(b, false) }
 
 // BenchmarkRunParallelTrials is BenchmarkRunParallel with every trial on
 // one goroutine in both modes (no pipeline): how independent trials
 // scale over the cores, apart from the pipelining that already spreads a
 // --parallel 1 trial over them.
-func BenchmarkRunParallelTrials(b *testing.B) { benchParallel(b, true) }
+func BenchmarkRunParallelTrials(b *testing.B) { benchParallelShapes(b, true) }
 
-// benchParallel compares --parallel 1 and 2 over four certify trials:
+func benchParallelShapes(b *testing.B, serialTrials bool) {
+	for _, sh := range []struct {
+		name, scenario string
+		count, trials  int
+	}{
+		{"certify-4x50000", "certify", 50_000, 4},
+		{"certify-1x100000", "certify", 100_000, 1},
+		{"soak-300x600", "soak-profile", 0, 300},
+	} {
+		b.Run(sh.name, func(b *testing.B) { benchParallel(b, shipped(b, sh.scenario, sh.count, sh.trials), serialTrials) })
+	}
+}
+
+// benchParallel compares --parallel 1 and 2 over the trials of s:
 // speedup is wall(p1) / wall(p2), cpu-ratio CPU(p2) / CPU(p1), and
 // lifecycles/cpu-s-p1 the CPU cost of --parallel 1 (to compare the
 // pipelined runs with serialTrials ones).
-func benchParallel(b *testing.B, serialTrials bool) {
-	s := shipped(b, "certify", 50_000, 4)
+func benchParallel(b *testing.B, s *scenario.Scenario, serialTrials bool) {
 	dir := b.TempDir()
 	var w1, w2, c1, c2 time.Duration
 	var r2 int64

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sidebench/sidebench/harness/backend"
@@ -92,6 +93,9 @@ type Options struct {
 	// serialTrials runs every trial on one goroutine even when there are
 	// cores to spare (BenchmarkRunParallelTrials: how trials alone scale).
 	serialTrials bool
+	// onTrialMode, if set, is told how each trial runs as it starts
+	// (tests: trialMode's per-trial decision).
+	onTrialMode func(t scenario.Trial, pipelined bool)
 }
 
 func (o *Options) logf(format string, args ...any) {
@@ -317,6 +321,27 @@ type finished struct {
 	figs  *trialFigures
 }
 
+// trialMode decides how a trial that starts with inFlight trials running
+// (itself included) on procs cores runs. It runs as a pipeline when there
+// are cores to spare for it at that moment: the backend, the history
+// encoder, and the partitioning, checking and measuring on three
+// goroutines; checkers get the cores left over beyond those (on two cores
+// the checking is synchronous: handing pods to checker goroutines cost
+// more CPU than the checking, BenchmarkConsume). A trial that starts while
+// others fill the cores runs on one goroutine instead: the stages'
+// hand-offs would only add work, and independent trials scale over the
+// cores by themselves (BenchmarkRunParallel's small trials).
+//
+// The decision is per trial, not per run: with --parallel 2 on two cores a
+// run of one large trial (a certification) is pipelined like --parallel 1
+// instead of running on one core beside an idle worker (twice the wall
+// time, when the decision was made once from --parallel), while many small
+// trials still run two at a time, each on one goroutine.
+func trialMode(procs, inFlight int, serial bool) (pipeline bool, checkWorkers int) {
+	inFlight = max(inFlight, 1)
+	return procs > inFlight && !serial, max(procs/inFlight-2, 1)
+}
+
 // execute runs trials from next on Parallel workers and commits them in
 // source order, several at once when they finish faster than a commit (a
 // group commit: one fsync per file). Cancelling ctx stops taking new
@@ -327,16 +352,8 @@ func (o *Options) execute(parent context.Context, d *rundir.Dir, agg *Aggregate,
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	par := max(o.Parallel, 1)
-	// A trial runs as a pipeline when there are cores to spare for it: the
-	// backend, the history encoder, and the partitioning, checking and
-	// measuring on three goroutines; checkers get the cores left over
-	// beyond those (on two cores the checking is synchronous: handing
-	// pods to checker goroutines cost more CPU than the checking,
-	// BenchmarkConsume). Parallel trials that fill the cores run each on
-	// one goroutine instead: the stages' hand-offs would only add work.
 	procs := runtime.GOMAXPROCS(0)
-	pipeline := procs > par && !o.serialTrials
-	checkWorkers := max(procs/par-2, 1)
+	var inFlight atomic.Int32 // trials running, for trialMode
 	type job struct {
 		seq int
 		t   scenario.Trial
@@ -394,7 +411,12 @@ func (o *Options) execute(parent context.Context, d *rundir.Dir, agg *Aggregate,
 					results <- result{seq: j.seq, skipped: true}
 					continue
 				}
+				pipeline, checkWorkers := trialMode(procs, int(inFlight.Add(1)), o.serialTrials)
+				if o.onTrialMode != nil {
+					o.onTrialMode(j.t, pipeline)
+				}
 				out, err := o.runTrial(ctx, d, j.t, pipeline, checkWorkers, progOf(j.t.Scenario.Metadata.Name))
+				inFlight.Add(-1)
 				results <- result{seq: j.seq, out: out, err: err}
 			}
 		}()
