@@ -95,7 +95,7 @@ type Options struct {
 	serialTrials bool
 	// onTrialMode, if set, is told how each trial runs as it starts
 	// (tests: trialMode's per-trial decision).
-	onTrialMode func(t scenario.Trial, pipelined bool)
+	onTrialMode func(pipelined bool)
 }
 
 func (o *Options) logf(format string, args ...any) {
@@ -413,7 +413,7 @@ func (o *Options) execute(parent context.Context, d *rundir.Dir, agg *Aggregate,
 				}
 				pipeline, checkWorkers := trialMode(procs, int(inFlight.Add(1)), o.serialTrials)
 				if o.onTrialMode != nil {
-					o.onTrialMode(j.t, pipeline)
+					o.onTrialMode(pipeline)
 				}
 				out, err := o.runTrial(ctx, d, j.t, pipeline, checkWorkers, progOf(j.t.Scenario.Metadata.Name))
 				inFlight.Add(-1)

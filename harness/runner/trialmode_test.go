@@ -9,7 +9,6 @@ import (
 
 	"github.com/sidebench/sidebench/harness/backend"
 	"github.com/sidebench/sidebench/harness/history"
-	"github.com/sidebench/sidebench/harness/scenario"
 	"github.com/sidebench/sidebench/harness/trial"
 )
 
@@ -42,19 +41,19 @@ func TestTrialMode(t *testing.T) {
 	}
 }
 
-// barrier is a backend whose trials wait until n of them have started,
-// so that they are all in flight at once whatever the scheduler does.
+// barrier is the fake backend (refusing the none policy: one trial per
+// trial number) whose trials wait until all the WaitGroup counts have
+// started, so that they are in flight at once whatever the scheduler does.
 type barrier struct {
+	fake
 	wg *sync.WaitGroup
 }
 
 func (b barrier) RunTrial(ctx context.Context, p *trial.Plan, sink history.Sink) (backend.Stats, error) {
 	b.wg.Done()
 	b.wg.Wait()
-	return fake{}.RunTrial(ctx, p, sink)
+	return b.fake.RunTrial(ctx, p, sink)
 }
-
-func (barrier) Supports(p string) (bool, string) { return fake{refuse: "none"}.Supports(p) }
 
 // TestParallelPipelinesALoneTrial: with --parallel 2 on two cores, a run
 // of one trial is pipelined (as with --parallel 1), and of two trials in
@@ -72,9 +71,9 @@ func TestParallelPipelinesALoneTrial(t *testing.T) {
 		pipelined, serial := 0, 0
 		var wg sync.WaitGroup
 		wg.Add(tc.trials)
-		o := opts(barrier{&wg})
+		o := opts(barrier{fake{refuse: "none"}, &wg})
 		o.Parallel = 2
-		o.onTrialMode = func(_ scenario.Trial, p bool) {
+		o.onTrialMode = func(p bool) {
 			mu.Lock()
 			defer mu.Unlock()
 			if p {
