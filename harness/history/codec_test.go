@@ -65,7 +65,7 @@ func TestSampleCoversEverything(t *testing.T) {
 	}
 	typ := reflect.TypeFor[Event]()
 	for i := 0; i < typ.NumField(); i++ {
-		if name := typ.Field(i).Name; !fields[name] {
+		if name := typ.Field(i).Name; !fields[name] && name != "Slot" { // Slot: in-process only, never encoded
 			t.Errorf("sample never sets Event.%s", name)
 		}
 	}
@@ -601,5 +601,26 @@ func TestWriterSpecCacheEqualsAppendEvent(t *testing.T) {
 	}
 	if !bytes.Equal(got.Bytes(), want) {
 		t.Fatalf("Writer:\n%s\nAppendEvent:\n%s", got.Bytes(), want)
+	}
+}
+
+// TestSlotIsNotEncoded: Event.Slot is an in-process hint; the encoding
+// of an event is the same with or without it, and it decodes to zero.
+func TestSlotIsNotEncoded(t *testing.T) {
+	e := fullEvent(ContainerRunning, true)
+	var a, b bytes.Buffer
+	if err := WriteAll(&a, []Event{e}); err != nil {
+		t.Fatal(err)
+	}
+	e.Slot = 42
+	if err := WriteAll(&b, []Event{e}); err != nil {
+		t.Fatal(err)
+	}
+	if a.String() != b.String() {
+		t.Fatalf("a slot hint changed the encoding:\n%s%s", a.String(), b.String())
+	}
+	back, err := ReadAll(&b)
+	if err != nil || len(back) != 1 || back[0].Slot != 0 {
+		t.Fatalf("decoded %+v, %v: want one event without a slot", back, err)
 	}
 }

@@ -1,6 +1,9 @@
 package history
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"unsafe"
+)
 
 // The Partitioner holds every live pod's events until the pod finishes.
 // An Event is 304 bytes with a dozen strings; holding and copying those
@@ -57,10 +60,18 @@ type symtab struct {
 	// recent caches lookups by a cheap hash of the string: a backend
 	// writes the same few strings over and over, usually the very same
 	// string values, whose comparison is a pointer comparison.
-	recent [256]struct {
-		s  string
-		id sym
-	}
+	recent [256]symCache
+	// same caches lookups by where the string's bytes are: the sim writes
+	// the very same string values (a spec's container names, constant
+	// reasons), found without reading their bytes (a cache miss each when
+	// the hash above read three of them). The entry holds the string, so
+	// its bytes cannot be freed and reused by another string while cached.
+	same [256]symCache
+}
+
+type symCache struct {
+	s  string
+	id sym
 }
 
 const maxSyms = 1<<16 - 1
@@ -74,6 +85,20 @@ func (t *symtab) id(s string) (sym, bool) {
 	if s == "" {
 		return 0, true
 	}
+	at := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+	sc := &t.same[(at>>4^at>>12)&255]
+	if unsafe.StringData(sc.s) == unsafe.StringData(s) && len(sc.s) == len(s) {
+		return sc.id, true
+	}
+	id, ok := t.idByValue(s)
+	if ok {
+		sc.s, sc.id = s, id
+	}
+	return id, ok
+}
+
+// idByValue is id's lookup by the string's bytes.
+func (t *symtab) idByValue(s string) (sym, bool) {
 	h := (len(s)*131 + int(s[0])*31 + int(s[len(s)-1])*7 + int(s[len(s)/2])) & 255
 	c := &t.recent[h]
 	if c.s == s {

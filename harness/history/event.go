@@ -190,6 +190,13 @@ type Event struct {
 	// start; real backends: Unix time).
 	T    int64
 	Kind Kind
+	// Slot is an in-process hint, never encoded or decoded: the producer's
+	// stable number for the event's pod, plus one (0: none). A producer
+	// that keeps each live pod in a slot (the sim) sets it, so that a
+	// Partitioner finds the pod's buffer by index instead of hashing its
+	// name, and can prefetch it ahead of the event (Prefetcher). A wrong
+	// hint costs a lookup by name, never a misfiled event.
+	Slot int32
 	// Pod is "namespace/name", unique within a run. Empty for node-level
 	// events.
 	Pod  string

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"unsafe"
+
+	"github.com/sidebench/sidebench/internal/prefetch"
 )
 
 // PodFunc receives one pod's history: its own events with the events of
@@ -76,6 +78,12 @@ type Partitioner struct {
 	// last is the pod of the previous pod event: a backend emits a pod's
 	// events in bursts, so this skips most map lookups.
 	last *podBuf
+	// bySlot finds a live pod by its producer's slot hint (Event.Slot - 1)
+	// without hashing its name; tails[s] is where that pod's next own
+	// record will be written. Both are dense, so Prefetch reads them
+	// without a cache miss of its own.
+	bySlot []*podBuf
+	tails  []uintptr
 
 	// want, if set, says which pods to keep (OnlyPods); skip holds the
 	// refused ones of the current run.
@@ -119,7 +127,11 @@ type sharedLog struct {
 	base    uint64
 	seq     []uint64
 	ev      []Event
-	members map[*podBuf]struct{} // pods bound to the node (node logs only)
+	// members are the pods bound to the node (node logs only), in no
+	// particular order: a pod knows its index (podBuf.member), so it
+	// leaves by a swap with the last (a map cost a hash per binding and
+	// per delivery).
+	members []*podBuf
 	// compactAt is the length at which the log next drops the entries no
 	// live pod can see.
 	compactAt int
@@ -127,9 +139,21 @@ type sharedLog struct {
 
 func (l *sharedLog) end() uint64 { return l.base + uint64(len(l.ev)) }
 
+// leave removes pb from the node's members.
+func (l *sharedLog) leave(pb *podBuf) {
+	last := len(l.members) - 1
+	if i := int(pb.member); i >= 0 && i <= last && l.members[i] == pb {
+		l.members[i] = l.members[last]
+		l.members[i].member = int32(i)
+		l.members[last] = nil
+		l.members = l.members[:last]
+	}
+}
+
 func (l *sharedLog) add(seq uint64, e *Event) {
 	l.seq = append(l.seq, seq)
 	l.ev = append(l.ev, *e)
+	l.ev[len(l.ev)-1].Slot = 0 // a hint, not part of the history
 }
 
 // since returns the entries from absolute index from on.
@@ -161,6 +185,9 @@ type podBuf struct {
 	name string
 	node string
 	seq  uint64 // order of first appearance, for deterministic delivery
+	slot int32  // the producer's slot hint + 1 it is registered under, 0 none
+	// member is pb's index in its node log's members
+	member int32
 	// own holds the pod's own events in memory, nown encoded records
 	// (compact.go: appendRec) written against ownBase.
 	own     []byte
@@ -250,12 +277,13 @@ func (p *Partitioner) Write(e *Event) error {
 	case e.Pod != "":
 		pb := p.last
 		if pb == nil || pb.name != e.Pod {
-			pb = p.pods[e.Pod]
+			pb = p.lookup(e)
 			if pb == nil {
 				if p.want != nil && !p.wanted(e) {
 					break
 				}
 				pb = p.newPod(e.Pod)
+				p.register(pb, e.Slot)
 			}
 			p.last = pb
 		}
@@ -273,7 +301,7 @@ func (p *Partitioner) Write(e *Event) error {
 			l.add(p.seq, e)
 			if len(l.ev) >= l.compactAt {
 				keep := l.end()
-				for pb := range l.members {
+				for _, pb := range l.members {
 					keep = min(keep, pb.nodeFrom)
 				}
 				l.compact(keep)
@@ -295,23 +323,84 @@ func (p *Partitioner) Write(e *Event) error {
 	return p.err
 }
 
+// Prefetcher is a Sink that can start loading the state its next event
+// will touch, given the event's slot hint (Event.Slot): a producer that
+// knows its next event's pod ahead (the sim's event queue) calls it so
+// that the cache misses overlap its own work.
+type Prefetcher interface {
+	Prefetch(slot int32)
+}
+
+// Prefetch starts loading the buffer of the pod in slot (Event.Slot) and
+// the place its next record goes.
+func (p *Partitioner) Prefetch(slot int32) {
+	s := int(slot) - 1
+	if s < 0 || s >= len(p.bySlot) {
+		return
+	}
+	if pb := p.bySlot[s]; pb != nil {
+		prefetch.Range(uintptr(unsafe.Pointer(pb)), unsafe.Sizeof(*pb))
+		prefetch.Line(p.tails[s])
+	}
+}
+
+// lookup finds e's live pod: by its slot hint when the hint names it,
+// else by name.
+func (p *Partitioner) lookup(e *Event) *podBuf {
+	if s := int(e.Slot) - 1; s >= 0 && s < len(p.bySlot) {
+		if pb := p.bySlot[s]; pb != nil && pb.name == e.Pod {
+			return pb
+		}
+	}
+	return p.pods[e.Pod]
+}
+
+// register files a new pod under its slot hint (when the slot is not
+// held: a hint that collides with a live pod is ignored, and both are
+// found by name).
+func (p *Partitioner) register(pb *podBuf, slot int32) {
+	s := int(slot) - 1
+	if s < 0 || s > 1<<24 {
+		return
+	}
+	if s >= len(p.bySlot) {
+		n := max(s+1, 2*len(p.bySlot))
+		p.bySlot = append(p.bySlot, make([]*podBuf, n-len(p.bySlot))...)
+		p.tails = append(p.tails, make([]uintptr, n-len(p.tails))...)
+	}
+	if p.bySlot[s] == nil {
+		p.bySlot[s], pb.slot = pb, slot
+	}
+}
+
 // addOwn appends e, an event of pb's own, to its buffer.
 func (p *Partitioner) addOwn(pb *podBuf, e *Event) {
 	r, ok := p.syms.compact(e, pb)
 	if !ok {
 		r = rec{t: e.T, ext: int32(len(pb.ext))}
 		pb.ext = append(pb.ext, *e)
+		pb.ext[len(pb.ext)-1].Slot = 0 // a hint, not part of the history
 		m := eventSize + int64(len(e.Msg))
 		pb.bytes += m
 		p.buffered += m
 	}
-	var enc [maxRecBytes]byte
-	b := appendRec(enc[:0], &pb.ownBase, p.seq, &r)
-	if cap(pb.own)-len(pb.own) < len(b) {
-		p.grow(pb, len(b))
+	// Encoded in place when the longest record fits (a copy of a dozen
+	// bytes through memmove cost more than the encoding); near the end of
+	// the buffer, encoded aside and the buffer grown by what it needs.
+	if cap(pb.own)-len(pb.own) >= maxRecBytes {
+		pb.own = appendRec(pb.own, &pb.ownBase, p.seq, &r)
+	} else {
+		var enc [maxRecBytes]byte
+		b := appendRec(enc[:0], &pb.ownBase, p.seq, &r)
+		if cap(pb.own)-len(pb.own) < len(b) {
+			p.grow(pb, len(b))
+		}
+		pb.own = append(pb.own, b...)
 	}
-	pb.own = append(pb.own, b...)
 	pb.nown++
+	if pb.slot > 0 {
+		p.tails[pb.slot-1] = uintptr(unsafe.Pointer(unsafe.SliceData(pb.own))) + uintptr(len(pb.own))
+	}
 }
 
 // grow gives pb's buffer room for need more bytes, recycling a delivered
@@ -379,12 +468,13 @@ func (p *Partitioner) bind(pb *podBuf, node string) {
 		if n := len(p.freeLogs); n > 0 {
 			l, p.freeLogs = p.freeLogs[n-1], p.freeLogs[:n-1]
 		} else {
-			l = &sharedLog{members: make(map[*podBuf]struct{})}
+			l = &sharedLog{}
 		}
 		l.compactAt = 1024
 		p.nodes[node] = l
 	}
-	l.members[pb] = struct{}{}
+	pb.member = int32(len(l.members))
+	l.members = append(l.members, pb)
 	pb.nodeFrom = l.end()
 }
 
@@ -422,11 +512,15 @@ func (p *Partitioner) finish(pb *podBuf, end *Event) {
 	if p.last == pb {
 		p.last = nil
 	}
+	if pb.slot > 0 {
+		p.bySlot[pb.slot-1] = nil
+	}
 	delete(p.pods, pb.name)
 	if p.err == nil {
 		evs, err := p.assemble(pb)
 		if err == nil && end != nil {
 			evs = append(evs, *end)
+			evs[len(evs)-1].Slot = 0
 		}
 		if err == nil {
 			err = p.fn(p.meta, pb.name, evs)
@@ -442,7 +536,7 @@ func (p *Partitioner) finish(pb *podBuf, end *Event) {
 	}
 	if pb.node != "" {
 		if l := p.nodes[pb.node]; l != nil {
-			delete(l.members, pb)
+			l.leave(pb)
 			if len(l.members) == 0 {
 				delete(p.nodes, pb.node)
 				if len(p.freeLogs) < 64 && cap(l.ev) <= 4096 {

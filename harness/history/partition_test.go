@@ -573,3 +573,104 @@ func TestPartitionLivePodBytes(t *testing.T) {
 		t.Fatalf("%d pods delivered, the first with %d events", len(want), len(want[0].events))
 	}
 }
+
+// TestPartitionSlotHints: slot hints (Event.Slot) only speed the lookup
+// of a pod's buffer up. Right hints, stale ones (a slot reused by the
+// next pod), hints that collide with a live pod's, out of range and
+// random ones all give the histories a stream without hints gives, and
+// no delivered event carries a hint. Prefetch with any hint is harmless.
+func TestPartitionSlotHints(t *testing.T) {
+	// A run with pods coming and going over 40 slots (a slot is reused
+	// once its pod is removed, as the sim does), a pod name used twice,
+	// node and cluster events, whole (fault, message) events, two runs.
+	type live struct {
+		name, node string
+		slot       int32
+	}
+	var events []Event
+	rng := uint64(1)
+	next := func(n int) int {
+		rng = rng*6364136223846793005 + 1442695040888963407
+		return int(rng>>33) % n
+	}
+	for run := range 2 {
+		events = append(events, Event{Kind: RunMeta, Meta: &Meta{Seed: uint64(run)}})
+		var pods []live
+		free := make([]int32, 40)
+		for i := range free {
+			free[i] = int32(i + 1)
+		}
+		for i := range 4000 {
+			t := int64(i)
+			switch k := next(10); {
+			case k == 0 && len(free) > 0:
+				s := free[len(free)-1]
+				free = free[:len(free)-1]
+				p := live{name: fmt.Sprintf("ns/p%d", i%700), node: fmt.Sprintf("n%d", next(4)), slot: s}
+				pods = append(pods, p)
+				events = append(events, Event{T: t, Kind: PodCreated, Pod: p.name, Slot: s, Spec: &PodSpec{Main: []ContainerSpec{{Name: "app", Role: "main"}}}},
+					Event{T: t, Kind: PodScheduled, Pod: p.name, Node: p.node, Slot: s})
+			case k == 1 && len(pods) > 0:
+				j := next(len(pods))
+				p := pods[j]
+				pods = append(pods[:j], pods[j+1:]...)
+				free = append(free, p.slot)
+				events = append(events, Event{T: t, Kind: PodRemoved, Pod: p.name, Node: p.node, Slot: p.slot})
+			case k == 2:
+				events = append(events, Event{T: t, Kind: KubeletDown, Node: fmt.Sprintf("n%d", next(4))})
+			case k == 3:
+				events = append(events, Event{T: t, Kind: FaultBegin, Fault: "outage", FaultID: uint32(i)})
+			case len(pods) > 0:
+				p := pods[next(len(pods))]
+				e := Event{T: t, Kind: ContainerRunning, Pod: p.name, Node: p.node, Container: "app", Slot: p.slot}
+				if k == 4 {
+					e.Msg = "whole"
+				}
+				events = append(events, e)
+			}
+		}
+		events = append(events, Event{T: 5000, Kind: RunEnd, Msg: "complete"})
+	}
+	run := func(hint func(e *Event) int32) []delivery {
+		var got []delivery
+		p := NewPartitioner(collect(&got))
+		for i := range events {
+			e := events[i]
+			e.Slot = hint(&e)
+			p.Prefetch(hint(&e))
+			if err := p.Write(&e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	want := run(func(*Event) int32 { return 0 })
+	for _, tc := range []struct {
+		name string
+		hint func(e *Event) int32
+	}{
+		{"right", func(e *Event) int32 { return e.Slot }},
+		{"one slot for all", func(e *Event) int32 { return min(e.Slot, 1) }},
+		{"shifted", func(e *Event) int32 { return e.Slot * 3 % 41 }},
+		{"random", func(*Event) int32 { return int32(next(50)) - 5 }},
+		{"huge", func(e *Event) int32 { return e.Slot<<20 | e.Slot }},
+	} {
+		got := run(tc.hint)
+		if len(got) != len(want) {
+			t.Fatalf("%s hints: %d histories, want %d", tc.name, len(got), len(want))
+		}
+		for i := range want {
+			if got[i].pod != want[i].pod || !reflect.DeepEqual(got[i].events, want[i].events) {
+				t.Fatalf("%s hints: history %d (%s) differs from the one without hints:\n%+v\nwant\n%+v", tc.name, i, got[i].pod, got[i].events, want[i].events)
+			}
+			for _, e := range got[i].events {
+				if e.Slot != 0 {
+					t.Fatalf("%s hints: a delivered event carries the hint %d", tc.name, e.Slot)
+				}
+			}
+		}
+	}
+}

@@ -586,8 +586,8 @@ func (o *Options) runTrial(ctx context.Context, d *rundir.Dir, t scenario.Trial,
 	if keep.All() {
 		stages = append(stages, hw)
 	}
-	stages = append(stages, teeSink{part, tally, tap})
-	var sink history.Sink = teeSink(stages)
+	stages = append(stages, newTee(part, tally, tap))
+	var sink history.Sink = newTee(stages...)
 	var async *history.AsyncSink
 	if pipeline {
 		async = history.NewPipeline(0, stages...)
@@ -678,10 +678,32 @@ func writePodRun(hw *history.Writer, meta *history.Meta, evs []history.Event) er
 	return hw.Write(&end)
 }
 
-type teeSink []history.Sink
+// teeSink writes every event to each of its sinks in turn, and passes
+// a prefetch hint (history.Prefetcher) on to those that take one.
+type teeSink struct {
+	sinks []history.Sink
+	pf    []history.Prefetcher
+}
 
-func (t teeSink) Write(e *history.Event) error {
-	for _, s := range t {
+func newTee(sinks ...history.Sink) *teeSink {
+	t := &teeSink{sinks: sinks}
+	for _, s := range sinks {
+		if pf, ok := s.(history.Prefetcher); ok {
+			t.pf = append(t.pf, pf)
+		}
+	}
+	return t
+}
+
+// Prefetch passes the hint on to the sinks that take one.
+func (t *teeSink) Prefetch(slot int32) {
+	for _, pf := range t.pf {
+		pf.Prefetch(slot)
+	}
+}
+
+func (t *teeSink) Write(e *history.Event) error {
+	for _, s := range t.sinks {
 		if err := s.Write(e); err != nil {
 			return err
 		}

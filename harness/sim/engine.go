@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/sidebench/sidebench/harness/history"
+	"github.com/sidebench/sidebench/internal/prefetch"
 	"github.com/sidebench/sidebench/reference-impl/api"
 	"github.com/sidebench/sidebench/reference-impl/kubelet"
 )
@@ -143,7 +144,7 @@ func (e *engine) prefetchNext() {
 	near := e.q.near
 	for i := 1; i <= 2 && i < len(near); i++ {
 		if n := &near[i]; n.kind >= evBind {
-			prefetchLines(uintptr(unsafe.Pointer(&e.pods[n.slot])), 3)
+			prefetch.Lines(uintptr(unsafe.Pointer(&e.pods[n.slot])), 3)
 		}
 	}
 	if len(near) == 0 {
@@ -155,17 +156,18 @@ func (e *engine) prefetchNext() {
 	}
 	p := &e.pods[n.slot]
 	if km, ok := p.m.(*kubelet.Machine); ok {
-		prefetchRange(uintptr(unsafe.Pointer(km)), unsafe.Sizeof(*km)+uintptr(len(p.cs))*unsafe.Sizeof(api.ContainerObs{}))
+		prefetch.Range(uintptr(unsafe.Pointer(km)), unsafe.Sizeof(*km)+uintptr(len(p.cs))*unsafe.Sizeof(api.ContainerObs{}))
 	}
 	if c := int(n.c); c < len(p.cs) {
-		prefetchLines(uintptr(unsafe.Pointer(&p.cs[c])), 2)
+		prefetch.Lines(uintptr(unsafe.Pointer(&p.cs[c])), 2)
+	}
+	if e.pf != nil {
+		// The next event's history goes to the pod's buffer in the
+		// partitioner (a trial that is not pipelined): start loading it.
+		e.pf.Prefetch(n.slot + 1)
 	}
 }
 
-// prefetchRange prefetches every cache line of the size bytes at addr.
-func prefetchRange(addr, size uintptr) {
-	prefetchLines(addr&^63, int((addr&63+size+63)/64))
-}
 
 // done reports whether every pod was created and removed and no fault is
 // still in progress (a node shutting down, a kubelet down).

@@ -28,7 +28,7 @@ func (e *engine) faultEv(k history.Kind, fi int, id uint32, node int, p *pod, c 
 	}
 	e.ev = history.Event{T: e.now, Kind: k, Fault: f.spec.Kind.String(), FaultID: id, Msg: msg}
 	if p != nil {
-		e.ev.Pod = p.name
+		e.ev.Pod, e.ev.Slot = p.name, p.slot+1
 		e.ev.Target = p.name
 		if p.node >= 0 {
 			node = int(p.node)
@@ -607,7 +607,7 @@ func (e *engine) nodeLost(k int) {
 		p := &e.pods[n.pods[len(n.pods)-1]]
 		if !p.deleted {
 			p.deleted = true
-			e.ev = history.Event{T: e.now, Kind: history.PodDeleted, Pod: p.name, Node: n.name, Msg: "node lost"}
+			e.ev = history.Event{T: e.now, Kind: history.PodDeleted, Pod: p.name, Slot: p.slot + 1, Node: n.name, Msg: "node lost"}
 			e.write()
 		}
 		e.removePod(p, true)

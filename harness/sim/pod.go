@@ -244,5 +244,5 @@ func (e *engine) emitP(k history.Kind, p *pod) { e.podEvent(k, p) }
 func (e *engine) podEvent(k history.Kind, p *pod) {
 	ev := &e.ev
 	*ev = history.Event{}
-	ev.T, ev.Kind, ev.Pod, ev.Node = e.now, k, p.name, p.nodeName
+	ev.T, ev.Kind, ev.Pod, ev.Node, ev.Slot = e.now, k, p.name, p.nodeName, p.slot+1
 }

@@ -272,6 +272,8 @@ type engine struct {
 	cfg  *Config
 	seed uint64
 	sink history.Sink
+	// pf is sink's prefetch hook, if it has one (history.Prefetcher)
+	pf history.Prefetcher
 	mf   machineFactory // nil: pooled reference machines
 	pool []*kubelet.Machine
 	// scratch is the working memory every pooled machine shares: the sim
@@ -319,6 +321,7 @@ type engine struct {
 
 func newEngine(ctx context.Context, cfg *Config, seed uint64, sink history.Sink, mf machineFactory) *engine {
 	e := &engine{ctx: ctx, cfg: cfg, seed: seed, sink: sink, mf: mf}
+	e.pf, _ = sink.(history.Prefetcher)
 	e.res.Seed = seed
 	e.retryDelay = int64(cfg.Cluster.RetryDelay)
 	if e.retryDelay == 0 {

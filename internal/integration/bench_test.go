@@ -18,7 +18,7 @@ import (
 // benchConfig is the sim issue's reference workload: pods with 1 init
 // container, 2 sidecars with startup probes and 1 main, deleted with grace
 // after their lifetime, about 10,000 alive at once.
-func benchConfig(b *testing.B, faults string) (*sim.Config, uint64) {
+func benchConfig(b testing.TB, faults string) (*sim.Config, uint64) {
 	text := oneWorkload{name: "bench", seed: 1, nodes: 400, perNode: 30, count: 100000,
 		arrival: "{type: poisson, rate: 2000}", lifetime: "uniform(min=4s, max=6s)", pod: sidecarPod, faults: faults}.text()
 	cfg, t := compileTrial(b, text, "", 0)

@@ -1,13 +1,13 @@
 #include "textflag.h"
 
-// func prefetch(addr uintptr)
-TEXT ·prefetch(SB), NOSPLIT, $0-8
+// func Line(addr uintptr)
+TEXT ·Line(SB), NOSPLIT, $0-8
 	MOVQ addr+0(FP), AX
 	PREFETCHT0 (AX)
 	RET
 
-// func prefetchLines(addr uintptr, n int)
-TEXT ·prefetchLines(SB), NOSPLIT, $0-16
+// func Lines(addr uintptr, n int)
+TEXT ·Lines(SB), NOSPLIT, $0-16
 	MOVQ addr+0(FP), AX
 	MOVQ n+8(FP), CX
 	TESTQ CX, CX

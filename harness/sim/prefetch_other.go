@@ -1,7 +1,0 @@
-//go:build !amd64
-
-package sim
-
-func prefetch(uintptr) {}
-
-func prefetchLines(uintptr, int) {}
