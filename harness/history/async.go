@@ -142,3 +142,93 @@ func (s *AsyncSink) Close() error {
 	}
 	return s.err
 }
+
+// PodWorker runs a PodFunc on a goroutine of its own for the histories a
+// deferred Partitioner (NewDeferredPartitioner) hands it, in the order it
+// takes them: the producer files events, the worker assembles, checks and
+// measures pods beside it. Pods cross in batches (a goroutine woken per
+// pod cost more CPU than the checking), through a bounded queue that holds
+// the producer back when the worker falls behind. After fn's first error
+// the worker drops the pods it takes, and Take returns the error (which
+// stops the Partitioner); Close returns it too.
+type PodWorker struct {
+	batch []*PodHistory
+	queue chan []*PodHistory
+	free  chan []*PodHistory
+	done  chan struct{}
+	err   atomic.Pointer[error]
+}
+
+// podBatch is how many pods cross to a PodWorker at once, and
+// podBatches how many batches may wait for it.
+const (
+	podBatch   = 64
+	podBatches = 4
+)
+
+// NewPodWorker starts a worker that calls fn for each pod.
+func NewPodWorker(fn PodFunc) *PodWorker {
+	w := &PodWorker{
+		batch: make([]*PodHistory, 0, podBatch),
+		queue: make(chan []*PodHistory, podBatches),
+		free:  make(chan []*PodHistory, podBatches+1),
+		done:  make(chan struct{}),
+	}
+	go func() {
+		defer close(w.done)
+		var evs []Event
+		for b := range w.queue {
+			for i, h := range b {
+				if w.err.Load() == nil {
+					evs = h.Events(evs[:0])
+					if err := fn(h.Run, h.Pod(), evs); err != nil {
+						w.err.Store(&err)
+					}
+					if cap(evs) > 1<<16 {
+						evs = nil // do not pin one huge history
+					}
+				}
+				h.Release()
+				b[i] = nil
+			}
+			select {
+			case w.free <- b[:0]:
+			default:
+			}
+		}
+	}()
+	return w
+}
+
+// Take queues h for the worker: NewDeferredPartitioner's function.
+func (w *PodWorker) Take(h *PodHistory) error {
+	if err := w.err.Load(); err != nil {
+		h.Release()
+		return *err
+	}
+	w.batch = append(w.batch, h)
+	if len(w.batch) == podBatch {
+		w.queue <- w.batch
+		select {
+		case w.batch = <-w.free:
+		default:
+			w.batch = make([]*PodHistory, 0, podBatch)
+		}
+	}
+	return nil
+}
+
+// Close hands the last pods over, waits for them and returns fn's first
+// error. Take must not be called afterwards.
+func (w *PodWorker) Close() error {
+	if len(w.batch) > 0 {
+		w.queue <- w.batch
+		w.batch = nil
+	}
+	close(w.queue)
+	<-w.done
+	if err := w.err.Load(); err != nil {
+		return *err
+	}
+	return nil
+}

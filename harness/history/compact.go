@@ -170,30 +170,31 @@ func (t *symtab) compact(e *Event, pb *podBuf) (r rec, ok bool) {
 	return r, ok
 }
 
-// expand writes the event r stands for into e.
-func (t *symtab) expand(r *rec, pb *podBuf, e *Event) {
+// expand writes the event r of o stands for into e; strs are the
+// symbols (symtab.strs, or a snapshot of it: the table only grows).
+func expand(strs []string, r *rec, o *recOwner, e *Event) {
 	if r.ext >= 0 {
-		*e = pb.ext[r.ext]
+		*e = o.ext[r.ext]
 		return
 	}
 	*e = Event{T: r.t, Kind: r.kind, Attempt: r.attempt, Code: r.code, Grace: r.grace, OOMScoreAdj: r.oom,
-		Container: t.strs[r.ctr], Reason: t.strs[r.reason], Result: t.strs[r.result], Value: r.flags&recValue != 0}
+		Container: strs[r.ctr], Reason: strs[r.reason], Result: strs[r.result], Value: r.flags&recValue != 0}
 	if r.flags&recPod != 0 {
-		e.Pod = pb.name
+		e.Pod = o.name
 	}
 	if r.flags&recNode != 0 {
-		e.Node = pb.node
+		e.Node = o.node
 	}
 	if r.flags&recSpec != 0 {
-		e.Spec = pb.spec
+		e.Spec = o.spec
 	}
 	switch {
 	case r.flags&recPhase != 0:
-		e.Phase = t.strs[r.str]
+		e.Phase = strs[r.str]
 	case r.flags&recCond != 0:
-		e.Cond = t.strs[r.str]
+		e.Cond = strs[r.str]
 	case r.flags&recProbe != 0:
-		e.Probe = t.strs[r.str]
+		e.Probe = strs[r.str]
 	}
 }
 

@@ -51,7 +51,7 @@ func randomEvent(r *rand.Rand, pb *podBuf) Event {
 func TestCompactRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	syms := newSymtab()
-	pb := &podBuf{name: "default/web-7", node: "node-1"}
+	pb := &podBuf{recOwner: recOwner{name: "default/web-7", node: "node-1"}}
 	p := &Partitioner{syms: syms}
 	var want []Event
 	var seqs []uint64
@@ -80,7 +80,7 @@ func TestCompactRoundTrip(t *testing.T) {
 		if seq := rd.next(&rc); seq != seqs[i] {
 			t.Fatalf("event %d: seq %d, want %d", i, seq, seqs[i])
 		}
-		p.syms.expand(&rc, pb, &got)
+		expand(p.syms.strs, &rc, &pb.recOwner, &got)
 		if got.String() != want[i].String() || got.Spec != want[i].Spec || got.Meta != want[i].Meta {
 			t.Fatalf("event %d:\n got %s\nwant %s", i, got.String(), want[i].String())
 		}

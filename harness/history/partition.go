@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"sync"
 	"unsafe"
 
 	"github.com/sidebench/sidebench/internal/prefetch"
@@ -64,7 +65,12 @@ type PodFunc func(run *Meta, pod string, events []Event) error
 // the end of their run. What remains in memory is a small record per live
 // pod, the shared logs, and one pod history at a time during delivery.
 type Partitioner struct {
-	fn      PodFunc
+	fn PodFunc
+	// deferred, if set instead of fn, takes each pod's history to
+	// assemble later, elsewhere (NewDeferredPartitioner)
+	deferred func(*PodHistory) error
+	hist     PodHistory // fn's, reused
+	returned returned   // buffers deferred histories gave back
 	run     int
 	meta    *Meta
 	pods    map[string]*podBuf
@@ -181,10 +187,19 @@ func (l *sharedLog) compact(keep uint64) {
 	l.compactAt = max(2*len(l.ev), len(l.ev)+1024)
 }
 
-type podBuf struct {
+// recOwner is what expanding a pod's compact records takes besides the
+// symbols: the pod's name and node (records only flag them), its spec and
+// its events kept whole.
+type recOwner struct {
 	name string
 	node string
-	seq  uint64 // order of first appearance, for deterministic delivery
+	ext  []Event  // own events kept whole (compact.go), indexed by their records
+	spec *PodSpec // the Spec of the compact records with recSpec
+}
+
+type podBuf struct {
+	recOwner
+	seq uint64 // order of first appearance, for deterministic delivery
 	slot int32  // the producer's slot hint + 1 it is registered under, 0 none
 	// member is pb's index in its node log's members
 	member int32
@@ -193,8 +208,6 @@ type podBuf struct {
 	own     []byte
 	nown    int
 	ownBase recBase
-	ext     []Event  // own events kept whole (compact.go), indexed by their records
-	spec    *PodSpec // the Spec of the compact records with recSpec
 	// bytes is what own costs in memory: its capacity, the events kept
 	// whole, plus Msg texts (other strings are interned by the Reader or
 	// numbered, specs shared).
@@ -243,6 +256,19 @@ func NewPartitioner(fn PodFunc, opts ...PartitionOption) *Partitioner {
 	for _, o := range opts {
 		o(p)
 	}
+	return p
+}
+
+// NewDeferredPartitioner returns a Partitioner that hands each pod's
+// history to fn unassembled, as soon as the pod is finished: fn may pass
+// it to another goroutine, which assembles it (PodHistory.Events) and
+// releases it. Partitioning then costs the producer only the buffering
+// of each event (a sim trial's own goroutine, beside its cache-hot
+// state); assembling, checking and measuring run elsewhere. fn is called
+// in the order NewPartitioner's would be.
+func NewDeferredPartitioner(fn func(*PodHistory) error, opts ...PartitionOption) *Partitioner {
+	p := NewPartitioner(nil, opts...)
+	p.deferred = fn
 	return p
 }
 
@@ -409,6 +435,9 @@ func (p *Partitioner) addOwn(pb *podBuf, e *Event) {
 // average), to the allocator's size class. Memory is accounted by
 // capacity.
 func (p *Partitioner) grow(pb *podBuf, need int) {
+	if len(p.free) == 0 && p.deferred != nil {
+		p.takeReturned()
+	}
 	var next []byte
 	if n := len(p.free); n > 0 && cap(p.free[n-1])-len(pb.own) >= need {
 		next, p.free = p.free[n-1], p.free[:n-1]
@@ -422,6 +451,19 @@ func (p *Partitioner) grow(pb *podBuf, need int) {
 	pb.own = next
 	pb.bytes += delta
 	p.buffered += delta
+}
+
+// takeReturned moves the buffers deferred histories gave back to the
+// free list.
+func (p *Partitioner) takeReturned() {
+	r := &p.returned
+	r.mu.Lock()
+	for _, b := range r.bufs {
+		p.recycle(b)
+	}
+	clear(r.bufs)
+	r.bufs, r.bytes = r.bufs[:0], 0
+	r.mu.Unlock()
 }
 
 // recycle keeps a buffer for reuse, within maxFreeBytes.
@@ -495,7 +537,7 @@ func (p *Partitioner) Close() error {
 }
 
 func (p *Partitioner) newPod(name string) *podBuf {
-	pb := &podBuf{name: name, seq: p.seq, clusterFrom: p.cluster.end()}
+	pb := &podBuf{recOwner: recOwner{name: name}, seq: p.seq, clusterFrom: p.cluster.end()}
 	if len(p.pods) == 0 {
 		// Nobody can see the cluster log's entries any more.
 		p.cluster.compact(p.cluster.end())
@@ -516,23 +558,39 @@ func (p *Partitioner) finish(pb *podBuf, end *Event) {
 		p.bySlot[pb.slot-1] = nil
 	}
 	delete(p.pods, pb.name)
+	kept := false // the pod's buffers went with its history (deferred)
 	if p.err == nil {
-		evs, err := p.assemble(pb)
-		if err == nil && end != nil {
-			evs = append(evs, *end)
-			evs[len(evs)-1].Slot = 0
+		h := &p.hist
+		if p.deferred != nil {
+			h = new(PodHistory)
 		}
-		if err == nil {
+		err := p.view(h, pb, end)
+		switch {
+		case err != nil:
+		case p.deferred != nil:
+			// The history outlives this call, on another goroutine: it
+			// takes the pod's buffers and a copy of the shared entries
+			// (the logs go on changing), and gives the buffer back with
+			// Release.
+			h.nodeSeq, h.nodeEv = slices.Clone(h.nodeSeq), slices.Clone(h.nodeEv)
+			h.clusterSeq, h.clusterEv = slices.Clone(h.clusterSeq), slices.Clone(h.clusterEv)
+			h.back = &p.returned
+			kept = true
+			err = p.deferred(h)
+		default:
+			evs := h.Events(p.out[:0])
 			err = p.fn(p.meta, pb.name, evs)
+			// The buffer is reused as is: its stale Spec pointers pin at
+			// most the specs of one pod, and clearing it cost as much as
+			// filling it.
+			if cap(evs) > 1<<16 {
+				p.out = nil // do not pin one huge history
+			} else {
+				p.out = evs[:0]
+			}
+			*h = PodHistory{}
 		}
 		p.err = err
-		// The buffer is reused as is: its stale Spec pointers pin at most
-		// the specs of one pod, and clearing it cost as much as filling it.
-		if cap(evs) > 1<<16 {
-			p.out = nil // do not pin one huge history
-		} else {
-			p.out = evs[:0]
-		}
 	}
 	if pb.node != "" {
 		if l := p.nodes[pb.node]; l != nil {
@@ -551,9 +609,36 @@ func (p *Partitioner) finish(pb *podBuf, end *Event) {
 		p.spill.release(len(pb.spilled))
 	}
 	p.buffered -= pb.bytes
-	p.recycle(pb.own)
-	clear(pb.ext) // drop Spec/Meta pointers
+	if !kept {
+		p.recycle(pb.own)
+		clear(pb.ext) // drop Spec/Meta pointers
+	}
 	*pb = podBuf{}
+}
+
+// view fills h with pb's history: its own events (spilled ones read
+// back), the entries of its node's and the cluster's logs since it was
+// bound, and end. h refers to pb's buffers and to the logs.
+func (p *Partitioner) view(h *PodHistory, pb *podBuf, end *Event) error {
+	*h = PodHistory{Run: p.meta, recOwner: pb.recOwner, own: pb.own, nown: pb.nown, strs: p.syms.strs}
+	if len(pb.spilled) > 0 {
+		spilled, err := p.spill.read(pb.spilled, nil)
+		if err != nil {
+			return err
+		}
+		h.spilled = spilled
+	}
+	if pb.node != "" {
+		if l := p.nodes[pb.node]; l != nil {
+			h.nodeSeq, h.nodeEv = l.since(pb.nodeFrom)
+		}
+	}
+	h.clusterSeq, h.clusterEv = p.cluster.since(pb.clusterFrom)
+	if end != nil {
+		h.end, h.hasEnd = *end, true
+		h.end.Slot = 0 // a hint, not part of the history
+	}
+	return nil
 }
 
 // expandOwn returns pb's own events in memory, expanded (for a spill),
@@ -568,7 +653,7 @@ func (p *Partitioner) expandOwn(pb *podBuf) []seqEvent {
 	var r rec
 	for i := range out {
 		out[i].seq = rd.next(&r)
-		p.syms.expand(&r, pb, &out[i].ev)
+		expand(p.syms.strs, &r, &pb.recOwner, &out[i].ev)
 	}
 	if cap(out) <= 1<<16 {
 		p.scratch = out[:0] // reused as is, like out
@@ -576,38 +661,91 @@ func (p *Partitioner) expandOwn(pb *podBuf) []seqEvent {
 	return out
 }
 
-// assemble merges pb's own events (spilled ones first, then the compact
-// ones in memory) with the entries of its node's and the cluster's logs,
-// in stream order.
-func (p *Partitioner) assemble(pb *podBuf) ([]Event, error) {
-	var spilled []seqEvent
-	if len(pb.spilled) > 0 {
-		var err error
-		if spilled, err = p.spill.read(pb.spilled, nil); err != nil {
-			return nil, err
-		}
+// PodHistory is one pod's history as a Partitioner delivers it to a
+// deferred consumer (NewDeferredPartitioner): the pod's own events in
+// their compact form and the node's and cluster's events it saw, which
+// Events assembles into the pod's events in history order, on any
+// goroutine. It owns its buffers until Release.
+type PodHistory struct {
+	// Run is the Meta of the pod's run (nil if the run had no run.meta).
+	Run *Meta
+	recOwner
+	own                 []byte
+	nown                int
+	spilled             []seqEvent
+	nodeSeq, clusterSeq []uint64
+	nodeEv, clusterEv   []Event
+	end                 Event // run.end, appended when hasEnd
+	hasEnd              bool
+	// strs are the symbols as of the delivery: the table only grows, so
+	// the entries a record names never change.
+	strs []string
+	back *returned // where Release gives the own-event buffer back
+}
+
+// Pod is the pod's name ("namespace/name").
+func (h *PodHistory) Pod() string { return h.name }
+
+// Len is the number of events Events returns.
+func (h *PodHistory) Len() int {
+	n := len(h.spilled) + h.nown + len(h.nodeEv) + len(h.clusterEv)
+	if h.hasEnd {
+		n++
 	}
-	var nodeSeq, clusterSeq []uint64
-	var nodeEv, clusterEv []Event
-	if pb.node != "" {
-		if l := p.nodes[pb.node]; l != nil {
-			nodeSeq, nodeEv = l.since(pb.nodeFrom)
-		}
+	return n
+}
+
+// Release gives the history's buffers back to its Partitioner; h must not
+// be used afterwards.
+func (h *PodHistory) Release() {
+	if h.back != nil {
+		h.back.put(h.own)
 	}
-	clusterSeq, clusterEv = p.cluster.since(pb.clusterFrom)
+	clear(h.ext) // drop Spec/Meta pointers
+	*h = PodHistory{}
+}
+
+// returned collects the own-event buffers deferred consumers release,
+// from any goroutine, until the Partitioner takes them for new pods.
+type returned struct {
+	mu    sync.Mutex
+	bufs  [][]byte
+	bytes int64
+}
+
+func (r *returned) put(b []byte) {
+	if cap(b) == 0 {
+		return
+	}
+	r.mu.Lock()
+	if r.bytes+int64(cap(b)) <= maxFreeBytes {
+		r.bufs = append(r.bufs, b[:0])
+		r.bytes += int64(cap(b))
+	}
+	r.mu.Unlock()
+}
+
+// Events appends the pod's events to dst, in history order: its own
+// events (spilled ones first, then the compact ones in memory) merged
+// with the entries of its node's and the cluster's logs by stream
+// position, then run.end if its run ended while it lived.
+func (h *PodHistory) Events(dst []Event) []Event {
+	spilled := h.spilled
+	nodeSeq, nodeEv := h.nodeSeq, h.nodeEv
+	clusterSeq, clusterEv := h.clusterSeq, h.clusterEv
 	nsp := len(spilled)
 	// The compact own events are decoded one at a time: cur is the next
 	// one, at position curSeq, and ownLeft counts it and those after it.
-	rd := recReader{b: pb.own}
+	rd := recReader{b: h.own}
 	var cur rec
 	var curSeq uint64
-	ownLeft := pb.nown
+	ownLeft := h.nown
 	if ownLeft > 0 {
 		curSeq = rd.next(&cur)
 	}
-	out := p.out[:0]
-	if n := nsp + pb.nown + len(nodeEv) + len(clusterEv); cap(out) < n {
-		out = make([]Event, 0, n)
+	out := dst
+	if n := len(out) + h.Len(); cap(out) < n {
+		out = slices.Grow(out, n-len(out))
 	}
 	const done = uint64(1<<64 - 1)
 	next := func(seq []uint64, i int) uint64 {
@@ -631,14 +769,17 @@ func (p *Partitioner) assemble(pb *podBuf) ([]Event, error) {
 		}
 		switch {
 		case so == done && sn == done && sc == done:
-			return out, nil
+			if h.hasEnd {
+				out = append(out, h.end)
+			}
+			return out
 		case so < sn && so < sc:
 			if i < nsp {
 				out = append(out, spilled[i].ev)
 				i++
 			} else {
 				out = out[:len(out)+1]
-				p.syms.expand(&cur, pb, &out[len(out)-1])
+				expand(h.strs, &cur, &h.recOwner, &out[len(out)-1])
 				if ownLeft--; ownLeft > 0 {
 					curSeq = rd.next(&cur)
 				}

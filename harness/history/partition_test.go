@@ -580,57 +580,7 @@ func TestPartitionLivePodBytes(t *testing.T) {
 // random ones all give the histories a stream without hints gives, and
 // no delivered event carries a hint. Prefetch with any hint is harmless.
 func TestPartitionSlotHints(t *testing.T) {
-	// A run with pods coming and going over 40 slots (a slot is reused
-	// once its pod is removed, as the sim does), a pod name used twice,
-	// node and cluster events, whole (fault, message) events, two runs.
-	type live struct {
-		name, node string
-		slot       int32
-	}
-	var events []Event
-	rng := uint64(1)
-	next := func(n int) int {
-		rng = rng*6364136223846793005 + 1442695040888963407
-		return int(rng>>33) % n
-	}
-	for run := range 2 {
-		events = append(events, Event{Kind: RunMeta, Meta: &Meta{Seed: uint64(run)}})
-		var pods []live
-		free := make([]int32, 40)
-		for i := range free {
-			free[i] = int32(i + 1)
-		}
-		for i := range 4000 {
-			t := int64(i)
-			switch k := next(10); {
-			case k == 0 && len(free) > 0:
-				s := free[len(free)-1]
-				free = free[:len(free)-1]
-				p := live{name: fmt.Sprintf("ns/p%d", i%700), node: fmt.Sprintf("n%d", next(4)), slot: s}
-				pods = append(pods, p)
-				events = append(events, Event{T: t, Kind: PodCreated, Pod: p.name, Slot: s, Spec: &PodSpec{Main: []ContainerSpec{{Name: "app", Role: "main"}}}},
-					Event{T: t, Kind: PodScheduled, Pod: p.name, Node: p.node, Slot: s})
-			case k == 1 && len(pods) > 0:
-				j := next(len(pods))
-				p := pods[j]
-				pods = append(pods[:j], pods[j+1:]...)
-				free = append(free, p.slot)
-				events = append(events, Event{T: t, Kind: PodRemoved, Pod: p.name, Node: p.node, Slot: p.slot})
-			case k == 2:
-				events = append(events, Event{T: t, Kind: KubeletDown, Node: fmt.Sprintf("n%d", next(4))})
-			case k == 3:
-				events = append(events, Event{T: t, Kind: FaultBegin, Fault: "outage", FaultID: uint32(i)})
-			case len(pods) > 0:
-				p := pods[next(len(pods))]
-				e := Event{T: t, Kind: ContainerRunning, Pod: p.name, Node: p.node, Container: "app", Slot: p.slot}
-				if k == 4 {
-					e.Msg = "whole"
-				}
-				events = append(events, e)
-			}
-		}
-		events = append(events, Event{T: 5000, Kind: RunEnd, Msg: "complete"})
-	}
+	events, next := mixedStream()
 	run := func(hint func(e *Event) int32) []delivery {
 		var got []delivery
 		p := NewPartitioner(collect(&got))
@@ -672,5 +622,199 @@ func TestPartitionSlotHints(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// mixedStream is a history of two runs with pods coming and going over
+// 40 slots (a slot is reused once its pod is removed, as the sim does;
+// Event.Slot holds it), pod names used more than once, node and cluster
+// events, events kept whole (faults, messages); next is its random
+// source, for more.
+func mixedStream() (events []Event, next func(n int) int) {
+	type live struct {
+		name, node string
+		slot       int32
+	}
+	rng := uint64(1)
+	next = func(n int) int {
+		rng = rng*6364136223846793005 + 1442695040888963407
+		return int(rng>>33) % n
+	}
+	for run := range 2 {
+		events = append(events, Event{Kind: RunMeta, Meta: &Meta{Seed: uint64(run)}})
+		var pods []live
+		free := make([]int32, 40)
+		for i := range free {
+			free[i] = int32(i + 1)
+		}
+		for i := range 4000 {
+			t := int64(i)
+			switch k := next(10); {
+			case k == 0 && len(free) > 0:
+				s := free[len(free)-1]
+				free = free[:len(free)-1]
+				p := live{name: fmt.Sprintf("ns/p%d", i%700), node: fmt.Sprintf("n%d", next(4)), slot: s}
+				pods = append(pods, p)
+				events = append(events, Event{T: t, Kind: PodCreated, Pod: p.name, Slot: s, Spec: &PodSpec{Main: []ContainerSpec{{Name: "app", Role: "main"}}}},
+					Event{T: t, Kind: PodScheduled, Pod: p.name, Node: p.node, Slot: s})
+			case k == 1 && len(pods) > 0:
+				j := next(len(pods))
+				p := pods[j]
+				pods = append(pods[:j], pods[j+1:]...)
+				free = append(free, p.slot)
+				events = append(events, Event{T: t, Kind: PodRemoved, Pod: p.name, Node: p.node, Slot: p.slot})
+			case k == 2:
+				events = append(events, Event{T: t, Kind: KubeletDown, Node: fmt.Sprintf("n%d", next(4))})
+			case k == 3:
+				events = append(events, Event{T: t, Kind: FaultBegin, Fault: "outage", FaultID: uint32(i)})
+			case len(pods) > 0:
+				p := pods[next(len(pods))]
+				e := Event{T: t, Kind: ContainerRunning, Pod: p.name, Node: p.node, Container: "app", Slot: p.slot}
+				if k == 4 {
+					e.Msg = "whole"
+				}
+				events = append(events, e)
+			}
+		}
+		events = append(events, Event{T: 5000, Kind: RunEnd, Msg: "complete"})
+	}
+	return events, next
+}
+
+// TestDeferredPartitioner: histories handed over unassembled
+// (NewDeferredPartitioner) and assembled later, on another goroutine,
+// after the stream went on (shared logs compacted, buffers reused), and
+// with every pod's events spilled to disk at times, are the histories
+// NewPartitioner delivers at once. Run with -race: the consumer assembles
+// and releases while the producer writes.
+func TestDeferredPartitioner(t *testing.T) {
+	events, _ := mixedStream()
+	for _, spill := range []int64{0, 4 << 10} {
+		var want []delivery
+		p := NewPartitioner(collect(&want), SpillAfter(spill), SpillDir(t.TempDir()))
+		for i := range events {
+			if err := p.Write(&events[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		// A consumer goroutine assembles each history after a lag of a
+		// few pods, as a checker goroutine behind a queue does.
+		queue := make(chan *PodHistory, 16)
+		var got []delivery
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			var buf []Event
+			for h := range queue {
+				buf = h.Events(buf[:0])
+				if len(buf) != h.Len() {
+					t.Errorf("%s: Len %d, Events gave %d", h.Pod(), h.Len(), len(buf))
+				}
+				d := delivery{pod: h.Pod(), events: slices.Clone(buf)}
+				if h.Run != nil {
+					d.hasRun, d.seed = true, h.Run.Seed
+				}
+				got = append(got, d)
+				h.Release()
+			}
+		}()
+		dp := NewDeferredPartitioner(func(h *PodHistory) error { queue <- h; return nil }, SpillAfter(spill), SpillDir(t.TempDir()))
+		for i := range events {
+			if err := dp.Write(&events[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := dp.Close(); err != nil {
+			t.Fatal(err)
+		}
+		close(queue)
+		<-done
+		if spill > 0 && (p.Spills() == 0 || dp.Spills() == 0) {
+			t.Fatalf("spill budget %d: no spill (%d, %d): the test would not cover spilled pods", spill, p.Spills(), dp.Spills())
+		}
+		if len(got) != len(want) {
+			t.Fatalf("spill %d: %d histories, want %d", spill, len(got), len(want))
+		}
+		for i := range want {
+			if got[i].pod != want[i].pod || got[i].hasRun != want[i].hasRun || got[i].seed != want[i].seed {
+				t.Fatalf("spill %d: history %d is %s, want %s", spill, i, got[i].pod, want[i].pod)
+			}
+			for k := range want[i].events {
+				g, w := &got[i].events[k], &want[i].events[k]
+				if g.Spec != nil && w.Spec != nil && reflect.DeepEqual(*g.Spec, *w.Spec) {
+					g.Spec = w.Spec // decoded back from a spill: equal, not the same pointer
+				}
+			}
+			if !reflect.DeepEqual(got[i].events, want[i].events) {
+				t.Fatalf("spill %d: %s differs:\n%s\nwant\n%s", spill, want[i].pod, kindsOf(got[i].events), kindsOf(want[i].events))
+			}
+		}
+	}
+}
+
+// TestPodWorker: pods handed to a PodWorker reach its function in order,
+// whole (in batches, on another goroutine); the function's first error
+// stops the partitioner and is what Close returns.
+func TestPodWorker(t *testing.T) {
+	events, _ := mixedStream()
+	var want []delivery
+	p := NewPartitioner(collect(&want))
+	for i := range events {
+		if err := p.Write(&events[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(want) < (podBatches+3)*podBatch {
+		// Fewer, and the error below could reach the worker after the
+		// last Take, when only Close can report it.
+		t.Fatalf("%d pods: too few to fill the worker's queue", len(want))
+	}
+	var got []delivery
+	w := NewPodWorker(collect(&got))
+	dp := NewDeferredPartitioner(w.Take)
+	for i := range events {
+		if err := dp.Write(&events[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := dp.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%d histories through the worker differ from the %d delivered at once", len(got), len(want))
+	}
+
+	boom := errors.New("boom")
+	calls := 0
+	w = NewPodWorker(func(*Meta, string, []Event) error {
+		if calls++; calls == 10 {
+			return boom
+		}
+		return nil
+	})
+	dp = NewDeferredPartitioner(w.Take)
+	var werr error
+	for i := range events {
+		if werr = dp.Write(&events[i]); werr != nil {
+			break
+		}
+	}
+	if werr == nil {
+		werr = dp.Close()
+	}
+	if cerr := w.Close(); !errors.Is(werr, boom) || !errors.Is(cerr, boom) {
+		t.Fatalf("partitioner error %v, worker error %v: want the function's", werr, cerr)
+	}
+	if calls != 10 {
+		t.Fatalf("the function ran %d times: pods after its error must be dropped", calls)
 	}
 }

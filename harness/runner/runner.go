@@ -572,34 +572,51 @@ func (o *Options) runTrial(ctx context.Context, d *rundir.Dir, t scenario.Trial,
 		}
 	}
 	cr := check.NewRunner(check.Workers(checkWorkers), check.KeepPods(keepViolationPods, keepOtherPods), check.OnPod(onPod))
-	part := history.NewPartitioner(func(meta *history.Meta, pod string, evs []history.Event) error {
+	// Pipelined, encoding runs on its own goroutine (when the whole
+	// history is kept) and assembling, checking and measuring each pod on
+	// another, beside the backend (a sim trial is single-threaded). The
+	// partitioning itself stays on the backend's goroutine: it only files
+	// each event in its pod's compact buffer (the sim prefetches that
+	// buffer with the rest of the pod's state, history.Prefetcher), and a
+	// finished pod crosses to the checker as that buffer (a few hundred
+	// bytes) rather than as every event copied into a batch for another
+	// goroutine to file (twice the CPU, BenchmarkCheckingCost).
+	checkPod := func(meta *history.Meta, pod string, evs []history.Event) error {
 		pods++
 		cr.Add(meta, pod, evs)
 		return nil
-	})
-	// Pipelined, encoding runs on its own goroutine (when the whole
-	// history is kept), partitioning, checking and measuring on another,
-	// beside the backend (a sim trial is single-threaded).
+	}
+	var part *history.Partitioner
+	var checker *history.PodWorker
+	if pipeline {
+		checker = history.NewPodWorker(checkPod)
+		part = history.NewDeferredPartitioner(checker.Take)
+	} else {
+		part = history.NewPartitioner(checkPod)
+	}
 	tally := faultTally{}
 	tap := newFaultTap(plan.Policy, plan.Number)
-	var stages []history.Sink
-	if keep.All() {
-		stages = append(stages, hw)
-	}
-	stages = append(stages, newTee(part, tally, tap))
-	var sink history.Sink = newTee(stages...)
+	sinks := []history.Sink{part, tally, tap}
 	var async *history.AsyncSink
-	if pipeline {
-		async = history.NewPipeline(0, stages...)
-		sink = async
+	if keep.All() {
+		if pipeline {
+			async = history.NewPipeline(0, hw)
+			sinks = append(sinks, async)
+		} else {
+			sinks = append(sinks, hw)
+		}
 	}
-	stats, runErr := o.Backend.RunTrial(ctx, plan, sink)
-	var perr error
+	stats, runErr := o.Backend.RunTrial(ctx, plan, newTee(sinks...))
+	perr := part.Close()
 	if async != nil {
-		perr = async.Close()
+		if aerr := async.Close(); perr == nil {
+			perr = aerr
+		}
 	}
-	if cerr := part.Close(); perr == nil {
-		perr = cerr
+	if checker != nil {
+		if cerr := checker.Close(); perr == nil {
+			perr = cerr
+		}
 	}
 	rep := cr.Close()
 	if runErr != nil {

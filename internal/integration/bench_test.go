@@ -78,33 +78,38 @@ func BenchmarkSimChecked(b *testing.B) {
 }
 
 // runChecked runs a trial with the streaming checker, as `sidebench run`
-// checks: the sim's events handed to another goroutine, partitioned per
-// pod, every checker on every pod (workers checker goroutines; 1: on the
-// partitioning goroutine, as the runner does on two cores). workers 0 is
-// a trial that is not pipelined (the runner's when parallel trials fill
-// the cores): partitioning and checking on the sim's goroutine.
+// checks a pipelined trial (harness/runner runTrial): the sim's events
+// filed per pod on the sim's goroutine (a deferred partitioner, fed the
+// sim's prefetch hints), each finished pod assembled and checked on
+// another goroutine (history.PodWorker), every checker on every pod
+// (workers checker goroutines behind it; 1: on the PodWorker's, as the
+// runner does on two cores). workers 0 is a trial that is not pipelined
+// (the runner's when parallel trials fill the cores): partitioning and
+// checking on the sim's goroutine.
 func runChecked(b *testing.B, cfg *sim.Config, seed uint64, workers int) {
 	runner := check.NewRunner(check.Workers(max(workers, 1)))
-	part := history.NewPartitioner(func(meta *history.Meta, pod string, events []history.Event) error {
+	checkPod := func(meta *history.Meta, pod string, events []history.Event) error {
 		runner.Add(meta, pod, events)
 		return nil
-	})
-	var sink history.Sink = part
-	var async *history.AsyncSink
+	}
+	var part *history.Partitioner
+	var worker *history.PodWorker
 	if workers > 0 {
-		async = history.NewAsyncSink(part, 0)
-		sink = async
+		worker = history.NewPodWorker(checkPod)
+		part = history.NewDeferredPartitioner(worker.Take)
+	} else {
+		part = history.NewPartitioner(checkPod)
 	}
-	if _, err := sim.Run(context.Background(), cfg, seed, sink); err != nil {
+	if _, err := sim.Run(context.Background(), cfg, seed, part); err != nil {
 		b.Fatal(err)
-	}
-	if async != nil {
-		if err := async.Close(); err != nil {
-			b.Fatal(err)
-		}
 	}
 	if err := part.Close(); err != nil {
 		b.Fatal(err)
+	}
+	if worker != nil {
+		if err := worker.Close(); err != nil {
+			b.Fatal(err)
+		}
 	}
 	if rep := runner.Close(); rep.Violations() != 0 {
 		b.Fatalf("%d violations", rep.Violations())
