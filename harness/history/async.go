@@ -66,19 +66,10 @@ func (s *AsyncSink) newBatch() *batch {
 	}
 }
 
-// prefetchAhead is how many events ahead of the one it writes a
-// consumer prefetches for (a Prefetcher stage): far enough for the
-// loads to arrive, near enough to stay in the cache until used.
-const prefetchAhead = 8
-
 func (s *AsyncSink) consume(stage int, dst Sink, in chan *batch) {
 	var err error
-	pf, _ := dst.(Prefetcher)
 	for b := range in {
 		for i := range b.ev {
-			if pf != nil && i+prefetchAhead < len(b.ev) {
-				pf.Prefetch(b.ev[i+prefetchAhead].Slot)
-			}
 			if err == nil {
 				err = dst.Write(&b.ev[i])
 			}
