@@ -34,11 +34,10 @@ func (e *engine) createPod(w int) {
 		slot = e.free[n-1]
 		e.free = e.free[:n-1]
 	} else {
-		e.pods = append(e.pods, pod{})
-		slot = int32(len(e.pods) - 1)
+		slot = e.slots.add()
 	}
-	p := &e.pods[slot]
-	cs := p.cs
+	p := e.pod(slot)
+	cs := p.cs // the slot's storage
 	*p = pod{}
 	e.nextID++
 	p.id = e.nextID
@@ -51,14 +50,8 @@ func (e *engine) createPod(w int) {
 	ws.created++
 	e.arrivalsLeft--
 	p.spec = ws.spec // shared until a change (resize, image) copies it
-	nc := ws.spec.Len()
-	if cap(cs) >= nc {
-		cs = cs[:nc]
-		clear(cs)
-	} else {
-		cs = make([]ctr, nc)
-	}
-	p.cs = cs
+	p.cs = cs[:ws.spec.Len()]
+	clear(p.cs)
 	p.createdAt = e.now
 	e.live++
 	if e.live > e.res.PeakLivePods {
@@ -177,7 +170,7 @@ func (e *engine) drainPending(k int) {
 	n := &e.nodes[k]
 	for e.pendHd < len(e.pending) {
 		pp := e.pending[e.pendHd]
-		p := &e.pods[pp.slot]
+		p := e.pod(pp.slot)
 		if p.id != pp.id || p.node >= 0 || p.deleted {
 			e.pendHd++
 			continue
@@ -213,12 +206,11 @@ func (e *engine) startMachine(p *pod) {
 	if p.kdone {
 		return
 	}
-	m, err := e.newMachine(p.spec)
-	if err != nil {
+	if err := e.scratch.InitMachine(&p.m, p.spec, e.cfg.Gates, e.slots.obs(p, len(p.cs))); err != nil {
 		e.err = e.podErr(p, "new machine", err)
 		return
 	}
-	p.m = m
+	p.hasM = true
 	p.mgen++
 	p.wgen++
 	p.wakeAt = int64(api.Never)
@@ -243,7 +235,7 @@ func (e *engine) startMachine(p *pod) {
 		// A pod the kubelet meets during a node shutdown is shut down too.
 		p.shutdown = max(int64(e.faults[n.nFaultIdx].spec.BudgetFor(p.spec.Critical, p.spec.TerminationGracePeriod)), 1)
 	}
-	if p.shutdown > 0 && p.m != nil && n.shuttingDown {
+	if p.shutdown > 0 && p.hasM && n.shuttingDown {
 		in = api.Input{Kind: api.InNodeShutdown, Grace: time.Duration(p.shutdown)}
 		e.step(p, &in)
 	}
@@ -275,7 +267,7 @@ func (e *engine) deletePod(p *pod, grace int64) {
 
 func (e *engine) onDeliverDelete(p *pod) {
 	p.deleteSeen = true
-	if p.m != nil {
+	if p.hasM {
 		in := api.Input{Kind: api.InDelete, Grace: time.Duration(p.deleteGrace)}
 		e.step(p, &in)
 	}
@@ -318,7 +310,7 @@ func (e *engine) removePod(p *pod, lost bool) {
 		if i != last {
 			moved := n.pods[last]
 			n.pods[i] = moved
-			e.pods[moved].nidx = i
+			e.pod(moved).nidx = i
 		}
 		n.pods = n.pods[:last]
 	}
@@ -336,7 +328,7 @@ func (e *engine) removePod(p *pod, lost bool) {
 // afterDrive applies the control plane's reaction to what the kubelet
 // published.
 func (e *engine) afterDrive(p *pod) {
-	if p.m != nil && !p.kdone && p.m.Done() {
+	if p.hasM && !p.kdone && p.m.Done() {
 		p.kdone = true
 		e.releaseMachine(p) // the kubelet forgets a finished pod
 		p.mgen++
@@ -350,29 +342,8 @@ func (e *engine) afterDrive(p *pod) {
 	}
 }
 
-// newMachine returns a kubelet for spec: a pooled reference machine reset
-// to no memory (NewMachine's allocations dominated the sim's), or one from
-// the test factory.
-func (e *engine) newMachine(spec *api.PodSpec) (machine, error) {
-	if e.mf != nil {
-		return e.mf(spec, e.cfg.Gates)
-	}
-	if n := len(e.pool); n > 0 {
-		m := e.pool[n-1]
-		e.pool = e.pool[:n-1]
-		if err := m.Reset(spec, e.cfg.Gates); err != nil {
-			return nil, err
-		}
-		return m, nil
-	}
-	return e.scratch.NewMachine(spec, e.cfg.Gates)
-}
-
-// releaseMachine drops p's kubelet, returning a reference machine to the
-// pool.
+// releaseMachine drops p's kubelet (the machine's storage stays in the
+// slot for the next one).
 func (e *engine) releaseMachine(p *pod) {
-	if km, ok := p.m.(*kubelet.Machine); ok && e.mf == nil {
-		e.pool = append(e.pool, km)
-	}
-	p.m = nil
+	p.hasM = false
 }

@@ -48,7 +48,7 @@ func TestTrialsMerge(t *testing.T) {
 	var want bytes.Buffer
 	for i, s := range seeds {
 		w := history.NewWriter(&want)
-		if _, err := run(context.Background(), cfg, s, i, w, newKubeletMachine); err != nil {
+		if _, err := run(context.Background(), cfg, s, i, w); err != nil {
 			t.Fatal(err)
 		}
 		w.Flush()

@@ -15,31 +15,7 @@ import (
 
 	"github.com/sidebench/sidebench/harness/history"
 	"github.com/sidebench/sidebench/internal/prefetch"
-	"github.com/sidebench/sidebench/reference-impl/api"
-	"github.com/sidebench/sidebench/reference-impl/kubelet"
 )
-
-// machine is the host-facing API of kubelet.Machine (raft's RawNode
-// shape). The production path always uses kubelet.Machine; tests may
-// substitute a fake.
-type machine interface {
-	Step(now api.Time, in api.Input) error
-	HasReady() bool
-	Ready() api.Ready
-	Advance(rd api.Ready)
-	Terminating() bool
-	Done() bool
-}
-
-type machineFactory func(spec *api.PodSpec, gates api.Gates) (machine, error)
-
-func newKubeletMachine(spec *api.PodSpec, gates api.Gates) (machine, error) {
-	m, err := kubelet.NewMachine(spec, gates)
-	if err != nil {
-		return nil, err
-	}
-	return m, nil
-}
 
 // cancelCheckEvery is how many events run between ctx checks.
 const cancelCheckEvery = 4096
@@ -52,23 +28,23 @@ const cancelCheckEvery = 4096
 // are configuration errors, sink errors and machine errors. A nil sink
 // discards the history.
 func Run(ctx context.Context, cfg *Config, seed uint64, sink history.Sink) (Result, error) {
-	return run(ctx, cfg, seed, 0, sink, nil)
+	return run(ctx, cfg, seed, 0, sink)
 }
 
 // RunTrial is Run with the trial index recorded in run.meta (for callers
 // that schedule trials themselves).
 func RunTrial(ctx context.Context, cfg *Config, seed uint64, trial int, sink history.Sink) (Result, error) {
-	return run(ctx, cfg, seed, trial, sink, nil)
+	return run(ctx, cfg, seed, trial, sink)
 }
 
-func run(ctx context.Context, cfg *Config, seed uint64, trial int, sink history.Sink, mf machineFactory) (Result, error) {
+func run(ctx context.Context, cfg *Config, seed uint64, trial int, sink history.Sink) (Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return Result{Seed: seed}, err
 	}
 	if sink == nil {
 		sink = history.Discard
 	}
-	e := newEngine(ctx, cfg, seed, sink, mf)
+	e := newEngine(ctx, cfg, seed, sink)
 	e.emitMeta(trial)
 	e.start()
 	e.loop()
@@ -134,17 +110,16 @@ func (e *engine) loop() {
 // prefetchNext starts loading the state the next events will touch,
 // so that its cache misses overlap this event's work instead of stalling
 // the next one: the pod of the next event's successors (near[1], near[2]
-// of the calendar's heap), and the machine and container of the next
-// event (whose pod was requested one event earlier). A reference machine
-// keeps its observed containers right after itself (kubelet's
-// newMachine), so one range covers the machine and what the planner
-// reads of every container; were they elsewhere, the prefetch would only
-// be wasted.
+// of the calendar's heap), and the machine, observed containers and
+// container of the next event (whose pod was requested one event
+// earlier). Every address is computed from the event's slot (slots.go):
+// nothing is loaded to find it.
 func (e *engine) prefetchNext() {
 	near := e.q.near
+	s := &e.slots
 	for i := 1; i <= 2 && i < len(near); i++ {
 		if n := &near[i]; n.kind >= evBind {
-			prefetch.Lines(uintptr(unsafe.Pointer(&e.pods[n.slot])), 3)
+			prefetch.Lines(uintptr(s.addr(n.slot)), 3)
 		}
 	}
 	if len(near) == 0 {
@@ -154,12 +129,12 @@ func (e *engine) prefetchNext() {
 	if n.kind < evBind {
 		return
 	}
-	p := &e.pods[n.slot]
-	if km, ok := p.m.(*kubelet.Machine); ok {
-		prefetch.Range(uintptr(unsafe.Pointer(km)), unsafe.Sizeof(*km)+uintptr(len(p.cs))*unsafe.Sizeof(api.ContainerObs{}))
-	}
-	if c := int(n.c); c < len(p.cs) {
-		prefetch.Lines(uintptr(unsafe.Pointer(&p.cs[c])), 2)
+	base := uintptr(s.addr(n.slot))
+	// the machine and the observed containers after it, one range
+	m := base + unsafe.Offsetof(pod{}.m)
+	prefetch.Range(m, base+s.csOff-m)
+	if c := uintptr(n.c); c < uintptr(s.k) {
+		prefetch.Lines(base+s.csOff+c*unsafe.Sizeof(ctr{}), 2)
 	}
 	if e.pf != nil {
 		// The next event's history goes to the pod's buffer in the
@@ -167,7 +142,6 @@ func (e *engine) prefetchNext() {
 		e.pf.Prefetch(n.slot + 1)
 	}
 }
-
 
 // done reports whether every pod was created and removed and no fault is
 // still in progress (a node shutting down, a kubelet down).
@@ -194,7 +168,7 @@ func (e *engine) dispatch(ev *event) {
 	case evShutdownEnd:
 		e.onShutdownEnd(int(ev.slot), ev)
 	default:
-		p := &e.pods[ev.slot]
+		p := e.pod(ev.slot)
 		if p.id != ev.id {
 			return // the pod is gone
 		}
@@ -213,6 +187,9 @@ func (e *engine) push(ev event) {
 		e.res.PeakPending = n
 	}
 }
+
+// pod returns the pod of slot.
+func (e *engine) pod(slot int32) *pod { return e.slots.pod(slot) }
 
 // write sends e.ev to the sink.
 func (e *engine) write() {

@@ -103,7 +103,7 @@ func (e *engine) onFault(fi int, ev *event) {
 			e.notApplied(fi, e.newFaultID(), -1, nil, -1, "no scheduled pod matches the target")
 		}
 		for _, slot := range e.candidate {
-			e.applyPod(fi, &e.pods[slot])
+			e.applyPod(fi, e.pod(slot))
 		}
 	}
 	if t, ok := s.When.Next(time.Duration(e.now), f.fired, f.sched); ok {
@@ -214,8 +214,8 @@ func (e *engine) crashKubelet(k int) int {
 	e.nodeEv(history.KubeletDown, k)
 	dropped := 0
 	for _, slot := range n.pods {
-		p := &e.pods[slot]
-		if p.m != nil {
+		p := e.pod(slot)
+		if p.hasM {
 			dropped++
 		}
 		e.dropMachine(p)
@@ -272,8 +272,8 @@ func (e *engine) restartKubelet(k int) {
 		return
 	}
 	for i := 0; i < len(n.pods) && e.err == nil; i++ {
-		p := &e.pods[n.pods[i]]
-		if p.bindSeen && !p.kdone && p.m == nil {
+		p := e.pod(n.pods[i])
+		if p.bindSeen && !p.kdone && !p.hasM {
 			e.startMachine(p)
 		}
 	}
@@ -306,7 +306,7 @@ func (e *engine) applyRuntimeRestart(fi int, id uint32, k int) {
 	e.nodeEv(history.RuntimeDown, k)
 	failed, killed, lost := 0, 0, 0
 	for i := 0; i < len(n.pods) && e.err == nil; i++ {
-		p := &e.pods[n.pods[i]]
+		p := e.pod(n.pods[i])
 		failed += e.failInFlight(p)
 		if s.Mode == faults.KillContainers {
 			for c := range p.cs {
@@ -338,7 +338,7 @@ func (e *engine) failInFlight(p *pod) int {
 		p.sbBusy = false
 		p.sbGen++
 		n++
-		if p.m != nil {
+		if p.hasM {
 			e.failAction(p, api.ActCreateSandbox, 0)
 		}
 	}
@@ -352,7 +352,7 @@ func (e *engine) failInFlight(p *pod) int {
 			// the error).
 			cs.killAt = int64(api.Never)
 			n++
-			if p.m != nil {
+			if p.hasM {
 				e.failActionAfter(p, api.ActStopContainer, c, 0)
 			}
 		}
@@ -362,7 +362,7 @@ func (e *engine) failInFlight(p *pod) int {
 		cs.starting = false
 		cs.gen++
 		n++
-		if p.m != nil {
+		if p.hasM {
 			e.emitC(history.ContainerStartFailed, p, c)
 			e.ev.Msg = "runtime restarted"
 			e.write()
@@ -436,7 +436,7 @@ func (e *engine) shutdownPods(k int, critical bool) {
 	}
 	s := e.faults[n.nFaultIdx].spec
 	for i := 0; i < len(n.pods) && e.err == nil; i++ {
-		p := &e.pods[n.pods[i]]
+		p := e.pod(n.pods[i])
 		if p.spec.Critical != critical || p.kdone {
 			continue
 		}
@@ -458,7 +458,7 @@ func (e *engine) maybeShutdownCritical(k int) {
 		return
 	}
 	for _, slot := range n.pods {
-		if p := &e.pods[slot]; !p.spec.Critical && !p.kdone {
+		if p := e.pod(slot); !p.spec.Critical && !p.kdone {
 			return
 		}
 	}
@@ -483,7 +483,7 @@ func (e *engine) onShutdownEnd(k int, ev *event) {
 	fi, id := int(n.nFaultIdx), n.nFault
 	total, graceful := len(n.pods), 0
 	for _, slot := range n.pods {
-		if e.pods[slot].kdone {
+		if e.pod(slot).kdone {
 			graceful++
 		}
 	}
@@ -554,7 +554,7 @@ func (e *engine) powerDown(k int) (killed, lost int) {
 	n.ngen++
 	e.nodeEv(history.NodeDown, k)
 	for _, slot := range n.pods {
-		p := &e.pods[slot]
+		p := e.pod(slot)
 		e.dropMachine(p)
 		p.sbBusy = false
 		p.sbGen++
@@ -604,7 +604,7 @@ func (e *engine) onNodeUp(k int, ev *event) {
 func (e *engine) nodeLost(k int) {
 	n := &e.nodes[k]
 	for len(n.pods) > 0 && e.err == nil {
-		p := &e.pods[n.pods[len(n.pods)-1]]
+		p := e.pod(n.pods[len(n.pods)-1])
 		if !p.deleted {
 			p.deleted = true
 			e.ev = history.Event{T: e.now, Kind: history.PodDeleted, Pod: p.name, Slot: p.slot + 1, Node: n.name, Msg: "node lost"}
@@ -617,7 +617,7 @@ func (e *engine) nodeLost(k int) {
 		// No node will ever run the waiting pods.
 		for ; e.pendHd < len(e.pending); e.pendHd++ {
 			pp := e.pending[e.pendHd]
-			if p := &e.pods[pp.slot]; p.id == pp.id && p.node < 0 {
+			if p := e.pod(pp.slot); p.id == pp.id && p.node < 0 {
 				e.removePod(p, true)
 			}
 		}
@@ -641,7 +641,7 @@ func (e *engine) applyGC(fi int, id uint32, k int) {
 	begun := false
 	removed := 0
 	for i := 0; i < len(n.pods) && e.err == nil; i++ {
-		p := &e.pods[n.pods[i]]
+		p := e.pod(n.pods[i])
 		if !e.faults[fi].match[p.wl] {
 			continue
 		}
@@ -700,7 +700,7 @@ func (e *engine) applyProbeFailure(fi int, id uint32, p *pod, c int) {
 	if !e.probeActive(p, c, k) {
 		why := "container not running"
 		switch {
-		case p.m == nil && p.cs[c].rec.State == api.StateRunning:
+		case !p.hasM && p.cs[c].rec.State == api.StateRunning:
 			why = "kubelet down: no prober"
 		case p.cs[c].rec.State != api.StateRunning:
 		case k == api.ProbeStartup:
@@ -749,7 +749,7 @@ func (e *engine) onProbeFaultEnd(p *pod, c int, ev *event) {
 func (e *engine) applyImage(fi int, id uint32, p *pod, c int) {
 	s := e.faults[fi].spec
 	switch {
-	case p.m == nil:
+	case !p.hasM:
 		e.notApplied(fi, id, -1, p, c, "kubelet down or pod finished on its node")
 		return
 	case p.spec.At(c).Image == s.Image:
@@ -831,11 +831,11 @@ func (e *engine) pickPods(fi int) {
 	f := &e.faults[fi]
 	t := &f.spec.Where
 	e.candidate = e.candidate[:0]
-	if t.PodFraction == 0 && len(e.pods) > 0 {
+	if t.PodFraction == 0 && e.slots.n > 0 {
 		want := max(t.PodCount, 1)
 		for tries := 0; tries < 32*want && len(e.candidate) < want; tries++ {
-			slot := int32(f.pick.IntN(len(e.pods)))
-			if !e.eligible(fi, &e.pods[slot]) || slices.Contains(e.candidate, slot) {
+			slot := int32(f.pick.IntN(int(e.slots.n)))
+			if !e.eligible(fi, e.pod(slot)) || slices.Contains(e.candidate, slot) {
 				continue
 			}
 			e.candidate = append(e.candidate, slot)
@@ -847,8 +847,8 @@ func (e *engine) pickPods(fi int) {
 		e.candidate = e.candidate[:0]
 	}
 	all := e.candidate
-	for i := range e.pods {
-		if e.eligible(fi, &e.pods[i]) {
+	for i := range e.slots.n {
+		if e.eligible(fi, e.pod(i)) {
 			all = append(all, int32(i))
 		}
 	}

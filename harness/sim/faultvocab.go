@@ -164,7 +164,7 @@ func (e *engine) applyResize(fi int, id uint32, p *pod, c int) {
 	case p.terminal || p.kdone:
 		e.notApplied(fi, id, -1, p, c, "pod finished: the API server refuses a resize")
 		return
-	case p.m == nil:
+	case !p.hasM:
 		e.notApplied(fi, id, -1, p, c, "kubelet down or pod finished on its node")
 		return
 	case next == cur:

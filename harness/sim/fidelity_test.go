@@ -102,11 +102,11 @@ func TestResize(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &memSink{}
-	e := newEngine(context.Background(), cfg, 1, s, nil)
+	e := newEngine(context.Background(), cfg, 1, s)
 	e.emitMeta(0)
 	e.start()
 	runUntil(e, 10*time.Second)
-	p := &e.pods[0]
+	p := e.pod(0)
 	e.resizeContainer(p, 0, api.Resources{CPURequest: 200, MemRequest: 64 << 20})
 	runUntil(e, 20*time.Second)
 	e.resizeContainer(p, 1, api.Resources{CPURequest: 700, CPULimit: 1000, MemRequest: 1 << 30, MemLimit: 1 << 30})

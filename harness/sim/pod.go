@@ -18,7 +18,7 @@ func (e *engine) onPodEvent(p *pod, ev *event) {
 	case evBind:
 		e.onBind(p)
 	case evWake:
-		if ev.gen == p.wgen && p.m != nil {
+		if ev.gen == p.wgen && p.hasM {
 			e.step(p, &api.Input{Kind: api.InTick})
 		}
 	case evSandbox:
@@ -65,7 +65,7 @@ func (e *engine) onPodEvent(p *pod, ev *event) {
 			e.onProbe(p, c, api.ProbeKind(ev.aux))
 		}
 	case evActionFailed:
-		if ev.gen == p.mgen && p.m != nil && e.firstReport(p, ev) {
+		if ev.gen == p.mgen && p.hasM && e.firstReport(p, ev) {
 			if k := api.ActionKind(ev.aux); k == api.ActStartContainer && p.cs[c].rec.State == api.StateCreated {
 				// A start cut by a runtime restart left its record
 				// Created: the kubelet's relist sees it (a Waiting status
@@ -97,7 +97,7 @@ func (e *engine) onPodEvent(p *pod, ev *event) {
 	case evServing, evWirePoll, evQuit:
 		e.onWire(p, ev)
 	case evPullFailed:
-		if ev.gen == p.mgen && p.m != nil {
+		if ev.gen == p.mgen && p.hasM {
 			e.step(p, &api.Input{Kind: api.InActionFailed, Action: api.ActStartContainer, Container: c, PullFailed: true})
 		}
 	case evPullFaultEnd:
@@ -123,7 +123,7 @@ func reasonOf(s string) api.Reason {
 
 // step feeds one input to p's machine and executes what it decides.
 func (e *engine) step(p *pod, in *api.Input) {
-	if p.m == nil || e.err != nil {
+	if !p.hasM || e.err != nil {
 		return
 	}
 	if err := p.m.Step(api.Time(e.now), *in); err != nil {
@@ -138,7 +138,7 @@ func (e *engine) step(p *pod, in *api.Input) {
 // Advance. Results of actions come back later as events, never by stepping
 // the machine from inside this loop.
 func (e *engine) drive(p *pod) {
-	m := p.m
+	m := &p.m
 	for m.HasReady() {
 		rd := m.Ready()
 		for i := range rd.Trace {

@@ -102,7 +102,7 @@ const neverT = int64(1<<63 - 1)
 
 func (e *engine) onProbe(p *pod, c int, k api.ProbeKind) {
 	cs := &p.cs[c]
-	if p.m == nil || p.cs[c].rec.State != api.StateRunning {
+	if !p.hasM || p.cs[c].rec.State != api.StateRunning {
 		return
 	}
 	if e.probeStopped(p, c, k) {
@@ -197,7 +197,7 @@ func (e *engine) onProbe(p *pod, c int, k api.ProbeKind) {
 // probeActive reports whether probe k of c is being run now.
 func (e *engine) probeActive(p *pod, c int, k api.ProbeKind) bool {
 	cs := &p.cs[c]
-	if p.m == nil || p.cs[c].rec.State != api.StateRunning || cs.starting || p.spec.At(c).Probe(k) == nil {
+	if !p.hasM || p.cs[c].rec.State != api.StateRunning || cs.starting || p.spec.At(c).Probe(k) == nil {
 		return false
 	}
 	switch k {

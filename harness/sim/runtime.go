@@ -187,7 +187,7 @@ func (e *engine) act(p *pod, a *api.Action) {
 		for c := range p.cs {
 			running = running || p.cs[c].rec.State == api.StateRunning
 		}
-		if !e.runtimeOK(p) && (running || (p.m != nil && !p.m.Done())) {
+		if !e.runtimeOK(p) && (running || (p.hasM && !p.m.Done())) {
 			// Refused. A kill that sent it with containers it still
 			// believes running (their stops refused; their exits, while
 			// the runtime is down, unheard) hears of it and runs again.
@@ -305,7 +305,7 @@ func (e *engine) onRunning(p *pod, c int) {
 	if cs.plan.exitAfter != behavior.Never {
 		e.push(event{t: e.now + int64(cs.plan.exitAfter), kind: evExit, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
 	}
-	if p.m != nil {
+	if p.hasM {
 		// The kubelet runs the postStart hook after StartContainer returns,
 		// and the prober starts.
 		if p.spec.At(c).PostStart {
@@ -412,7 +412,7 @@ func (e *engine) relistUnseen(k int) {
 	// swap-removal): walk by index and revisit a moved-in slot.
 	for i := 0; i < len(n.pods) && e.err == nil; {
 		slot := n.pods[i]
-		e.relistPod(&e.pods[slot], n.sbUnseen)
+		e.relistPod(e.pod(slot), n.sbUnseen)
 		if i < len(n.pods) && n.pods[i] == slot {
 			i++
 		}
@@ -445,7 +445,7 @@ func (e *engine) relistPod(p *pod, sandboxes []pendingPod) {
 		}
 		held, holding = in, true
 	}
-	if p.m != nil && e.hasNews(p, sandboxes) {
+	if p.hasM && e.hasNews(p, sandboxes) {
 		n := &e.nodes[p.node]
 		for i := range n.refusals {
 			r := &n.refusals[i]

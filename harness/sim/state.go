@@ -169,15 +169,16 @@ type plan struct {
 }
 
 // pod is one pod: API object, runtime state on its node, kubelet machine.
-// Its size is a multiple of the 64-byte cache line (TestHotStateSizes):
-// in e.pods every pod then starts on a line and spans as few as it can.
+// It heads its slot (slots.go), followed by its machine's observed
+// containers and its containers.
 type pod struct {
 	// hot: touched by almost every event (first cache lines)
-	id       uint32 // unique in the run; 0 = free slot
-	slot     int32
-	wl       int32
-	node     int32 // -1 = not scheduled
-	m        machine
+	id   uint32 // unique in the run; 0 = free slot
+	slot int32
+	wl   int32
+	node int32 // -1 = not scheduled
+	// cs is the pod's containers: the slot's storage (slots.go), as long
+	// as the spec.
 	cs       []ctr
 	spec     *api.PodSpec
 	name     string
@@ -185,6 +186,8 @@ type pod struct {
 	mgen     uint32 // bumped whenever the machine is replaced or dropped
 	wgen     uint32 // wake timer generation
 	wakeAt   int64  // armed wake time (api.Never = none)
+	// hasM: the pod has a machine (m), its node's kubelet knows it
+	hasM bool
 
 	// key is the part of the pod's random streams common to all of them
 	// (behavior.PodKey), computed once.
@@ -220,6 +223,11 @@ type pod struct {
 	cpus     kubelet.CPUSet
 	cpuSets  []kubelet.CPUSet
 	cpuNames []string
+
+	// m is the pod's kubelet machine while hasM (kubelet.Scratch.InitMachine
+	// in the slot, its observed containers right after the pod): last, so
+	// that the machine and what its planner reads are one range.
+	m kubelet.Machine
 }
 
 // refusal is a refused runtime call whose report reaches the kubelet at
@@ -274,9 +282,7 @@ type engine struct {
 	sink history.Sink
 	// pf is sink's prefetch hook, if it has one (history.Prefetcher)
 	pf history.Prefetcher
-	mf   machineFactory // nil: pooled reference machines
-	pool []*kubelet.Machine
-	// scratch is the working memory every pooled machine shares: the sim
+	// scratch is the working memory every machine shares: the sim
 	// drives one machine at a time and collects its output before the next
 	// (kubelet.Scratch), so no pod carries plan and output buffers.
 	scratch kubelet.Scratch
@@ -287,7 +293,7 @@ type engine struct {
 	now     int64
 
 	nodes     []node
-	pods      []pod
+	slots     slotStore // the pods (slots.go)
 	free      []int32
 	nextID    uint32
 	live      int
@@ -319,8 +325,8 @@ type engine struct {
 	evC   int
 }
 
-func newEngine(ctx context.Context, cfg *Config, seed uint64, sink history.Sink, mf machineFactory) *engine {
-	e := &engine{ctx: ctx, cfg: cfg, seed: seed, sink: sink, mf: mf}
+func newEngine(ctx context.Context, cfg *Config, seed uint64, sink history.Sink) *engine {
+	e := &engine{ctx: ctx, cfg: cfg, seed: seed, sink: sink}
 	e.pf, _ = sink.(history.Prefetcher)
 	e.res.Seed = seed
 	e.retryDelay = int64(cfg.Cluster.RetryDelay)
@@ -392,15 +398,11 @@ func newEngine(ctx context.Context, cfg *Config, seed uint64, sink history.Sink,
 			}
 		}
 	}
-	// Preallocate for the expected concurrency.
-	hint := total
-	if c := cfg.Cluster.PodsPerNode * cfg.Cluster.Nodes; c > 0 && c < hint {
-		hint = c
+	k := 1
+	for i := range cfg.Workloads {
+		k = max(k, cfg.Workloads[i].Spec.Len())
 	}
-	if hint > 1<<20 {
-		hint = 1 << 20
-	}
-	e.pods = make([]pod, 0, hint)
+	e.slots = newSlotStore(k)
 	return e
 }
 

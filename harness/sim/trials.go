@@ -23,10 +23,6 @@ import (
 // configuration, sink or machine error; cancelled trials return partial
 // results, not errors.
 func RunTrials(ctx context.Context, cfg *Config, seeds []uint64, workers int, sinkFor func(trial int) history.Sink) ([]Result, error) {
-	return runTrials(ctx, cfg, seeds, workers, sinkFor, nil)
-}
-
-func runTrials(ctx context.Context, cfg *Config, seeds []uint64, workers int, sinkFor func(trial int) history.Sink, mf machineFactory) ([]Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -51,7 +47,7 @@ func runTrials(ctx context.Context, cfg *Config, seeds []uint64, workers int, si
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				results[i], errs[i] = run(ctx, cfg, seeds[i], i, relays[i], mf)
+				results[i], errs[i] = run(ctx, cfg, seeds[i], i, relays[i])
 				done <- i
 			}
 		}()

@@ -232,7 +232,7 @@ func (e *engine) execApp(p *pod, c int, ok bool) {
 	if x.exitAt != int64(behavior.Never) {
 		e.push(event{t: e.now + x.exitAt, kind: evExit, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
 	}
-	if p.m != nil {
+	if p.hasM {
 		e.rearmProbes(p, c)
 	}
 }

@@ -36,8 +36,8 @@ func TestMachineStorageInline(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, m := range []*Machine{own, shared} {
-			if len(m.obs.Containers) != n || len(m.kinds) != n {
-				t.Fatalf("%d containers: %d observed, %d kinds", n, len(m.obs.Containers), len(m.kinds))
+			if len(m.obs.Containers) != n || len(m.kindList()) != n {
+				t.Fatalf("%d containers: %d observed, %d kinds", n, len(m.obs.Containers), len(m.kindList()))
 			}
 			if got, want := inline(m), n <= 8; got != want {
 				t.Errorf("%d containers: observed containers right after the machine = %v, want %v", n, got, want)

@@ -30,7 +30,6 @@ import (
 type Machine struct {
 	spec  *api.PodSpec
 	gates api.Gates
-	kinds []kind
 
 	obs api.Observed
 	// plan is the planner's output of the current step: the machine's
@@ -50,6 +49,12 @@ type Machine struct {
 	specOwned bool
 	hasReady  bool
 	published bool
+
+	// kinds[i] is container i's kind (i < len(obs.Containers)). An array,
+	// not a slice: a machine the host keeps in its own storage
+	// (Scratch.InitMachine) then holds no pointer into itself and no
+	// storage of its own.
+	kinds [api.MaxContainers]kind
 }
 
 // NewMachine validates spec and returns a machine with no memory, as a
@@ -94,11 +99,10 @@ func (s *Scratch) NewMachine(spec *api.PodSpec, gates api.Gates) (*Machine, erro
 	return m, nil
 }
 
-// newMachine returns a machine with no memory for spec, its per-container
-// state (observed containers, container kinds) allocated with it in one
-// object for pods of up to eight containers: the planner reads all of it
-// on every step, and one object puts it on adjacent cache lines (one
-// allocation per pod, not three).
+// newMachine returns a machine with no memory for spec, its observed
+// containers allocated with it in one object for pods of up to eight
+// containers: the planner reads all of them on every step, and one object
+// puts them on adjacent cache lines (one allocation per pod, not two).
 func newMachine(spec *api.PodSpec, gates api.Gates) *Machine {
 	n := spec.Len()
 	var m *Machine
@@ -107,50 +111,44 @@ func newMachine(spec *api.PodSpec, gates api.Gates) *Machine {
 		b := new(struct {
 			m Machine
 			c [1]api.ContainerObs
-			k [1]kind
 		})
-		b.m.obs.Containers, b.m.kinds, m = b.c[:n], b.k[:0], &b.m
+		b.m.obs.Containers, m = b.c[:n], &b.m
 	case n == 2:
 		b := new(struct {
 			m Machine
 			c [2]api.ContainerObs
-			k [2]kind
 		})
-		b.m.obs.Containers, b.m.kinds, m = b.c[:], b.k[:0], &b.m
+		b.m.obs.Containers, m = b.c[:], &b.m
 	case n == 3:
 		b := new(struct {
 			m Machine
 			c [3]api.ContainerObs
-			k [3]kind
 		})
-		b.m.obs.Containers, b.m.kinds, m = b.c[:], b.k[:0], &b.m
+		b.m.obs.Containers, m = b.c[:], &b.m
 	case n == 4:
 		b := new(struct {
 			m Machine
 			c [4]api.ContainerObs
-			k [4]kind
 		})
-		b.m.obs.Containers, b.m.kinds, m = b.c[:], b.k[:0], &b.m
+		b.m.obs.Containers, m = b.c[:], &b.m
 	case n <= 6:
 		b := new(struct {
 			m Machine
 			c [6]api.ContainerObs
-			k [6]kind
 		})
-		b.m.obs.Containers, b.m.kinds, m = b.c[:n], b.k[:0], &b.m
+		b.m.obs.Containers, m = b.c[:n], &b.m
 	case n <= 8:
 		b := new(struct {
 			m Machine
 			c [8]api.ContainerObs
-			k [8]kind
 		})
-		b.m.obs.Containers, b.m.kinds, m = b.c[:n], b.k[:0], &b.m
+		b.m.obs.Containers, m = b.c[:n], &b.m
 	default:
-		m = &Machine{kinds: make([]kind, 0, n)}
+		m = &Machine{}
 		m.obs.Containers = make([]api.ContainerObs, n)
 	}
 	m.spec, m.gates, m.wakeAt = spec, gates, api.Never
-	m.kinds = appendKinds(m.kinds, spec, gates)
+	setKinds(&m.kinds, spec, gates)
 	return m
 }
 
@@ -180,7 +178,7 @@ func (m *Machine) release() {
 
 // Reset turns m into a machine with no memory for spec and gates, exactly
 // as NewMachine would return, reusing m's storage. Hosts that run many
-// short-lived pods (the sim) pool machines this way.
+// short-lived pods pool machines this way.
 func (m *Machine) Reset(spec *api.PodSpec, gates api.Gates) error {
 	if err := spec.Validate(); err != nil {
 		return err
@@ -190,21 +188,51 @@ func (m *Machine) Reset(spec *api.PodSpec, gates api.Gates) error {
 	if cap(containers) < n {
 		containers = make([]api.ContainerObs, 0, n)
 	}
-	containers = containers[:n]
-	clear(containers)
 	m.release()
 	plan := m.plan
 	if m.shared == nil {
 		plan.Actions = plan.Actions[:0]
 	}
-	*m = Machine{
-		spec: spec, gates: gates, kinds: appendKinds(m.kinds, spec, gates), wakeAt: api.Never,
-		obs:  api.Observed{Containers: containers},
-		plan: plan, shared: m.shared,
-		actions: m.actions[:0], traces: m.traces[:0],
-	}
+	m.init(spec, gates, containers[:n], plan, m.shared)
 	return nil
 }
+
+// InitMachine is NewMachine for a machine sharing s, in storage the host
+// provides: it makes m (a zero Machine, or one used before) a machine with
+// no memory for spec and gates whose observed containers are containers,
+// spec.Len() of them, whose contents it overwrites. A host that keeps m
+// and containers in its own per-pod storage (the sim's pod slot) puts a
+// pod's machine next to its own state, at addresses it can compute without
+// loading a pointer first, and allocates nothing per pod; m then holds no
+// pointer into itself, so the host may also copy it between pods.
+func (s *Scratch) InitMachine(m *Machine, spec *api.PodSpec, gates api.Gates, containers []api.ContainerObs) error {
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	if len(containers) != spec.Len() {
+		return fmt.Errorf("kubelet: %d observed containers for a pod of %d", len(containers), spec.Len())
+	}
+	m.release()
+	m.init(spec, gates, containers, &s.plan, s)
+	return nil
+}
+
+// init sets every field of m as for a new machine of spec and gates over
+// containers (cleared), with plan and shared as given and m's own output
+// buffers kept for reuse.
+func (m *Machine) init(spec *api.PodSpec, gates api.Gates, containers []api.ContainerObs, plan *api.Plan, shared *Scratch) {
+	clear(containers)
+	*m = Machine{
+		spec: spec, gates: gates, wakeAt: api.Never,
+		obs:  api.Observed{Containers: containers},
+		plan: plan, shared: shared,
+		actions: m.actions[:0], traces: m.traces[:0],
+	}
+	setKinds(&m.kinds, spec, gates)
+}
+
+// kindList is the kinds of m's containers.
+func (m *Machine) kindList() []kind { return m.kinds[:len(m.obs.Containers)] }
 
 // Spec returns the machine's current pod spec (after image changes).
 func (m *Machine) Spec() *api.PodSpec { return m.spec }
@@ -676,7 +704,7 @@ func (m *Machine) beginTermination(now api.Time, reason api.KillReason, grace ti
 		Reason:         reason,
 		Start:          now,
 		Grace:          grace,
-		Ordered:        ordered(m.spec, m.kinds),
+		Ordered:        ordered(m.spec, m.kindList()),
 		RunningAtStart: running,
 	}
 	m.trace(api.TraceEvent{Kind: api.TraceTerminating, Reason: reason, Grace: grace, Value: o.Term.Ordered, At: now})
@@ -709,7 +737,7 @@ func (m *Machine) retryKill(now api.Time) {
 // loss) returns to normal planning.
 func (m *Machine) replan(now api.Time) {
 	for round := 0; round < 4; round++ {
-		PlanInto(m.plan, m.spec, m.kinds, &m.obs, m.gates, now)
+		PlanInto(m.plan, m.spec, m.kindList(), &m.obs, m.gates, now)
 		for _, a := range m.plan.Actions {
 			m.issue(now, a)
 		}

@@ -49,6 +49,12 @@ func kindsFor(spec *api.PodSpec, g api.Gates) []kind {
 	return appendKinds(make([]kind, 0, spec.Len()), spec, g)
 }
 
+// setKinds stores kindsFor(spec, g) in dst (spec is valid: at most
+// api.MaxContainers containers).
+func setKinds(dst *[api.MaxContainers]kind, spec *api.PodSpec, g api.Gates) {
+	appendKinds(dst[:0], spec, g)
+}
+
 // appendKinds is kindsFor appending to dst (storage reuse).
 func appendKinds(dst []kind, spec *api.PodSpec, g api.Gates) []kind {
 	ks := dst[:0]

@@ -40,6 +40,50 @@ func TestScratchEqualsOwn(t *testing.T) {
 	}
 }
 
+// TestInitMachineEqualsNew: machines a host keeps in its own storage
+// (Scratch.InitMachine, slots reused pod after pod, as the sim runs them)
+// behave exactly like new machines, over the random pods and their kubelet
+// restarts; and InitMachine refuses storage of the wrong length.
+func TestInitMachineEqualsNew(t *testing.T) {
+	var want []string
+	for seed := uint64(1); seed <= 100; seed++ {
+		out, _ := runRandomPod(seed, api.Gates{})
+		want = append(want, out)
+	}
+	// The host's slots: a machine and storage for up to 8 containers (the
+	// random pods have at most 7), reused round robin.
+	type slot struct {
+		m Machine
+		c [8]api.ContainerObs
+	}
+	var s Scratch
+	slots := make([]slot, 3)
+	next := 0
+	newMachineForTest = func(spec *api.PodSpec, g api.Gates) (*Machine, error) {
+		sl := &slots[next%len(slots)]
+		next++
+		return &sl.m, s.InitMachine(&sl.m, spec, g, sl.c[:spec.Len()])
+	}
+	defer func() { newMachineForTest = NewMachine }()
+	for i, seed := 0, uint64(1); seed <= 100; i, seed = i+1, seed+1 {
+		got, _ := runRandomPod(seed, api.Gates{})
+		if got != want[i] {
+			t.Fatalf("seed %d: a machine in host storage behaved differently from a new one", seed)
+		}
+	}
+	if next < 100 {
+		t.Fatalf("only %d machines made: the slots were hardly reused", next)
+	}
+	if s.holder != nil {
+		t.Fatal("the Scratch is still held after every Ready was advanced")
+	}
+	spec := &api.PodSpec{RestartPolicy: api.RestartAlways, Main: []api.Container{{Name: "a", Image: "a:1", Role: api.RoleMain}}}
+	var m Machine
+	if err := s.InitMachine(&m, spec, api.Gates{}, make([]api.ContainerObs, 2)); err == nil {
+		t.Fatal("InitMachine accepted 2 observed containers for a pod of 1")
+	}
+}
+
 // TestScratchNeverMixesOutput: a host that steps a second machine before
 // advancing the first (outside the contract the sim keeps) still gets
 // each machine's own output: the second uses buffers of its own.
