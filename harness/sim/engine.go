@@ -138,7 +138,8 @@ func (e *engine) prefetchNext() {
 	}
 	if e.pf != nil {
 		// The next event's history goes to the pod's buffer in the
-		// partitioner (a trial that is not pipelined): start loading it.
+		// partitioner (on this goroutine: harness/runner): start
+		// loading it.
 		e.pf.Prefetch(n.slot + 1)
 	}
 }
