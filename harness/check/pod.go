@@ -3,6 +3,7 @@ package check
 import (
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/sidebench/sidebench/harness/history"
 )
@@ -247,13 +248,28 @@ func (p *Pod) T(i int32) int64 { return p.Ev[i].T }
 // (the skew upstream e2e tests allow, INV-T1).
 func (p *Pod) Slack() int64 { return max(p.Tol, 1e9) }
 
+// ctr returns the index of the container named name, or -1.
 func (p *Pod) ctr(name string) int {
 	for i := range p.Ctrs {
-		if p.Ctrs[i].Name == name {
+		if sameName(p.Ctrs[i].Name, name) {
 			return i
 		}
 	}
 	return -1
+}
+
+// sameName is a == b, cheaper on the container lookup's usual cases: the
+// same string data (the sim's events carry the spec's names), or names
+// that differ in length or last byte ("proxy", "setup"; "sidecar-1",
+// "sidecar-2"), decided without a call to compare the bytes.
+func sameName(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || unsafe.StringData(a) == unsafe.StringData(b) {
+		return true
+	}
+	return a[len(a)-1] == b[len(b)-1] && a == b
 }
 
 // reset empties p, keeping its slices' storage for reuse.
