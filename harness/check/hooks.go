@@ -4,9 +4,13 @@ import "github.com/sidebench/sidebench/harness/history"
 
 // Hooks, SEMANTICS.md §2.6.
 var hookInvs = []*inv{
-	{id: "INV-H1", level: Hard, ex: exDefault, fn: checkH1,
+	// Vacuous without a hook in the spec (every hit but two needs the
+	// container's postStart or preStop), a failed postStart, or an OOM
+	// kill.
+	{id: "INV-H1", level: Hard, ex: exDefault, fn: checkH1, needs: fSpecPostStart | fSpecPreStop | fPostStartFailed | fOOM,
 		rule: "sidecars and mains run hooks alike: Started only after postStart returned, never after it failed; preStop runs on pod termination and on a liveness, startup or failed-postStart kill, never for an OOM-killed container"},
-	{id: "INV-H2", level: Hard, ex: exDefault, fn: checkH2,
+	// Vacuous without a container.prestop-begin.
+	{id: "INV-H2", level: Hard, ex: exDefault, fn: checkH2, needs: fPreStop,
 		rule: "a sidecar's preStop is not a separate phase before the pod kill, and runs once per kill (concurrently with the mains')"},
 }
 

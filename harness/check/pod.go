@@ -234,8 +234,67 @@ type Pod struct {
 	Removed   int32
 
 	windows []window
+	// feat is what the history holds, for the worker to skip the
+	// checkers that cannot report anything on it (inv.needs).
+	feat feature
 	// scratch space of the user-level checkers (user.go), reused
 	spans, gaps []span
+}
+
+// feature is a set of things a pod's history may hold, which build
+// records as it reads the events. A checker's precondition (inv.needs) is
+// a set of features at least one of which its every hit, and every panic,
+// requires: a pod with none of them is vacuous for it, and the worker
+// skips the call. The differential tests run every pod both ways: on every
+// history this package's tests build, and random mutations of them
+// (gating_test.go), and on the sim's histories of every shipped scenario
+// (internal/integration).
+type feature uint32
+
+const (
+	fTerm         feature = 1 << iota // a whole-pod kill (p.Terms)
+	fOutage                           // a kubelet, runtime or node outage (p.Outages)
+	fShutdown                         // a node.shutdown (p.Shutdowns)
+	fImage                            // a container.image-changed (p.Images)
+	fResize                           // a container.resize (p.Resizes)
+	fSandboxes                        // more than one sandbox, real or a reset's
+	fReset                            // a RestartAllContainers reset (Sandbox.Reset)
+	fDeleted                          // pod.deleted (p.Deleted)
+	fSchedReq                         // a pod.scheduled with requests (CPU or Mem)
+	fRestartRules                     // the run's policy enables ContainerRestartRules
+	// The spec.
+	fInitHook           // a regular init container with a probe or hook, or a probe result or hook event of one
+	fSpecPreStop        // a container with a preStop hook
+	fSpecPostStart      // a container with a postStart hook
+	fSpecStartupSidecar // a sidecar with a startup probe
+	// Events of the spec's containers (Ctr.Ev) and their attempts.
+	fRestart         // a container with more than one attempt
+	fStartAfterKill  // an attempt that began after a pod.terminating
+	fExitAlone       // an exit outside every whole-pod kill (termAt is nil for it)
+	fStop            // a container.stop-requested
+	fPreStop         // a container.prestop-begin
+	fPostStartFailed // a postStart hook that failed (Attempt.PostStartFailed)
+	fProbeReason     // a stop or preStop with reason LivenessProbe or StartupProbe
+	fProbeFail       // a liveness or startup probe failure (Attempt.probeFailed)
+	fOtherProbe      // a probe result of a probe other than startup
+	fProbeInKill     // a probe result inside a whole-pod kill (termAt holds for it)
+	fUnknownKill     // a stop or preStop with reason UnknownState
+	fOOM             // an exit with reason OOMKilled
+	fOOMScore        // a start request with an oom_score_adj
+	fCPUs            // a start request with exclusive CPUs
+	fStartFailed     // a container.start-failed
+)
+
+// has reports whether the pod has at least one of the features in f.
+func (p *Pod) has(f feature) bool { return p.feat&f != 0 }
+
+// inKill reports, while build reads event i, whether a whole-pod kill
+// began before i and is still open: it will end after i (closeTerm runs at
+// a later event, or at the end), so termAt(i) will hold. Without an open
+// kill, every kill began after i or ended before it: termAt(i) is nil.
+func (p *Pod) inKill() bool {
+	n := len(p.Terms)
+	return n > 0 && p.Terms[n-1].End == none
 }
 
 // ErrNoSpec is returned by BuildPod for a history without pod.created.
@@ -324,6 +383,9 @@ func (p *Pod) build(meta *history.Meta, name string, events []history.Event) err
 		case history.PodScheduled:
 			p.Node = e.Node
 			p.Scheduled = append(p.Scheduled, i)
+			if e.CPU != 0 || e.Mem != 0 {
+				p.feat |= fSchedReq
+			}
 		case history.NodeShutdown:
 			p.Shutdowns = append(p.Shutdowns, i)
 		case history.SandboxCreated:
@@ -446,7 +508,34 @@ func (p *Pod) build(meta *history.Meta, name string, events []history.Event) err
 		}
 	}
 	p.buildWindows()
+	p.summarize()
 	return nil
+}
+
+// summarize adds the features build's slices tell.
+func (p *Pod) summarize() {
+	for _, f := range [...]struct {
+		has  bool
+		feat feature
+	}{
+		{len(p.Terms) > 0, fTerm},
+		{len(p.Outages) > 0, fOutage},
+		{len(p.Shutdowns) > 0, fShutdown},
+		{len(p.Images) > 0, fImage},
+		{len(p.Resizes) > 0, fResize},
+		{len(p.Sandboxes) > 1, fSandboxes},
+		{p.Deleted != none, fDeleted},
+		{p.hasGate("ContainerRestartRules"), fRestartRules},
+	} {
+		if f.has {
+			p.feat |= f.feat
+		}
+	}
+	for k := range p.Sandboxes {
+		if p.Sandboxes[k].Reset {
+			p.feat |= fReset
+		}
+	}
 }
 
 func (p *Pod) setSpec(s *history.PodSpec) error {
@@ -481,6 +570,18 @@ func (p *Pod) setSpec(s *history.PodSpec) error {
 		}
 		c := &p.Ctrs[k]
 		c.Name, c.Role, c.Spec = cs.Name, role, cs
+		if role == RoleInit && (cs.Startup || cs.Readiness || cs.Liveness || cs.PostStart || cs.PreStop) {
+			p.feat |= fInitHook
+		}
+		if cs.PreStop {
+			p.feat |= fSpecPreStop
+		}
+		if cs.PostStart {
+			p.feat |= fSpecPostStart
+		}
+		if role == RoleSidecar && cs.Startup {
+			p.feat |= fSpecStartupSidecar
+		}
 		switch {
 		case cs.UserSidecar():
 			p.USidecars = append(p.USidecars, k)
@@ -506,6 +607,14 @@ func (p *Pod) last(c int) *Attempt {
 }
 
 func (p *Pod) newAttempt(c int, sb int32) *Attempt {
+	if len(p.Ctrs[c].Att) > 0 {
+		p.feat |= fRestart
+	}
+	if len(p.Terms) > 0 {
+		// Every attempt's Start is set when it is made, or never (one
+		// made by an exit): an attempt made now starts after Terms[0].
+		p.feat |= fStartAfterKill
+	}
 	p.Ctrs[c].Att = append(p.Ctrs[c].Att, Attempt{
 		Sandbox: max(sb, 0), Req: none, Running: none, PostStart: none, Started: none,
 		StartupOK: none, PreStop: none, PreStopEnd: none, Stop: none, Kill: none, Signal: none, Unknown: none, Exited: none,
@@ -524,20 +633,37 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 	switch e.Kind {
 	case history.ContainerStartRequested:
 		p.newAttempt(c, sb).Req = i
+		if e.OOMScoreAdj != 0 {
+			p.feat |= fOOMScore
+		}
+		if e.CPUs != "" {
+			p.feat |= fCPUs
+		}
 	case history.ContainerRunning:
 		if a == nil || a.Running != none || a.Exited != none {
 			a = p.newAttempt(c, sb)
 		}
 		a.Running = i
 	case history.ContainerPostStartDone:
+		p.initHookEvent(c)
 		if a != nil && a.PostStart == none {
 			a.PostStart, a.PostStartFailed = i, !e.Value
+			if a.PostStartFailed {
+				p.feat |= fPostStartFailed
+			}
 		}
 	case history.ContainerStarted:
 		if a != nil && e.Value && a.Started == none {
 			a.Started = i
 		}
 	case history.ProbeResult:
+		p.initHookEvent(c)
+		if e.Probe != "startup" {
+			p.feat |= fOtherProbe
+		}
+		if p.inKill() {
+			p.feat |= fProbeInKill
+		}
 		if a != nil && e.Probe == "startup" && e.Result == "success" && a.StartupOK == none {
 			a.StartupOK = i
 		}
@@ -545,11 +671,14 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 			switch k := probeKind(e.Probe); {
 			case e.Result == "failure":
 				a.probeFailed = k
+				p.feat |= fProbeFail
 			case a.probeFailed == k:
 				a.probeFailed = 0
 			}
 		}
 	case history.ContainerPreStopBegin:
+		p.initHookEvent(c)
+		p.feat |= fPreStop | killReasonFeature(e.Reason)
 		if a != nil && a.PreStop == none {
 			a.PreStop = i
 			// The reason is the kill's that stops the attempt: a preStop
@@ -568,6 +697,7 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 			a.PreStopEnd = i
 		}
 	case history.ContainerStopRequested:
+		p.feat |= fStop | killReasonFeature(e.Reason)
 		refused := a != nil && p.runtimeDownAt(i)
 		if a != nil && !refused && (a.Signal == none || p.runtimeRestartedBetween(a.Signal, i)) {
 			a.Signal = i
@@ -620,7 +750,35 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 			a = p.newAttempt(c, sb)
 		}
 		a.Exited, a.Code, a.ExitReason = i, e.Code, e.Reason
+		if e.Reason == "OOMKilled" {
+			p.feat |= fOOM
+		}
+		if !p.inKill() {
+			p.feat |= fExitAlone
+		}
+	case history.ContainerStartFailed:
+		p.feat |= fStartFailed
 	}
+}
+
+// initHookEvent records a probe result or hook event of container c.
+func (p *Pod) initHookEvent(c int) {
+	if p.Ctrs[c].Role == RoleInit {
+		p.feat |= fInitHook
+	}
+}
+
+// killReasonFeature is the feature a stop or preStop with this reason
+// brings: the kill reasons checkers look for (an attempt's KillReason
+// comes from these events' reasons, or a failed probe's).
+func killReasonFeature(reason string) feature {
+	switch reason {
+	case "LivenessProbe", "StartupProbe":
+		return fProbeReason
+	case "UnknownState":
+		return fUnknownKill
+	}
+	return 0
 }
 
 const (

@@ -39,15 +39,23 @@ type worker struct {
 	// registered checker's own function, not two interface and method
 	// calls per checker and pod.
 	fns []func(p *Pod, hits []Hit) []Hit
+	// needs are their preconditions (inv.needs), 0 for every checker when
+	// ungated.
+	needs   []feature
+	ungated bool
 }
 
 // prepare resolves the checkers' functions on first use (workers are
 // built as literals).
 func (w *worker) prepare() {
 	w.fns = make([]func(*Pod, []Hit) []Hit, len(w.checkers))
+	w.needs = make([]feature, len(w.checkers))
 	for ci, ch := range w.checkers {
 		if c, ok := ch.(*inv); ok {
 			w.fns[ci] = c.fn
+			if !w.ungated {
+				w.needs[ci] = c.needs
+			}
 		} else {
 			w.fns[ci] = ch.Check
 		}
@@ -93,6 +101,9 @@ func (w *worker) checkFrom(ci int, name string, res *podResult) (next int) {
 		}
 	}()
 	for ; ci < len(w.checkers); ci++ {
+		if m := w.needs[ci]; m != 0 && !p.has(m) {
+			continue // vacuous on this pod
+		}
 		inCheck = true
 		hits := w.fns[ci](p, w.hits[:0])
 		inCheck = false
@@ -144,6 +155,11 @@ type PodVerdict struct {
 // OnPod sets a hook called for every pod once it is checked and folded.
 func OnPod(fn PodHook) Option { return func(r *Runner) { r.onPod = fn } }
 
+// Ungated runs every checker on every pod, even where the pod's history
+// rules its precondition out (inv.needs): the same report, at a higher
+// cost. It is the reference the gating is tested against.
+func Ungated() Option { return func(r *Runner) { r.ungated = true } }
+
 // WithCheckers replaces the registered checkers (tests, or a subset).
 func WithCheckers(cs ...Checker) Option { return func(r *Runner) { r.checkers = cs } }
 
@@ -158,6 +174,7 @@ type Runner struct {
 	keepO    int
 	keepView atomic.Pointer[keepView] // what the keeper still takes (KeepPods)
 	checkers []Checker
+	ungated  bool
 	seq      uint64
 	agg      *aggregator
 	onPod    PodHook
@@ -254,7 +271,7 @@ func NewRunner(opts ...Option) *Runner {
 	r.keepView.Store(r.agg.keep.view())
 	r.stored = make([]atomic.Int64, len(r.checkers))
 	if r.workers == 1 {
-		r.sync = &worker{checkers: r.checkers, stored: r.stored, cap: r.cap}
+		r.sync = &worker{checkers: r.checkers, stored: r.stored, cap: r.cap, ungated: r.ungated}
 		return r
 	}
 	inflight := 4 * r.workers
@@ -297,7 +314,7 @@ func (r *Runner) Add(meta *history.Meta, pod string, events []history.Event) {
 		// A long history is checked here rather than copied for a worker:
 		// the copy would cost as much as the check.
 		if r.big == nil {
-			r.big = &worker{checkers: r.checkers, stored: r.stored, cap: r.cap}
+			r.big = &worker{checkers: r.checkers, stored: r.stored, cap: r.cap, ungated: r.ungated}
 		}
 		res := &podResult{seq: r.seq, name: pod}
 		r.big.check(meta, pod, events, res)
@@ -321,7 +338,7 @@ func (r *Runner) Add(meta *history.Meta, pod string, events []history.Event) {
 
 func (r *Runner) work() {
 	defer r.wg.Done()
-	w := &worker{checkers: r.checkers, stored: r.stored, cap: r.cap}
+	w := &worker{checkers: r.checkers, stored: r.stored, cap: r.cap, ungated: r.ungated}
 	for j := range r.jobs {
 		res := &podResult{seq: j.seq, name: j.name}
 		w.check(j.meta, j.name, *j.events, res)
