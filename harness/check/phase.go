@@ -11,9 +11,9 @@ import (
 // §5: garbage-collected container records are a known way to lose phase
 // and condition status (#108537), so GC excuses these.
 var phaseInvs = []*inv{
-	// Vacuous without an exit outside a pod kill: completion needs a main
-	// exit where termAt is nil.
-	{id: "INV-C1", level: Hard, ex: exDefault, fn: checkC1, needs: fExitAlone,
+	// Vacuous without a main's exit outside a pod kill: completion needs
+	// one (every main's last exit, where termAt is nil).
+	{id: "INV-C1", level: Hard, ex: exDefault, fn: checkC1, needs: fMainExitAlone,
 		rule: "Never/OnFailure: once the last main finished, every running sidecar is signalled and the pod reaches a terminal phase"},
 	{id: "INV-C2", level: Hard, ex: exDefault | ExGC, fn: checkC2,
 		rule: "terminal phase is Succeeded iff every main container exited 0; sidecar exit codes never matter"},

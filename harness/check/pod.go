@@ -268,21 +268,24 @@ const (
 	fSpecPostStart      // a container with a postStart hook
 	fSpecStartupSidecar // a sidecar with a startup probe
 	// Events of the spec's containers (Ctr.Ev) and their attempts.
-	fRestart         // a container with more than one attempt
-	fStartAfterKill  // an attempt that began after a pod.terminating
-	fExitAlone       // an exit outside every whole-pod kill (termAt is nil for it)
-	fStop            // a container.stop-requested
-	fPreStop         // a container.prestop-begin
-	fPostStartFailed // a postStart hook that failed (Attempt.PostStartFailed)
-	fProbeReason     // a stop or preStop with reason LivenessProbe or StartupProbe
-	fProbeFail       // a liveness or startup probe failure (Attempt.probeFailed)
-	fOtherProbe      // a probe result of a probe other than startup
-	fProbeInKill     // a probe result inside a whole-pod kill (termAt holds for it)
-	fUnknownKill     // a stop or preStop with reason UnknownState
-	fOOM             // an exit with reason OOMKilled
-	fOOMScore        // a start request with an oom_score_adj
-	fCPUs            // a start request with exclusive CPUs
-	fStartFailed     // a container.start-failed
+	fRestart        // a container with more than one attempt
+	fStartAfterKill // an attempt that began after a pod.terminating
+	// Exits outside every whole-pod kill (termAt is nil for them), by role:
+	fInitFailAlone    // of a regular init container, with a code other than 0
+	fSidecarExitAlone // of a sidecar
+	fMainExitAlone    // of a main container
+	fStop             // a container.stop-requested
+	fPreStop          // a container.prestop-begin
+	fPostStartFailed  // a postStart hook that failed (Attempt.PostStartFailed)
+	fProbeReason      // a stop or preStop with reason LivenessProbe or StartupProbe
+	fProbeFail        // a liveness or startup probe failure (Attempt.probeFailed)
+	fOtherProbe       // a probe result of a probe other than startup
+	fProbeInKill      // a probe result inside a whole-pod kill (termAt holds for it)
+	fUnknownKill      // a stop or preStop with reason UnknownState
+	fOOM              // an exit with reason OOMKilled
+	fOOMScore         // a start request with an oom_score_adj
+	fCPUs             // a start request with exclusive CPUs
+	fStartFailed      // a container.start-failed
 )
 
 // has reports whether the pod has at least one of the features in f.
@@ -754,7 +757,16 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 			p.feat |= fOOM
 		}
 		if !p.inKill() {
-			p.feat |= fExitAlone
+			switch p.Ctrs[c].Role {
+			case RoleInit:
+				if e.Code != 0 {
+					p.feat |= fInitFailAlone
+				}
+			case RoleSidecar:
+				p.feat |= fSidecarExitAlone
+			default:
+				p.feat |= fMainExitAlone
+			}
 		}
 	case history.ContainerStartFailed:
 		p.feat |= fStartFailed

@@ -23,9 +23,9 @@ var startInvs = []*inv{
 	// kubelet saw it (it exited while the kubelet was down) leaves nothing
 	// that says it failed, and computeInitContainerActions starts the init
 	// sequence again.
-	// Vacuous without an exit outside a pod kill: it looks at failures
-	// only where termAt(exit) is nil.
-	{id: "INV-S6", level: Hard, ex: exDefault | ExGC, fn: checkS6, needs: fExitAlone,
+	// Vacuous without a regular init's exit with a code other than 0
+	// outside a pod kill: it looks at those failures only.
+	{id: "INV-S6", level: Hard, ex: exDefault | ExGC, fn: checkS6, needs: fInitFailAlone,
 		rule: "a failed regular init blocks every later container until it succeeds; under Never it is not retried and the pod fails"},
 }
 
