@@ -95,6 +95,10 @@ type Ctr struct {
 	Spec *history.ContainerSpec
 	Att  []Attempt
 	Ev   []int32 // every event naming this container
+
+	// alias is the string data of the last event name build found this
+	// container by (ctrOf).
+	alias *byte
 }
 
 // Sandbox is one pod sandbox: from sandbox.created to its loss or stop.
@@ -314,6 +318,23 @@ func (p *Pod) Slack() int64 { return max(p.Tol, 1e9) }
 func (p *Pod) ctr(name string) int {
 	for i := range p.Ctrs {
 		if sameName(p.Ctrs[i].Name, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// ctrOf is ctr for build. It remembers the string data it found each
+// container by: the events of one container usually share it (the sim's
+// carry the spec's names, the JSONL reader interns them, a test's are one
+// literal), so the next one is found without comparing bytes. Which
+// container it returns is ctr's: a name with the same data and length has
+// the same bytes, and the first container that matches wins.
+func (p *Pod) ctrOf(name string) int {
+	d := unsafe.StringData(name)
+	for i := range p.Ctrs {
+		if c := &p.Ctrs[i]; len(c.Name) == len(name) && (c.alias == d || sameName(c.Name, name)) {
+			c.alias = d
 			return i
 		}
 	}
@@ -627,7 +648,7 @@ func (p *Pod) newAttempt(c int, sb int32) *Attempt {
 }
 
 func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
-	c := p.ctr(e.Container)
+	c := p.ctrOf(e.Container)
 	if c < 0 {
 		return // unknown container (or no spec yet): nothing to attribute
 	}
