@@ -7,8 +7,8 @@ import "github.com/sidebench/sidebench/harness/history"
 // about do not excuse them.
 var faultInvs = []*inv{
 	// Vacuous without a container with two attempts (a re-run is a later
-	// attempt than the one that completed) or an outage.
-	{id: "INV-F1", level: Hard, ex: ExNode, fn: checkF1, needs: fRestart | fOutage,
+	// attempt than the one that completed) or a kubelet outage.
+	{id: "INV-F1", level: Hard, ex: ExNode, fn: checkF1, needs: fRestart | fKubeletDown,
 		rule: "after initialization a completed regular init is never re-run in the same sandbox; a kubelet restart leaves running sidecars running and their Started status does not flap"},
 	// §5: GC of exited init records preserves start order only once a main
 	// container exists, so during initialization GC is an excuse.
@@ -23,13 +23,15 @@ var faultInvs = []*inv{
 	// Vacuous without a node.shutdown.
 	{id: "INV-F4", level: BestEffort, ex: ExNode | ExKubelet, fn: checkF4, needs: fShutdown,
 		rule: "a graceful node shutdown kills each pod promptly through the normal pod kill, within its group's budget (regular pods, then critical), and leaves it Failed/Terminated"},
-	// F5 and F6 judge outages: vacuous without one.
-	{id: "INV-F5", level: Hard, ex: 0, fn: checkF5, needs: fOutage,
+	// Vacuous without a node outage.
+	{id: "INV-F5", level: Hard, ex: 0, fn: checkF5, needs: fNodeDown,
 		rule: "while the node is down nothing is started, hooked or signalled, and no container restarts in a sandbox that did not survive it"},
-	{id: "INV-F6", level: BestEffort, ex: ExNode, fn: checkF6, needs: fOutage,
+	// Vacuous without a kubelet or runtime outage that began inside a pod
+	// kill: it skips the others (termAt(o.Down) nil).
+	{id: "INV-F6", level: BestEffort, ex: ExNode, fn: checkF6, needs: fOutageInKill,
 		rule: "a kubelet/runtime restart during termination retries it: containers still running exit within a full grace + 2s after the restart"},
 	// Vacuous without a runtime outage or a container.start-failed.
-	{id: "INV-F7", level: Hard, ex: ExNode | ExKubelet, fn: checkF7, needs: fOutage | fStartFailed,
+	{id: "INV-F7", level: Hard, ex: ExNode | ExKubelet, fn: checkF7, needs: fRuntimeDown | fStartFailed,
 		rule: "a runtime restart does not kill running containers; a container whose start failed is started again"},
 	// Vacuous without a kill for UnknownState, a reason only a stop or
 	// preStop event gives.

@@ -253,11 +253,14 @@ type Pod struct {
 // history this package's tests build, and random mutations of them
 // (gating_test.go), and on the sim's histories of every shipped scenario
 // (internal/integration).
-type feature uint32
+type feature uint64
 
 const (
 	fTerm         feature = 1 << iota // a whole-pod kill (p.Terms)
-	fOutage                           // a kubelet, runtime or node outage (p.Outages)
+	fKubeletDown                      // a kubelet outage (p.Outages)
+	fRuntimeDown                      // a runtime outage
+	fNodeDown                         // a node outage
+	fOutageInKill                     // a kubelet or runtime outage that began inside a whole-pod kill (termAt holds at its start)
 	fShutdown                         // a node.shutdown (p.Shutdowns)
 	fImage                            // a container.image-changed (p.Images)
 	fResize                           // a container.resize (p.Resizes)
@@ -482,6 +485,17 @@ func (p *Pod) build(meta *history.Meta, name string, events []history.Event) err
 				p.closeTerm(i)
 				p.Terms[n-1].Abandoned = true
 			}
+			switch {
+			case e.Kind == history.NodeDown:
+				p.feat |= fNodeDown
+			case e.Kind == history.KubeletDown:
+				p.feat |= fKubeletDown
+			default:
+				p.feat |= fRuntimeDown
+			}
+			if e.Kind != history.NodeDown && p.inKill() { // (after an abandoned kill closed)
+				p.feat |= fOutageInKill
+			}
 		case history.KubeletUp, history.RuntimeUp, history.NodeUp:
 			down := e.Kind - 1 // the *Up kinds follow their *Down kinds
 			for o := len(p.Outages) - 1; o >= 0; o-- {
@@ -543,7 +557,6 @@ func (p *Pod) summarize() {
 		feat feature
 	}{
 		{len(p.Terms) > 0, fTerm},
-		{len(p.Outages) > 0, fOutage},
 		{len(p.Shutdowns) > 0, fShutdown},
 		{len(p.Images) > 0, fImage},
 		{len(p.Resizes) > 0, fResize},

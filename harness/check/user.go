@@ -29,8 +29,8 @@ import (
 var userInvs = []*inv{
 	{id: "USER-APP-PROXY", level: User, fn: checkAppProxy,
 		rule: "app-never-without-proxy: from its start until the pod terminates, no main's application runs while a sidecar does not serve (a start before the sidecar served, a sidecar crash, OOM kill or readiness failure)"},
-	// Vacuous without a pod kill or an outage (node down).
-	{id: "USER-PROXY-OUTLIVES", level: User, fn: checkProxyOutlives, needs: fTerm | fOutage,
+	// Vacuous without a pod kill or a node outage.
+	{id: "USER-PROXY-OUTLIVES", level: User, fn: checkProxyOutlives, needs: fTerm | fNodeDown,
 		rule: "proxy-outlives-app: when the pod is killed (deletion, completion, node shutdown) or its node goes down, every sidecar running then is still running when the last main exits"},
 	{id: "USER-JOB-COMPLETES", level: User, fn: checkJobCompletes,
 		rule: "job-completes: a Job pod (restartPolicy not Always) reaches a terminal phase within grace + 2 s of its mains finishing, Succeeded if they all exited 0, and no main waits forever for a sidecar that will not restart"},
