@@ -99,6 +99,8 @@ type Ctr struct {
 	// alias is the string data of the last event name build found this
 	// container by (ctrOf).
 	alias *byte
+	// preStopSeen: build has read a container.prestop-begin of it.
+	preStopSeen bool
 }
 
 // Sandbox is one pod sandbox: from sandbox.created to its loss or stop.
@@ -282,11 +284,14 @@ const (
 	fSidecarExitAlone // of a sidecar
 	fMainExitAlone    // of a main container
 	fStop             // a container.stop-requested
-	fPreStop          // a container.prestop-begin
+	fPreStopAlone     // a container.prestop-begin outside every whole-pod kill
+	fPreStopAgain     // a container's second container.prestop-begin
+	fStopInHook       // an attempt's first stop while its preStop ran (begun, not ended)
+	fHookSkipped      // an attempt's first stop with no preStop before it, of a container with one in the spec
 	fPostStartFailed  // a postStart hook that failed (Attempt.PostStartFailed)
 	fProbeReason      // a stop or preStop with reason LivenessProbe or StartupProbe
-	fProbeFail        // a liveness or startup probe failure (Attempt.probeFailed)
-	fOtherProbe       // a probe result of a probe other than startup
+	fProbeKill        // an attempt's KillReason set to LivenessProbe or StartupProbe
+	fEarlyProbe       // a probe result other than startup's, of a container with a startup probe, before the attempt's first startup success
 	fProbeInKill      // a probe result inside a whole-pod kill (termAt holds for it)
 	fUnknownKill      // a stop or preStop with reason UnknownState
 	fOOM              // an exit with reason OOMKilled
@@ -695,8 +700,8 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 		}
 	case history.ProbeResult:
 		p.initHookEvent(c)
-		if e.Probe != "startup" {
-			p.feat |= fOtherProbe
+		if e.Probe != "startup" && p.Ctrs[c].Spec.Startup && a != nil && a.StartupOK == none {
+			p.feat |= fEarlyProbe
 		}
 		if p.inKill() {
 			p.feat |= fProbeInKill
@@ -708,14 +713,20 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 			switch k := probeKind(e.Probe); {
 			case e.Result == "failure":
 				a.probeFailed = k
-				p.feat |= fProbeFail
 			case a.probeFailed == k:
 				a.probeFailed = 0
 			}
 		}
 	case history.ContainerPreStopBegin:
 		p.initHookEvent(c)
-		p.feat |= fPreStop | killReasonFeature(e.Reason)
+		p.feat |= killReasonFeature(e.Reason)
+		if !p.inKill() {
+			p.feat |= fPreStopAlone
+		}
+		if p.Ctrs[c].preStopSeen {
+			p.feat |= fPreStopAgain
+		}
+		p.Ctrs[c].preStopSeen = true
 		if a != nil && a.PreStop == none {
 			a.PreStop = i
 			// The reason is the kill's that stops the attempt: a preStop
@@ -729,6 +740,7 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 				}
 			}
 		}
+		p.noteKillReason(a)
 	case history.ContainerPreStopEnd:
 		if a != nil && a.PreStopEnd == none {
 			a.PreStopEnd = i
@@ -741,6 +753,12 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 		}
 		if a != nil && a.Stop == none {
 			a.Stop, a.StopGrace = i, e.Grace
+			switch {
+			case a.PreStop != none && a.PreStopEnd == none:
+				p.feat |= fStopInHook
+			case a.PreStop == none && p.Ctrs[c].Spec.PreStop:
+				p.feat |= fHookSkipped
+			}
 			if a.KillReason == "" || e.Reason != "" && a.PreStop != none && p.kubeletRestartedBetween(a.PreStop, i) {
 				// The kubelet whose kill ran the preStop is gone; the
 				// restarted one keeps nothing of that kill, so this stop
@@ -766,6 +784,7 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 			}
 			a.stopRefused = refused
 		}
+		p.noteKillReason(a)
 	case history.ContainerAppStarted:
 		if a != nil && a.App == none {
 			a.App, a.AppOK = i, e.Value
@@ -804,6 +823,14 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 		}
 	case history.ContainerStartFailed:
 		p.feat |= fStartFailed
+	}
+}
+
+// noteKillReason records a probe kill once a stop or preStop event has
+// set attempt a's KillReason (it is set nowhere else).
+func (p *Pod) noteKillReason(a *Attempt) {
+	if a != nil && (a.KillReason == "LivenessProbe" || a.KillReason == "StartupProbe") {
+		p.feat |= fProbeKill
 	}
 }
 

@@ -8,10 +8,12 @@ var probeInvs = []*inv{
 	// in its events.
 	{id: "INV-P4", level: Hard, ex: 0, fn: checkP4, needs: fInitHook,
 		rule: "probes and lifecycle hooks exist on sidecars and mains only: a regular init container has none (API validation)"},
-	// Vacuous without a probe result other than startup (the first part)
-	// or a probe kill reason, which comes from a stop or preStop reason
-	// or a failed liveness or startup probe (the second).
-	{id: "INV-P5", level: Hard, ex: exDefault, fn: checkP5, needs: fOtherProbe | fProbeReason | fProbeFail,
+	// Vacuous without a probe result other than startup's before the
+	// attempt's first startup success, in a container with a startup
+	// probe (the first part: at that event the attempt is the latest, and
+	// its StartupOK, set once, is still none), or an attempt killed for a
+	// probe (the second part).
+	{id: "INV-P5", level: Hard, ex: exDefault, fn: checkP5, needs: fEarlyProbe | fProbeKill,
 		rule: "readiness and liveness probes run only after the startup probe succeeded; a liveness or startup kill uses the probe-level grace"},
 	// Vacuous without a probe result inside a pod kill, or a stop or
 	// preStop whose own reason is LivenessProbe or StartupProbe.

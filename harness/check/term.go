@@ -18,8 +18,9 @@ var termInvs = []*inv{
 		rule: "sidecars stop in reverse spec order: SIGTERM(Si) after EXIT(next sidecar) (until the grace expires)"},
 	{id: "INV-T5", level: Hard, ex: exDefault, fn: checkT5, needs: fTerm,
 		rule: "every container running at kill time has exited by grace + 2s (+ 1s of whole-second truncation, + tolerance); no stop grace below 2s"},
-	// Vacuous without a container.prestop-begin (Attempt.PreStop).
-	{id: "INV-T6", level: BestEffort, ex: exDefault | ExOOM, fn: checkT6, needs: fPreStop,
+	// Vacuous without an attempt first stopped while its preStop ran: it
+	// judges a.PreStop < a.Stop with no a.PreStopEnd before a.Stop.
+	{id: "INV-T6", level: BestEffort, ex: exDefault | ExOOM, fn: checkT6, needs: fStopInHook,
 		rule: "a container's SIGTERM is never sent before its own preStop finished, unless its budget expired"},
 	// Vacuous without a container.stop-requested (Attempt.Stop).
 	{id: "INV-T7", level: Hard, ex: exDefault | ExOOM, fn: checkT7, needs: fStop,
