@@ -7,8 +7,10 @@ import "github.com/sidebench/sidebench/harness/history"
 // about do not excuse them.
 var faultInvs = []*inv{
 	// Vacuous without a container with two attempts (a re-run is a later
-	// attempt than the one that completed) or a kubelet outage.
-	{id: "INV-F1", level: Hard, ex: ExNode, fn: checkF1, needs: fRestart | fKubeletDown,
+	// attempt than the one that completed), or a sidecar's Started=false
+	// or stop outside a pod kill after a kubelet outage began (what the
+	// outage part judges: events after o.Down where termAt is nil).
+	{id: "INV-F1", level: Hard, ex: ExNode, fn: checkF1, needs: fRestart | fSidecarFlap,
 		rule: "after initialization a completed regular init is never re-run in the same sandbox; a kubelet restart leaves running sidecars running and their Started status does not flap"},
 	// §5: GC of exited init records preserves start order only once a main
 	// container exists, so during initialization GC is an excuse.

@@ -2,7 +2,7 @@ package check
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/sidebench/sidebench/harness/history"
 )
@@ -339,11 +339,12 @@ func checkP3(p *Pod, hits []Hit) []Hit {
 		if !e.Value || e.Cond != "ContainersReady" && e.Cond != "Ready" {
 			continue
 		}
+		_, end := p.publication(i)
 		for c := range p.Ctrs {
 			if p.Ctrs[c].Role == RoleInit {
 				continue
 			}
-			if r, ok := p.readyAt(c, i); !ok {
+			if r, ok := p.readyAt(c, i, end); !ok {
 				hits = append(hits, p.at(i, r, "%s=True while %s %q was not ready", e.Cond, what(p.Ctrs[c].Role), p.Ctrs[c].Name))
 				break
 			}
@@ -353,8 +354,8 @@ func checkP3(p *Pod, hits []Hit) []Hit {
 }
 
 // readyAt reports whether container c was ready when status event i was
-// published: its last ready event in the history up to the end of i's
-// publication says true and it has not exited since.
+// published: its last ready event in the history up to end, the end of
+// i's publication, says true and it has not exited since.
 //
 // A publication is one status update: a backend writes it as several
 // status events with one timestamp, in any order, so the container flags
@@ -374,11 +375,10 @@ func checkP3(p *Pod, hits []Hit) []Hit {
 // It binary-searches the container's events: a pod with many restarts or
 // outages has many Ready conditions, and a scan from the start for each
 // made the check quadratic.
-func (p *Pod) readyAt(c int, i int32) (int32, bool) {
-	_, end := p.publication(i)
+func (p *Pod) readyAt(c int, i, end int32) (int32, bool) {
 	evs := p.Ctrs[c].Ev
 	ti := p.T(i)
-	hi := sort.Search(len(evs), func(k int) bool { return evs[k] > end })
+	hi, _ := slices.BinarySearch(evs, end+1) // the first event after end (evs ascends)
 	for k := hi - 1; k >= 0; k-- {
 		switch j := evs[k]; p.Ev[j].Kind {
 		case history.ContainerReady:

@@ -284,6 +284,7 @@ const (
 	fSidecarExitAlone // of a sidecar
 	fMainExitAlone    // of a main container
 	fStop             // a container.stop-requested
+	fSidecarFlap      // a sidecar's Started=false or stop outside every whole-pod kill, after a kubelet outage began
 	fPreStopAlone     // a container.prestop-begin outside every whole-pod kill
 	fPreStopAgain     // a container's second container.prestop-begin
 	fStopInHook       // an attempt's first stop while its preStop ran (begun, not ended)
@@ -698,6 +699,9 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 		if a != nil && e.Value && a.Started == none {
 			a.Started = i
 		}
+		if !e.Value {
+			p.noteSidecarFlap(c)
+		}
 	case history.ProbeResult:
 		p.initHookEvent(c)
 		if e.Probe != "startup" && p.Ctrs[c].Spec.Startup && a != nil && a.StartupOK == none {
@@ -747,6 +751,7 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 		}
 	case history.ContainerStopRequested:
 		p.feat |= fStop | killReasonFeature(e.Reason)
+		p.noteSidecarFlap(c)
 		refused := a != nil && p.runtimeDownAt(i)
 		if a != nil && !refused && (a.Signal == none || p.runtimeRestartedBetween(a.Signal, i)) {
 			a.Signal = i
@@ -831,6 +836,14 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 func (p *Pod) noteKillReason(a *Attempt) {
 	if a != nil && (a.KillReason == "LivenessProbe" || a.KillReason == "StartupProbe") {
 		p.feat |= fProbeKill
+	}
+}
+
+// noteSidecarFlap records a Started=false or a stop of container c, if it
+// is a sidecar, outside a pod kill and after a kubelet outage began.
+func (p *Pod) noteSidecarFlap(c int) {
+	if p.feat&fKubeletDown != 0 && p.Ctrs[c].Role == RoleSidecar && !p.inKill() {
+		p.feat |= fSidecarFlap
 	}
 }
 
