@@ -240,6 +240,7 @@ type Pod struct {
 	Removed   int32
 
 	windows []window
+	hint    int // the container ctrOf found last
 	// feat is what the history holds, for the worker to skip the
 	// checkers that cannot report anything on it (inv.needs).
 	feat feature
@@ -339,11 +340,17 @@ func (p *Pod) ctr(name string) int {
 // literal), so the next one is found without comparing bytes. Which
 // container it returns is ctr's: a name with the same data and length has
 // the same bytes, and the first container that matches wins.
+//
+// It tries the container of the previous event first (a container's
+// events come in runs): its alias makes it the first match too.
 func (p *Pod) ctrOf(name string) int {
 	d := unsafe.StringData(name)
+	if h := p.hint; h < len(p.Ctrs) && p.Ctrs[h].alias == d && len(p.Ctrs[h].Name) == len(name) {
+		return h
+	}
 	for i := range p.Ctrs {
 		if c := &p.Ctrs[i]; len(c.Name) == len(name) && (c.alias == d || sameName(c.Name, name)) {
-			c.alias = d
+			c.alias, p.hint = d, i
 			return i
 		}
 	}

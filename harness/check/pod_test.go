@@ -20,10 +20,14 @@ func TestCtrOfIsCtr(t *testing.T) {
 	for _, n := range append(names, "ghost", "sidecar-3", "prox", "") {
 		queries = append(queries, n, strings.Clone(n), strings.Clone(n)[:len(n)/2])
 	}
+	// In order, then repeated (the previous container first), then
+	// alternating.
 	for round := range 3 {
-		for _, q := range queries {
-			if got, want := p.ctrOf(q), p.ctr(q); got != want {
-				t.Fatalf("round %d: ctrOf(%q) = %d, ctr = %d", round, q, got, want)
+		for k, q := range queries {
+			for _, q := range []string{q, q, queries[(k*7)%len(queries)]} {
+				if got, want := p.ctrOf(q), p.ctr(q); got != want {
+					t.Fatalf("round %d: ctrOf(%q) = %d, ctr = %d", round, q, got, want)
+				}
 			}
 		}
 	}
