@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -92,14 +95,40 @@ func coverGates(meta *history.Meta, name string, ev []history.Event) {
 
 // uncovered lists the precondition bits no history showed necessary.
 func uncovered() []string {
+	names := featureNames()
 	var out []string
 	for _, ch := range registry {
 		c := ch.(*inv)
-		if miss := c.needs &^ gateCover[c.id]; miss != 0 {
-			out = append(out, fmt.Sprintf("%s %#x", c.id, miss))
+		for b, name := range names {
+			if f := feature(1) << b; c.needs&f != 0 && gateCover[c.id]&f == 0 {
+				out = append(out, c.id+" "+name)
+			}
 		}
 	}
 	return out
+}
+
+// featureNames are the names of the features, bit by bit, read from
+// pod.go's declaration (for messages).
+func featureNames() []string {
+	f, err := parser.ParseFile(token.NewFileSet(), "pod.go", nil, 0)
+	if err != nil {
+		panic(err)
+	}
+	var names []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		if d, ok := n.(*ast.GenDecl); ok && d.Tok == token.CONST && len(d.Specs) > 0 {
+			if v, ok := d.Specs[0].(*ast.ValueSpec); ok && v.Type != nil && fmt.Sprint(v.Type) == "feature" {
+				for _, sp := range d.Specs {
+					for _, id := range sp.(*ast.ValueSpec).Names {
+						names = append(names, id.Name)
+					}
+				}
+			}
+		}
+		return true
+	})
+	return names
 }
 
 // normalizeErrs keeps the first line of each error: the stack below it
@@ -258,7 +287,8 @@ func TestGatingChangesNothing(t *testing.T) {
 	for _, h := range []*hb{realistic(), design2019(), designNone(), jobDone(0), jobDone(1)} {
 		corpus = append(corpus, recordedPod{nil, h.events()})
 	}
-	corpus = append(corpus, recordedPod{nil, typical()}, recordedPod{localMeta, gatingStartupKill()}, recordedPod{nil, gatingOOMPreStop()})
+	corpus = append(corpus, recordedPod{nil, typical()}, recordedPod{localMeta, gatingStartupKill()}, recordedPod{nil, gatingOOMPreStop()},
+		recordedPod{nil, gatingProbeKillInKill()}, recordedPod{nil, gatingFailedHookStarted()})
 	n := 0
 	check := func(r recordedPod) {
 		t.Helper()
@@ -429,4 +459,24 @@ func gatingOOMPreStop() []history.Event {
 	h.at(0).created().at(5).scheduled().at(10).sandbox().at(20).up("proxy").at(30).up("app")
 	h.at(1000).add(history.Event{Kind: history.ContainerExited, Container: "app", Code: 137, Reason: "OOMKilled"})
 	return h.at(1100).prestop("app", "").events()
+}
+
+// gatingProbeKillInKill: a stop for a liveness probe during a pod kill,
+// with no probe result in the kill: INV-P6's only feature is the stop's
+// reason (fProbeReason).
+func gatingProbeKillInKill() []history.Event {
+	h := newPod("probe-kill-in-kill", specOf("Always", 30, "sidecar:proxy", "main:app+live"))
+	h.at(0).created().at(5).scheduled().at(10).sandbox().at(20).up("proxy").at(30).up("app")
+	h.at(5000).deleted(30).terminating("PodDeleted", 30).at(5100).stop("app", 30, "LivenessProbe").exited("app", 137)
+	return h.at(5200).stopExit("proxy", 30, "PodDeleted").events()
+}
+
+// gatingFailedHookStarted: a main without postStart in its spec whose
+// postStart failed and which was reported Started: INV-H1's only feature
+// is the failed hook (fPostStartFailed).
+func gatingFailedHookStarted() []history.Event {
+	h := newPod("failed-hook-started", specOf("Always", 30, "sidecar:proxy", "main:app"))
+	h.at(0).created().at(5).scheduled().at(10).sandbox().at(20).up("proxy").at(30).req("app").running("app")
+	h.at(40).add(history.Event{Kind: history.ContainerPostStartDone, Container: "app", Value: false})
+	return h.at(50).started("app", true).events()
 }
