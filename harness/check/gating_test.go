@@ -109,13 +109,16 @@ func uncovered() []string {
 }
 
 // featureNames are the names of the features, bit by bit, read from
-// pod.go's declaration (for messages).
+// pod.go's declaration (for messages; bit numbers if it cannot be read).
 func featureNames() []string {
+	var names []string
 	f, err := parser.ParseFile(token.NewFileSet(), "pod.go", nil, 0)
 	if err != nil {
-		panic(err)
+		for b := range 64 {
+			names = append(names, fmt.Sprintf("bit %d", b))
+		}
+		return names
 	}
-	var names []string
 	ast.Inspect(f, func(n ast.Node) bool {
 		if d, ok := n.(*ast.GenDecl); ok && d.Tok == token.CONST && len(d.Specs) > 0 {
 			if v, ok := d.Specs[0].(*ast.ValueSpec); ok && v.Type != nil && fmt.Sprint(v.Type) == "feature" {
@@ -168,50 +171,59 @@ var gatingMetas = []*history.Meta{
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if code == 0 {
-		// Once every test passed: the histories they built, gated and not.
-		recorded.Lock()
-		pods := recorded.pods
-		recorded.Unlock()
-		n, mutants := 0, 4
-		if testing.Short() {
-			mutants = 0
-		}
-		rng := rand.New(rand.NewPCG(19, 20))
-		for _, r := range pods {
-			metas := gatingMetas
-			if r.meta != nil {
-				metas = []*history.Meta{r.meta}
-			}
-			for _, meta := range metas {
-				// The history, then random mutations of it.
-				ev := r.ev
-				for k := range 1 + mutants {
-					if k > 0 {
-						ev = slices.Clone(r.ev)
-						for range 1 + rng.IntN(4) {
-							ev = mutateEvents(rng, ev)
-						}
-					}
-					n++
-					if d := gatingDiff(meta, podName(ev), ev); d != "" {
-						fmt.Fprintf(os.Stderr, "--- FAIL: TestMain (gating on the histories the tests built)\n    %s\nhistory:\n%sFAIL\n", d, dumpEvents(ev))
-						os.Exit(1)
-					}
-				}
-			}
-		}
-		if testing.Verbose() {
-			fmt.Printf("gating: %d pod checks of the tests' histories identical gated and ungated\n", n)
-		}
-		// With every test run, each bit of each precondition must have
-		// been necessary on some history, or dropping it would go
-		// unnoticed.
-		if miss := uncovered(); len(miss) > 0 && flag.Lookup("test.run").Value.String() == "" && !testing.Short() {
-			fmt.Fprintf(os.Stderr, "--- FAIL: TestMain (gating)\n    precondition bits no history shows necessary (add one on which the checker reports with that feature alone): %v\nFAIL\n", miss)
-			os.Exit(1)
+		if msg := checkRecorded(); msg != "" {
+			fmt.Fprint(os.Stderr, msg)
+			code = 1
 		}
 	}
 	os.Exit(code)
+}
+
+// checkRecorded runs once every test passed: the gating's differential
+// test on the histories the tests built, and 4 random mutations of each;
+// then, after a full run, it requires each bit of each precondition to
+// have been necessary on some history, or dropping it would go unnoticed.
+// It returns a failure message, "" if none.
+func checkRecorded() string {
+	recorded.Lock()
+	pods := recorded.pods
+	recorded.Unlock()
+	n, mutants := 0, 4
+	if testing.Short() {
+		mutants = 0
+	}
+	rng := rand.New(rand.NewPCG(19, 20))
+	for _, r := range pods {
+		metas := gatingMetas
+		if r.meta != nil {
+			metas = []*history.Meta{r.meta}
+		}
+		for _, meta := range metas {
+			ev := r.ev
+			for k := range 1 + mutants {
+				if k > 0 {
+					ev = slices.Clone(r.ev)
+					for range 1 + rng.IntN(4) {
+						ev = mutateEvents(rng, ev)
+					}
+				}
+				n++
+				if d := gatingDiff(meta, podName(ev), ev); d != "" {
+					return fmt.Sprintf("--- FAIL: TestMain (gating on the histories the tests built)\n    %s\nhistory:\n%sFAIL\n", d, dumpEvents(ev))
+				}
+			}
+		}
+	}
+	if testing.Verbose() {
+		fmt.Printf("gating: %d pod checks of the tests' histories identical gated and ungated\n", n)
+	}
+	if flag.Lookup("test.run").Value.String() != "" || testing.Short() {
+		return "" // not every test ran
+	}
+	if miss := uncovered(); len(miss) > 0 {
+		return fmt.Sprintf("--- FAIL: TestMain (gating)\n    precondition bits no history shows necessary (add one on which the checker reports with that feature alone): %v\nFAIL\n", miss)
+	}
+	return ""
 }
 
 func podName(ev []history.Event) string {
