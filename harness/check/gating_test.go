@@ -36,7 +36,9 @@ import (
 func gatingDiff(meta *history.Meta, name string, ev []history.Event) string {
 	coverGates(meta, name, ev)
 	var gated, all podResult
-	(&worker{checkers: registry, cap: 1 << 30}).check(meta, name, ev, &gated)
+	gatedWorker.Lock()
+	gatedWorker.w.check(meta, name, ev, &gated)
+	gatedWorker.Unlock()
 	(&worker{checkers: registry, cap: 1 << 30, ungated: true}).check(meta, name, ev, &all)
 	normalizeErrs(&gated)
 	normalizeErrs(&all)
@@ -133,6 +135,14 @@ func featureNames() []string {
 	})
 	return names
 }
+
+// gatedWorker checks every pod gatingDiff gets, one after another as a
+// Runner's worker does: its plan cache (worker.plans) sees every feature
+// set of the corpus, in turn.
+var gatedWorker = struct {
+	sync.Mutex
+	w worker
+}{w: worker{checkers: registry, cap: 1 << 30}}
 
 // normalizeErrs keeps the first line of each error: the stack below it
 // holds addresses.
