@@ -2,7 +2,6 @@ package check
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/sidebench/sidebench/harness/history"
 )
@@ -378,7 +377,7 @@ func checkP3(p *Pod, hits []Hit) []Hit {
 func (p *Pod) readyAt(c int, i, end int32) (int32, bool) {
 	evs := p.Ctrs[c].Ev
 	ti := p.T(i)
-	hi, _ := slices.BinarySearch(evs, end+1) // the first event after end (evs ascends)
+	hi := firstAfter(evs, end)
 	for k := hi - 1; k >= 0; k-- {
 		switch j := evs[k]; p.Ev[j].Kind {
 		case history.ContainerReady:
@@ -394,6 +393,20 @@ func (p *Pod) readyAt(c int, i, end int32) (int32, bool) {
 		}
 	}
 	return none, false
+}
+
+// firstAfter is the position of the first index in evs (ascending) above
+// i: slices.BinarySearch, without the call.
+func firstAfter(evs []int32, i int32) int {
+	lo, hi := 0, len(evs)
+	for lo < hi {
+		if m := int(uint(lo+hi) >> 1); evs[m] <= i {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 // publication returns the index range [lo, hi] of the status update that

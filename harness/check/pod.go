@@ -99,8 +99,9 @@ type Ctr struct {
 	// alias is the string data of the last event name build found this
 	// container by (ctrOf).
 	alias *byte
-	// preStopSeen: build has read a container.prestop-begin of it.
-	preStopSeen bool
+	// preStopSeen: build has read a container.prestop-begin of it;
+	// serving: a container.serving.
+	preStopSeen, serving bool
 }
 
 // Sandbox is one pod sandbox: from sandbox.created to its loss or stop.
@@ -802,6 +803,7 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 			a.App, a.AppOK = i, e.Value
 		}
 	case history.ContainerServing:
+		p.Ctrs[c].serving = true
 		if a != nil && e.Value && a.Serving == none {
 			a.Serving = i
 		}

@@ -70,13 +70,7 @@ type span struct{ from, to, cause int32 }
 // served appends the stretches during which sidecar s served, in order,
 // to out.
 func (p *Pod) served(s int, out []span) []span {
-	runtimeTruth := false
-	for _, i := range p.Ctrs[s].Ev {
-		if p.Ev[i].Kind == history.ContainerServing {
-			runtimeTruth = true
-			break
-		}
-	}
+	runtimeTruth := p.Ctrs[s].serving // a container.serving among its events
 	for k := range p.Ctrs[s].Att {
 		a := &p.Ctrs[s].Att[k]
 		if a.Running == none {
