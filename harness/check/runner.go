@@ -87,7 +87,8 @@ func (w *worker) prepare() {
 	}
 }
 
-// check runs every checker on one pod. A checker that panics yields
+// check runs on one pod every checker that can report on it (the others'
+// preconditions rule them out: inv.needs). A checker that panics yields
 // Unknown for this pod, with the panic attached (Jepsen's check-safe).
 func (w *worker) check(meta *history.Meta, name string, events []history.Event, res *podResult) {
 	res.meta = meta
