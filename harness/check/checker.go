@@ -48,6 +48,12 @@ type inv struct {
 	level    Level
 	ex       Excuse
 	fn       func(p *Pod, hits []Hit) []Hit
+	// needs is the checker's precondition: features (pod.go) at least one
+	// of which every hit of fn, and every path on which it could panic,
+	// requires. The worker skips fn on a pod with none of them; 0 means
+	// always run. Each one says why it is sound where it is set; a wrong
+	// one fails TestGatingChangesNothing.
+	needs feature
 }
 
 func (c *inv) ID() string                     { return c.id }

@@ -10,7 +10,13 @@
 // events interleaved with the node-level and fault events of its node, as
 // history.Partitioner delivers them. BuildPod digests that slice once into
 // a Pod view (per-container attempts, sandboxes, termination windows, fault
-// windows) so that the 54 checkers do not each rescan raw events.
+// windows) so that the 54 checkers do not each rescan raw events. While
+// it reads them it notes what the history holds (Pod.feat: a kill, an
+// outage, a restart, a probe kill...), and the worker skips the checkers
+// whose precondition (inv.needs) the pod rules out: most checkers find
+// nothing to judge on a typical pod. The skip changes no finding; the
+// differential tests (gating_test.go here, and internal/integration on
+// every shipped scenario) run every pod both ways.
 //
 // Every Checker is a pure function of a Pod. It reports Hits; the framework
 // classifies each hit using the fault context (SEMANTICS.md §5):

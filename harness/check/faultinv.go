@@ -6,29 +6,44 @@ import "github.com/sidebench/sidebench/harness/history"
 // about behaviour under the faults themselves, so the faults they are
 // about do not excuse them.
 var faultInvs = []*inv{
-	{id: "INV-F1", level: Hard, ex: ExNode, fn: checkF1,
+	// Vacuous without a container with two attempts (a re-run is a later
+	// attempt than the one that completed), or a sidecar's Started=false
+	// or stop outside a pod kill after a kubelet outage began (what the
+	// outage part judges: events after o.Down where termAt is nil).
+	{id: "INV-F1", level: Hard, ex: ExNode, fn: checkF1, needs: fRestart | fSidecarFlap,
 		rule: "after initialization a completed regular init is never re-run in the same sandbox; a kubelet restart leaves running sidecars running and their Started status does not flap"},
 	// §5: GC of exited init records preserves start order only once a main
 	// container exists, so during initialization GC is an excuse.
-	{id: "INV-F2", level: Hard, ex: ExNode | ExGC, fn: checkF2,
+	// Vacuous without a container with two attempts: as F1's re-runs.
+	{id: "INV-F2", level: Hard, ex: ExNode | ExGC, fn: checkF2, needs: fRestart,
 		rule: "during initialization a completed regular init is never re-run in the same sandbox (kubelet restart, GC)"},
-	{id: "INV-F3", level: Hard, ex: ExKubelet, fn: checkF3,
+	// Vacuous with one sandbox: it judges a sandbox after another.
+	{id: "INV-F3", level: Hard, ex: ExKubelet, fn: checkF3, needs: fSandboxes,
 		rule: "a new sandbox re-runs every init container before any main starts; under Never with containers created no new sandbox is made"},
 	// A node shutdown is what INV-F4 is about: it excuses nothing here;
 	// the node going down or the kubelet dying does.
-	{id: "INV-F4", level: BestEffort, ex: ExNode | ExKubelet, fn: checkF4,
+	// Vacuous without a node.shutdown.
+	{id: "INV-F4", level: BestEffort, ex: ExNode | ExKubelet, fn: checkF4, needs: fShutdown,
 		rule: "a graceful node shutdown kills each pod promptly through the normal pod kill, within its group's budget (regular pods, then critical), and leaves it Failed/Terminated"},
-	{id: "INV-F5", level: Hard, ex: 0, fn: checkF5,
+	// Vacuous without a node outage.
+	{id: "INV-F5", level: Hard, ex: 0, fn: checkF5, needs: fNodeDown,
 		rule: "while the node is down nothing is started, hooked or signalled, and no container restarts in a sandbox that did not survive it"},
-	{id: "INV-F6", level: BestEffort, ex: ExNode, fn: checkF6,
+	// Vacuous without a kubelet or runtime outage that began inside a pod
+	// kill: it skips the others (termAt(o.Down) nil).
+	{id: "INV-F6", level: BestEffort, ex: ExNode, fn: checkF6, needs: fOutageInKill,
 		rule: "a kubelet/runtime restart during termination retries it: containers still running exit within a full grace + 2s after the restart"},
-	{id: "INV-F7", level: Hard, ex: ExNode | ExKubelet, fn: checkF7,
+	// Vacuous without a runtime outage or a container.start-failed.
+	{id: "INV-F7", level: Hard, ex: ExNode | ExKubelet, fn: checkF7, needs: fRuntimeDown | fStartFailed,
 		rule: "a runtime restart does not kill running containers; a container whose start failed is started again"},
-	{id: "INV-F8", level: Hard, ex: ExNode | ExKubelet, fn: checkF8,
+	// Vacuous without a kill for UnknownState, a reason only a stop or
+	// preStop event gives.
+	{id: "INV-F8", level: Hard, ex: ExNode | ExKubelet, fn: checkF8, needs: fUnknownKill,
 		rule: "a container killed for Unknown state is recreated (sidecar: always; regular init under Never: the pod is killed instead)"},
-	{id: "INV-U1", level: Hard, ex: exDefault, fn: checkU1,
+	// Vacuous without an image change.
+	{id: "INV-U1", level: Hard, ex: exDefault, fn: checkU1, needs: fImage,
 		rule: "an image change restarts only that container (a completed init: nothing), and takes no effect during termination"},
-	{id: "INV-U2", level: Hard, ex: exDefault, fn: checkU2,
+	// Vacuous without a resize.
+	{id: "INV-U2", level: Hard, ex: exDefault, fn: checkU2, needs: fResize,
 		rule: "an in-place resize applies in place, or restarts only that container when its resizePolicy says RestartContainer; sidecars like mains; nothing during termination"},
 }
 

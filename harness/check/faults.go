@@ -73,10 +73,8 @@ func (p *Pod) buildWindows() {
 			p.windows = append(p.windows, w)
 		}
 	}
-	for i := range p.Ev {
-		if p.Ev[i].Kind == history.NodeShutdown {
-			p.windows = append(p.windows, window{ex: ExShutdown, from: p.Ev[i].T, to: p.Horizon, name: "node shutdown"})
-		}
+	for _, i := range p.Shutdowns { // every node.shutdown, in order
+		p.windows = append(p.windows, window{ex: ExShutdown, from: p.Ev[i].T, to: p.Horizon, name: "node shutdown"})
 	}
 }
 

@@ -12,9 +12,10 @@ import (
 )
 
 // FuzzCheck feeds arbitrary bytes to the checker as a history file, as
-// `sidebench check` does: it must never panic, and no checker may panic
-// on a history the reader accepts (a checker panic is recorded as an
-// unknown verdict, which on valid input is a checker bug). `make test`
+// `sidebench check` does: it must never panic, no checker may panic on a
+// history the reader accepts (a checker panic is recorded as an unknown
+// verdict, which on valid input is a checker bug), and skipping the
+// checkers a pod rules out must change nothing (gatingDiff). `make test`
 // runs it for a few seconds; testdata/fuzz/FuzzCheck is its committed
 // corpus (seeded from the committed histories and malformed/ fixtures).
 func FuzzCheck(f *testing.F) {
@@ -31,6 +32,9 @@ func FuzzCheck(f *testing.F) {
 		err := forEachPod(history.NewReader(bytes.NewReader(data)), func(*history.Meta) error { return nil }, func(meta *history.Meta, pod string, evs []history.Event) error {
 			pods++
 			r.Add(meta, pod, evs)
+			if d := gatingDiff(meta, pod, evs); d != "" { // gating_test.go
+				t.Fatal(d)
+			}
 			return nil
 		})
 		rep := r.Close()

@@ -4,9 +4,16 @@ import "github.com/sidebench/sidebench/harness/history"
 
 // Hooks, SEMANTICS.md §2.6.
 var hookInvs = []*inv{
-	{id: "INV-H1", level: Hard, ex: exDefault, fn: checkH1,
+	// Vacuous without a postStart hook in the spec (a main Started before
+	// it), a failed postStart, an OOM kill, or a container with a preStop
+	// hook in the spec stopped without running it first (the probe kill
+	// and pod kill hits: a.PreStop none or after a.Stop, the first stop).
+	{id: "INV-H1", level: Hard, ex: exDefault, fn: checkH1, needs: fSpecPostStart | fPostStartFailed | fOOM | fHookSkipped,
 		rule: "sidecars and mains run hooks alike: Started only after postStart returned, never after it failed; preStop runs on pod termination and on a liveness, startup or failed-postStart kill, never for an OOM-killed container"},
-	{id: "INV-H2", level: Hard, ex: exDefault, fn: checkH2,
+	// Vacuous without a preStop outside a pod kill (termAt nil: the first
+	// hit) or a container's second preStop (the second hit needs the one
+	// before, prev).
+	{id: "INV-H2", level: Hard, ex: exDefault, fn: checkH2, needs: fPreStopAlone | fPreStopAgain,
 		rule: "a sidecar's preStop is not a separate phase before the pod kill, and runs once per kill (concurrently with the mains')"},
 }
 

@@ -2,7 +2,6 @@ package check
 
 import (
 	"fmt"
-	"sort"
 
 	"github.com/sidebench/sidebench/harness/history"
 )
@@ -11,7 +10,9 @@ import (
 // §5: garbage-collected container records are a known way to lose phase
 // and condition status (#108537), so GC excuses these.
 var phaseInvs = []*inv{
-	{id: "INV-C1", level: Hard, ex: exDefault, fn: checkC1,
+	// Vacuous without a main's exit outside a pod kill: completion needs
+	// one (every main's last exit, where termAt is nil).
+	{id: "INV-C1", level: Hard, ex: exDefault, fn: checkC1, needs: fMainExitAlone,
 		rule: "Never/OnFailure: once the last main finished, every running sidecar is signalled and the pod reaches a terminal phase"},
 	{id: "INV-C2", level: Hard, ex: exDefault | ExGC, fn: checkC2,
 		rule: "terminal phase is Succeeded iff every main container exited 0; sidecar exit codes never matter"},
@@ -337,11 +338,12 @@ func checkP3(p *Pod, hits []Hit) []Hit {
 		if !e.Value || e.Cond != "ContainersReady" && e.Cond != "Ready" {
 			continue
 		}
+		_, end := p.publication(i)
 		for c := range p.Ctrs {
 			if p.Ctrs[c].Role == RoleInit {
 				continue
 			}
-			if r, ok := p.readyAt(c, i); !ok {
+			if r, ok := p.readyAt(c, i, end); !ok {
 				hits = append(hits, p.at(i, r, "%s=True while %s %q was not ready", e.Cond, what(p.Ctrs[c].Role), p.Ctrs[c].Name))
 				break
 			}
@@ -351,8 +353,8 @@ func checkP3(p *Pod, hits []Hit) []Hit {
 }
 
 // readyAt reports whether container c was ready when status event i was
-// published: its last ready event in the history up to the end of i's
-// publication says true and it has not exited since.
+// published: its last ready event in the history up to end, the end of
+// i's publication, says true and it has not exited since.
 //
 // A publication is one status update: a backend writes it as several
 // status events with one timestamp, in any order, so the container flags
@@ -372,11 +374,10 @@ func checkP3(p *Pod, hits []Hit) []Hit {
 // It binary-searches the container's events: a pod with many restarts or
 // outages has many Ready conditions, and a scan from the start for each
 // made the check quadratic.
-func (p *Pod) readyAt(c int, i int32) (int32, bool) {
-	_, end := p.publication(i)
+func (p *Pod) readyAt(c int, i, end int32) (int32, bool) {
 	evs := p.Ctrs[c].Ev
 	ti := p.T(i)
-	hi := sort.Search(len(evs), func(k int) bool { return evs[k] > end })
+	hi := firstAfter(evs, end)
 	for k := hi - 1; k >= 0; k-- {
 		switch j := evs[k]; p.Ev[j].Kind {
 		case history.ContainerReady:
@@ -392,6 +393,20 @@ func (p *Pod) readyAt(c int, i int32) (int32, bool) {
 		}
 	}
 	return none, false
+}
+
+// firstAfter is the position of the first index in evs (ascending) above
+// i: slices.BinarySearch, without the call.
+func firstAfter(evs []int32, i int32) int {
+	lo, hi := 0, len(evs)
+	for lo < hi {
+		if m := int(uint(lo+hi) >> 1); evs[m] <= i {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 // publication returns the index range [lo, hi] of the status update that

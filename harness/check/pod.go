@@ -3,6 +3,7 @@ package check
 import (
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/sidebench/sidebench/harness/history"
 )
@@ -94,6 +95,13 @@ type Ctr struct {
 	Spec *history.ContainerSpec
 	Att  []Attempt
 	Ev   []int32 // every event naming this container
+
+	// alias is the string data of the last event name build found this
+	// container by (ctrOf).
+	alias *byte
+	// preStopSeen: build has read a container.prestop-begin of it;
+	// serving: a container.serving.
+	preStopSeen, serving bool
 }
 
 // Sandbox is one pod sandbox: from sandbox.created to its loss or stop.
@@ -233,8 +241,78 @@ type Pod struct {
 	Removed   int32
 
 	windows []window
+	hint    int // the container ctrOf found last
+	// feat is what the history holds, for the worker to skip the
+	// checkers that cannot report anything on it (inv.needs).
+	feat feature
 	// scratch space of the user-level checkers (user.go), reused
 	spans, gaps []span
+}
+
+// feature is a set of things a pod's history may hold, which build
+// records as it reads the events. A checker's precondition (inv.needs) is
+// a set of features at least one of which its every hit, and every panic,
+// requires: a pod with none of them is vacuous for it, and the worker
+// skips the call. The differential tests run every pod both ways: on every
+// history this package's tests build, and random mutations of them
+// (gating_test.go), and on the sim's histories of every shipped scenario
+// (internal/integration).
+type feature uint64
+
+const (
+	fTerm         feature = 1 << iota // a whole-pod kill (p.Terms)
+	fKubeletDown                      // a kubelet outage (p.Outages)
+	fRuntimeDown                      // a runtime outage
+	fNodeDown                         // a node outage
+	fOutageInKill                     // a kubelet or runtime outage that began inside a whole-pod kill (termAt holds at its start)
+	fShutdown                         // a node.shutdown (p.Shutdowns)
+	fImage                            // a container.image-changed (p.Images)
+	fResize                           // a container.resize (p.Resizes)
+	fSandboxes                        // more than one sandbox, real or a reset's
+	fReset                            // a RestartAllContainers reset (Sandbox.Reset)
+	fDeleted                          // pod.deleted (p.Deleted)
+	fSchedReq                         // a pod.scheduled with requests (CPU or Mem)
+	fRestartRules                     // the run's policy enables ContainerRestartRules
+	// The spec.
+	fInitHook           // a regular init container with a probe or hook, or a probe result or hook event of one
+	fSpecPreStop        // a container with a preStop hook
+	fSpecPostStart      // a container with a postStart hook
+	fSpecStartupSidecar // a sidecar with a startup probe
+	// Events of the spec's containers (Ctr.Ev) and their attempts.
+	fRestart        // a container with more than one attempt
+	fStartAfterKill // an attempt that began after a pod.terminating
+	// Exits outside every whole-pod kill (termAt is nil for them), by role:
+	fInitFailAlone    // of a regular init container, with a code other than 0
+	fSidecarExitAlone // of a sidecar
+	fMainExitAlone    // of a main container
+	fStop             // a container.stop-requested
+	fSidecarFlap      // a sidecar's Started=false or stop outside every whole-pod kill, after a kubelet outage began
+	fPreStopAlone     // a container.prestop-begin outside every whole-pod kill
+	fPreStopAgain     // a container's second container.prestop-begin
+	fStopInHook       // an attempt's first stop while its preStop ran (begun, not ended)
+	fHookSkipped      // an attempt's first stop with no preStop before it, of a container with one in the spec
+	fPostStartFailed  // a postStart hook that failed (Attempt.PostStartFailed)
+	fProbeReason      // a stop or preStop with reason LivenessProbe or StartupProbe
+	fProbeKill        // an attempt's KillReason set to LivenessProbe or StartupProbe
+	fEarlyProbe       // a probe result other than startup's, of a container with a startup probe, before the attempt's first startup success
+	fProbeInKill      // a probe result inside a whole-pod kill (termAt holds for it)
+	fUnknownKill      // a stop or preStop with reason UnknownState
+	fOOM              // an exit with reason OOMKilled
+	fOOMScore         // a start request with an oom_score_adj
+	fCPUs             // a start request with exclusive CPUs
+	fStartFailed      // a container.start-failed
+)
+
+// has reports whether the pod has at least one of the features in f.
+func (p *Pod) has(f feature) bool { return p.feat&f != 0 }
+
+// inKill reports, while build reads event i, whether a whole-pod kill
+// began before i and is still open: it will end after i (closeTerm runs at
+// a later event, or at the end), so termAt(i) will hold. Without an open
+// kill, every kill began after i or ended before it: termAt(i) is nil.
+func (p *Pod) inKill() bool {
+	n := len(p.Terms)
+	return n > 0 && p.Terms[n-1].End == none
 }
 
 // ErrNoSpec is returned by BuildPod for a history without pod.created.
@@ -247,13 +325,51 @@ func (p *Pod) T(i int32) int64 { return p.Ev[i].T }
 // (the skew upstream e2e tests allow, INV-T1).
 func (p *Pod) Slack() int64 { return max(p.Tol, 1e9) }
 
+// ctr returns the index of the container named name, or -1.
 func (p *Pod) ctr(name string) int {
 	for i := range p.Ctrs {
-		if p.Ctrs[i].Name == name {
+		if sameName(p.Ctrs[i].Name, name) {
 			return i
 		}
 	}
 	return -1
+}
+
+// ctrOf is ctr for build. It remembers the string data it found each
+// container by: the events of one container usually share it (the sim's
+// carry the spec's names, the JSONL reader interns them, a test's are one
+// literal), so the next one is found without comparing bytes. Which
+// container it returns is ctr's: a name with the same data and length has
+// the same bytes, and the first container that matches wins.
+//
+// It tries the container of the previous event first (a container's
+// events come in runs): its alias makes it the first match too.
+func (p *Pod) ctrOf(name string) int {
+	d := unsafe.StringData(name)
+	if h := p.hint; h < len(p.Ctrs) && p.Ctrs[h].alias == d && len(p.Ctrs[h].Name) == len(name) {
+		return h
+	}
+	for i := range p.Ctrs {
+		if c := &p.Ctrs[i]; len(c.Name) == len(name) && (c.alias == d || sameName(c.Name, name)) {
+			c.alias, p.hint = d, i
+			return i
+		}
+	}
+	return -1
+}
+
+// sameName is a == b, cheaper on the container lookup's usual cases: the
+// same string data (the sim's events carry the spec's names), or names
+// that differ in length or last byte ("proxy", "setup"; "sidecar-1",
+// "sidecar-2"), decided without a call to compare the bytes.
+func sameName(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || unsafe.StringData(a) == unsafe.StringData(b) {
+		return true
+	}
+	return a[len(a)-1] == b[len(b)-1] && a == b
 }
 
 // reset empties p, keeping its slices' storage for reuse.
@@ -308,6 +424,9 @@ func (p *Pod) build(meta *history.Meta, name string, events []history.Event) err
 		case history.PodScheduled:
 			p.Node = e.Node
 			p.Scheduled = append(p.Scheduled, i)
+			if e.CPU != 0 || e.Mem != 0 {
+				p.feat |= fSchedReq
+			}
 		case history.NodeShutdown:
 			p.Shutdowns = append(p.Shutdowns, i)
 		case history.SandboxCreated:
@@ -380,6 +499,17 @@ func (p *Pod) build(meta *history.Meta, name string, events []history.Event) err
 				p.closeTerm(i)
 				p.Terms[n-1].Abandoned = true
 			}
+			switch {
+			case e.Kind == history.NodeDown:
+				p.feat |= fNodeDown
+			case e.Kind == history.KubeletDown:
+				p.feat |= fKubeletDown
+			default:
+				p.feat |= fRuntimeDown
+			}
+			if e.Kind != history.NodeDown && p.inKill() { // (after an abandoned kill closed)
+				p.feat |= fOutageInKill
+			}
 		case history.KubeletUp, history.RuntimeUp, history.NodeUp:
 			down := e.Kind - 1 // the *Up kinds follow their *Down kinds
 			for o := len(p.Outages) - 1; o >= 0; o-- {
@@ -430,7 +560,33 @@ func (p *Pod) build(meta *history.Meta, name string, events []history.Event) err
 		}
 	}
 	p.buildWindows()
+	p.summarize()
 	return nil
+}
+
+// summarize adds the features build's slices tell.
+func (p *Pod) summarize() {
+	for _, f := range [...]struct {
+		has  bool
+		feat feature
+	}{
+		{len(p.Terms) > 0, fTerm},
+		{len(p.Shutdowns) > 0, fShutdown},
+		{len(p.Images) > 0, fImage},
+		{len(p.Resizes) > 0, fResize},
+		{len(p.Sandboxes) > 1, fSandboxes},
+		{p.Deleted != none, fDeleted},
+		{p.hasGate("ContainerRestartRules"), fRestartRules},
+	} {
+		if f.has {
+			p.feat |= f.feat
+		}
+	}
+	for k := range p.Sandboxes {
+		if p.Sandboxes[k].Reset {
+			p.feat |= fReset
+		}
+	}
 }
 
 func (p *Pod) setSpec(s *history.PodSpec) error {
@@ -465,6 +621,18 @@ func (p *Pod) setSpec(s *history.PodSpec) error {
 		}
 		c := &p.Ctrs[k]
 		c.Name, c.Role, c.Spec = cs.Name, role, cs
+		if role == RoleInit && (cs.Startup || cs.Readiness || cs.Liveness || cs.PostStart || cs.PreStop) {
+			p.feat |= fInitHook
+		}
+		if cs.PreStop {
+			p.feat |= fSpecPreStop
+		}
+		if cs.PostStart {
+			p.feat |= fSpecPostStart
+		}
+		if role == RoleSidecar && cs.Startup {
+			p.feat |= fSpecStartupSidecar
+		}
 		switch {
 		case cs.UserSidecar():
 			p.USidecars = append(p.USidecars, k)
@@ -490,6 +658,14 @@ func (p *Pod) last(c int) *Attempt {
 }
 
 func (p *Pod) newAttempt(c int, sb int32) *Attempt {
+	if len(p.Ctrs[c].Att) > 0 {
+		p.feat |= fRestart
+	}
+	if len(p.Terms) > 0 {
+		// Every attempt's Start is set when it is made, or never (one
+		// made by an exit): an attempt made now starts after Terms[0].
+		p.feat |= fStartAfterKill
+	}
 	p.Ctrs[c].Att = append(p.Ctrs[c].Att, Attempt{
 		Sandbox: max(sb, 0), Req: none, Running: none, PostStart: none, Started: none,
 		StartupOK: none, PreStop: none, PreStopEnd: none, Stop: none, Kill: none, Signal: none, Unknown: none, Exited: none,
@@ -499,7 +675,7 @@ func (p *Pod) newAttempt(c int, sb int32) *Attempt {
 }
 
 func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
-	c := p.ctr(e.Container)
+	c := p.ctrOf(e.Container)
 	if c < 0 {
 		return // unknown container (or no spec yet): nothing to attribute
 	}
@@ -508,20 +684,40 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 	switch e.Kind {
 	case history.ContainerStartRequested:
 		p.newAttempt(c, sb).Req = i
+		if e.OOMScoreAdj != 0 {
+			p.feat |= fOOMScore
+		}
+		if e.CPUs != "" {
+			p.feat |= fCPUs
+		}
 	case history.ContainerRunning:
 		if a == nil || a.Running != none || a.Exited != none {
 			a = p.newAttempt(c, sb)
 		}
 		a.Running = i
 	case history.ContainerPostStartDone:
+		p.initHookEvent(c)
 		if a != nil && a.PostStart == none {
 			a.PostStart, a.PostStartFailed = i, !e.Value
+			if a.PostStartFailed {
+				p.feat |= fPostStartFailed
+			}
 		}
 	case history.ContainerStarted:
 		if a != nil && e.Value && a.Started == none {
 			a.Started = i
 		}
+		if !e.Value {
+			p.noteSidecarFlap(c)
+		}
 	case history.ProbeResult:
+		p.initHookEvent(c)
+		if e.Probe != "startup" && p.Ctrs[c].Spec.Startup && a != nil && a.StartupOK == none {
+			p.feat |= fEarlyProbe
+		}
+		if p.inKill() {
+			p.feat |= fProbeInKill
+		}
 		if a != nil && e.Probe == "startup" && e.Result == "success" && a.StartupOK == none {
 			a.StartupOK = i
 		}
@@ -534,6 +730,15 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 			}
 		}
 	case history.ContainerPreStopBegin:
+		p.initHookEvent(c)
+		p.feat |= killReasonFeature(e.Reason)
+		if !p.inKill() {
+			p.feat |= fPreStopAlone
+		}
+		if p.Ctrs[c].preStopSeen {
+			p.feat |= fPreStopAgain
+		}
+		p.Ctrs[c].preStopSeen = true
 		if a != nil && a.PreStop == none {
 			a.PreStop = i
 			// The reason is the kill's that stops the attempt: a preStop
@@ -547,17 +752,26 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 				}
 			}
 		}
+		p.noteKillReason(a)
 	case history.ContainerPreStopEnd:
 		if a != nil && a.PreStopEnd == none {
 			a.PreStopEnd = i
 		}
 	case history.ContainerStopRequested:
+		p.feat |= fStop | killReasonFeature(e.Reason)
+		p.noteSidecarFlap(c)
 		refused := a != nil && p.runtimeDownAt(i)
 		if a != nil && !refused && (a.Signal == none || p.runtimeRestartedBetween(a.Signal, i)) {
 			a.Signal = i
 		}
 		if a != nil && a.Stop == none {
 			a.Stop, a.StopGrace = i, e.Grace
+			switch {
+			case a.PreStop != none && a.PreStopEnd == none:
+				p.feat |= fStopInHook
+			case a.PreStop == none && p.Ctrs[c].Spec.PreStop:
+				p.feat |= fHookSkipped
+			}
 			if a.KillReason == "" || e.Reason != "" && a.PreStop != none && p.kubeletRestartedBetween(a.PreStop, i) {
 				// The kubelet whose kill ran the preStop is gone; the
 				// restarted one keeps nothing of that kill, so this stop
@@ -583,11 +797,13 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 			}
 			a.stopRefused = refused
 		}
+		p.noteKillReason(a)
 	case history.ContainerAppStarted:
 		if a != nil && a.App == none {
 			a.App, a.AppOK = i, e.Value
 		}
 	case history.ContainerServing:
+		p.Ctrs[c].serving = true
 		if a != nil && e.Value && a.Serving == none {
 			a.Serving = i
 		}
@@ -604,7 +820,60 @@ func (p *Pod) containerEvent(i int32, e *history.Event, sb int32) {
 			a = p.newAttempt(c, sb)
 		}
 		a.Exited, a.Code, a.ExitReason = i, e.Code, e.Reason
+		if e.Reason == "OOMKilled" {
+			p.feat |= fOOM
+		}
+		if !p.inKill() {
+			switch p.Ctrs[c].Role {
+			case RoleInit:
+				if e.Code != 0 {
+					p.feat |= fInitFailAlone
+				}
+			case RoleSidecar:
+				p.feat |= fSidecarExitAlone
+			default:
+				p.feat |= fMainExitAlone
+			}
+		}
+	case history.ContainerStartFailed:
+		p.feat |= fStartFailed
 	}
+}
+
+// noteKillReason records a probe kill once a stop or preStop event has
+// set attempt a's KillReason (it is set nowhere else).
+func (p *Pod) noteKillReason(a *Attempt) {
+	if a != nil && (a.KillReason == "LivenessProbe" || a.KillReason == "StartupProbe") {
+		p.feat |= fProbeKill
+	}
+}
+
+// noteSidecarFlap records a Started=false or a stop of container c, if it
+// is a sidecar, outside a pod kill and after a kubelet outage began.
+func (p *Pod) noteSidecarFlap(c int) {
+	if p.feat&fKubeletDown != 0 && p.Ctrs[c].Role == RoleSidecar && !p.inKill() {
+		p.feat |= fSidecarFlap
+	}
+}
+
+// initHookEvent records a probe result or hook event of container c.
+func (p *Pod) initHookEvent(c int) {
+	if p.Ctrs[c].Role == RoleInit {
+		p.feat |= fInitHook
+	}
+}
+
+// killReasonFeature is the feature a stop or preStop with this reason
+// brings: the kill reasons checkers look for (an attempt's KillReason
+// comes from these events' reasons, or a failed probe's).
+func killReasonFeature(reason string) feature {
+	switch reason {
+	case "LivenessProbe", "StartupProbe":
+		return fProbeReason
+	case "UnknownState":
+		return fUnknownKill
+	}
+	return 0
 }
 
 const (

@@ -4,11 +4,20 @@ import "github.com/sidebench/sidebench/harness/history"
 
 // Probes and validation, SEMANTICS.md §2.4.
 var probeInvs = []*inv{
-	{id: "INV-P4", level: Hard, ex: 0, fn: checkP4,
+	// Vacuous without a probe or hook on a regular init, in its spec or
+	// in its events.
+	{id: "INV-P4", level: Hard, ex: 0, fn: checkP4, needs: fInitHook,
 		rule: "probes and lifecycle hooks exist on sidecars and mains only: a regular init container has none (API validation)"},
-	{id: "INV-P5", level: Hard, ex: exDefault, fn: checkP5,
+	// Vacuous without a probe result other than startup's before the
+	// attempt's first startup success, in a container with a startup
+	// probe (the first part: at that event the attempt is the latest, and
+	// its StartupOK, set once, is still none), or an attempt killed for a
+	// probe (the second part).
+	{id: "INV-P5", level: Hard, ex: exDefault, fn: checkP5, needs: fEarlyProbe | fProbeKill,
 		rule: "readiness and liveness probes run only after the startup probe succeeded; a liveness or startup kill uses the probe-level grace"},
-	{id: "INV-P6", level: Hard, ex: exDefault, fn: checkP6,
+	// Vacuous without a probe result inside a pod kill, or a stop or
+	// preStop whose own reason is LivenessProbe or StartupProbe.
+	{id: "INV-P6", level: Hard, ex: exDefault, fn: checkP6, needs: fProbeInKill | fProbeReason,
 		rule: "during pod termination the mains' liveness and startup probes stop, no probe kills anything, readiness keeps being applied"},
 }
 

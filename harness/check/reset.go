@@ -10,13 +10,15 @@ import (
 // They apply only when the run's policy enables the gates
 // (ContainerRestartRules, RestartAllContainersOnContainerExits).
 var ruleInvs = []*inv{
-	{id: "INV-RR1", level: Hard, ex: exDefault, fn: checkRR1,
+	// Vacuous unless the policy enables ContainerRestartRules.
+	{id: "INV-RR1", level: Hard, ex: exDefault, fn: checkRR1, needs: fRestartRules,
 		rule: "a main container with a container-level restartPolicy restarts iff its first matching restartPolicyRules entry says so, else per its own policy"},
-	{id: "INV-RA4", level: Hard, ex: exDefault, fn: checkRA4,
+	// RA4, RA5 and RA7 judge each reset: vacuous without one.
+	{id: "INV-RA4", level: Hard, ex: exDefault, fn: checkRA4, needs: fReset,
 		rule: "a RestartAllContainers reset removes every other container before the triggering ones"},
-	{id: "INV-RA5", level: Hard, ex: exDefault, fn: checkRA5,
+	{id: "INV-RA5", level: Hard, ex: exDefault, fn: checkRA5, needs: fReset,
 		rule: "reset kills use the 2 s minimum grace, run no preStop hook and carry no ordering"},
-	{id: "INV-RA7", level: Hard, ex: exDefault, fn: checkRA7,
+	{id: "INV-RA7", level: Hard, ex: exDefault, fn: checkRA7, needs: fReset,
 		rule: "no container starts again before every container of the pod was reset (stopped and removed)"},
 }
 

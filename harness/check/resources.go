@@ -10,15 +10,21 @@ import (
 // again from their sources, not imported from the reference
 // implementation that the sim runs: the checker is an independent oracle.
 var resourceInvs = []*inv{
-	{id: "INV-Q1", level: Hard, ex: 0, fn: checkQ1,
+	// Vacuous without a pod.scheduled that reports requests.
+	{id: "INV-Q1", level: Hard, ex: 0, fn: checkQ1, needs: fSchedReq,
 		rule: "a pod's effective requests are max(max over init containers of (sidecars before it + its request), sidecars + mains) + overhead"},
 	{id: "INV-Q2", level: Hard, ex: 0, fn: checkQ2,
 		rule: "the pod's QoS class is computed over init containers, sidecars and mains alike"},
-	{id: "INV-Q3", level: Hard, ex: 0, fn: checkQ3,
+	// Vacuous without a recorded oom_score_adj: it skips the starts
+	// without one (qosClass and mainMemResizes, computed first, cannot
+	// panic).
+	{id: "INV-Q3", level: Hard, ex: 0, fn: checkQ3, needs: fOOMScore,
 		rule: "oom_score_adj follows the QoS class, and a Burstable sidecar's is at most that of the main with the smallest memory request"},
-	{id: "INV-Q4", level: BestEffort, ex: exDefault, fn: checkQ4,
+	// Vacuous without an OOM kill.
+	{id: "INV-Q4", level: BestEffort, ex: exDefault, fn: checkQ4, needs: fOOM,
 		rule: "an OOM kill is an ordinary exit: a sidecar or (Always/OnFailure) a main is restarted, and no other container is stopped for it"},
-	{id: "INV-Q5", level: Hard, ex: 0, fn: checkQ5,
+	// Vacuous without a start request with exclusive CPUs.
+	{id: "INV-Q5", level: Hard, ex: 0, fn: checkQ5, needs: fCPUs,
 		rule: "exclusive CPUs are shared only with a finished regular init container: a sidecar's are never given to the containers after it"},
 }
 

@@ -4,17 +4,28 @@ import "github.com/sidebench/sidebench/harness/history"
 
 // Restarts, SEMANTICS.md §2.2.
 var restartInvs = []*inv{
-	{id: "INV-R1", level: BestEffort, ex: exDefault, fn: checkR1,
+	// Vacuous without a sidecar's exit outside a pod kill: it skips the
+	// exits where termAt holds (completion, computed first, cannot panic).
+	{id: "INV-R1", level: BestEffort, ex: exDefault, fn: checkR1, needs: fSidecarExitAlone,
 		rule: "an exited sidecar is restarted (any exit code, any pod restartPolicy) while the pod is not terminating or complete"},
-	{id: "INV-R2", level: Hard, ex: exDefault, fn: checkR2,
+	// Vacuous without a container with two attempts: it judges pairs.
+	{id: "INV-R2", level: Hard, ex: exDefault, fn: checkR2, needs: fRestart,
 		rule: "sidecar restarts follow crash-loop backoff: not before the announced delay, not much after it, never above 300s"},
-	{id: "INV-R3", level: Hard, ex: exDefault, fn: checkR3,
+	// Vacuous without a sidecar's exit outside a pod kill: it skips the
+	// exits where termAt holds.
+	{id: "INV-R3", level: Hard, ex: exDefault, fn: checkR3, needs: fSidecarExitAlone,
 		rule: "a sidecar restart after initialization neither stops main containers nor re-runs regular init containers"},
-	{id: "INV-R4", level: Hard, ex: exDefault, fn: checkR4,
+	// Vacuous without a container with two attempts: it judges pairs of
+	// a main's attempts, and re-runs only after one of them.
+	{id: "INV-R4", level: Hard, ex: exDefault, fn: checkR4, needs: fRestart,
 		rule: "main containers restart per pod restartPolicy only; a main restart re-runs no regular init container"},
-	{id: "INV-R5", level: Hard, ex: exDefault, fn: checkR5,
+	// Vacuous without an attempt begun after a pod.terminating (a start
+	// inside a kill) or a stop or preStop with reason LivenessProbe.
+	{id: "INV-R5", level: Hard, ex: exDefault, fn: checkR5, needs: fStartAfterKill | fProbeReason,
 		rule: "after pod.terminating no sidecar is restarted, and its liveness probe kills nothing"},
-	{id: "INV-R6", level: Hard, ex: exDefault, fn: checkR6,
+	// Vacuous without a main's exit outside a pod kill: completion needs
+	// one (every main's last exit, where termAt is nil).
+	{id: "INV-R6", level: Hard, ex: exDefault, fn: checkR6, needs: fMainExitAlone,
 		rule: "once no main is running or restartable, the pod is killed promptly and no sidecar is restarted"},
 }
 

@@ -34,9 +34,61 @@ type worker struct {
 	checkers []Checker
 	stored   []atomic.Int64 // shared with the aggregator: findings stored per checker
 	cap      int
+
+	// fns are the checkers' Check functions, resolved once (prepare): a
+	// registered checker's own function, not two interface and method
+	// calls per checker and pod.
+	fns []func(p *Pod, hits []Hit) []Hit
+	// needs are their preconditions (inv.needs), 0 for every checker when
+	// ungated.
+	needs   []feature
+	ungated bool
+	// plans caches the checkers to run by the pod's features: the pods
+	// of a run share a few feature sets, and walking the 20-odd that run
+	// costs less than testing the 54 preconditions.
+	plans [4]plan
 }
 
-// check runs every checker on one pod. A checker that panics yields
+// plan lists the checkers (indices) to run on pods with features feat.
+type plan struct {
+	feat feature
+	ok   bool
+	run  []int
+}
+
+// planFor returns the checkers to run on a pod with features f.
+func (w *worker) planFor(f feature) []int {
+	pl := &w.plans[uint64(f)*0x9e3779b97f4a7c15>>62] // direct-mapped by a hash of f
+	if !pl.ok || pl.feat != f {
+		pl.feat, pl.ok, pl.run = f, true, pl.run[:0]
+		for ci, m := range w.needs {
+			if m == 0 || f&m != 0 {
+				pl.run = append(pl.run, ci)
+			}
+		}
+	}
+	return pl.run
+}
+
+// prepare resolves the checkers' functions on first use (workers are
+// built as literals).
+func (w *worker) prepare() {
+	w.fns = make([]func(*Pod, []Hit) []Hit, len(w.checkers))
+	w.needs = make([]feature, len(w.checkers))
+	for ci, ch := range w.checkers {
+		if c, ok := ch.(*inv); ok {
+			w.fns[ci] = c.fn
+			if !w.ungated {
+				w.needs[ci] = c.needs
+			}
+		} else {
+			w.fns[ci] = ch.Check
+		}
+	}
+}
+
+// check runs on one pod every checker that can report on it (the others'
+// preconditions rule them out: inv.needs). A checker that panics yields
 // Unknown for this pod, with the panic attached (Jepsen's check-safe).
 func (w *worker) check(meta *history.Meta, name string, events []history.Event, res *podResult) {
 	res.meta = meta
@@ -45,15 +97,47 @@ func (w *worker) check(meta *history.Meta, name string, events []history.Event, 
 		res.errs = append(res.errs, PodError{Pod: name, Err: err.Error()})
 		return
 	}
+	if w.fns == nil {
+		w.prepare()
+	}
+	run := w.planFor(w.pod.feat) // the others cannot report anything on it
+	for k := 0; k < len(run); {
+		k = w.checkFrom(run, k, name, res)
+	}
+}
+
+// checkFrom runs the checkers run[k:]. It returns len(run), or, when
+// checker run[j] panics, records the panic (Unknown for that checker on
+// this pod, the panic and its stack in the errors) and returns j+1 for
+// check to resume there. One deferred recover per pod rather than one per
+// checker: the guard was a tenth of the cost of a typical pod.
+func (w *worker) checkFrom(run []int, k int, name string, res *podResult) (next int) {
 	p := &w.pod
-	for ci, ch := range w.checkers {
-		hits, err := safeCheck(ch, p, w.hits[:0])
-		w.hits = hits
-		if err != nil {
+	inCheck := false
+	ci := 0
+	defer func() {
+		if !inCheck {
+			// Not a checker's panic (classification, excerpt): it was
+			// never recovered, and is not now.
+			return
+		}
+		if r := recover(); r != nil {
+			id := w.checkers[ci].ID()
 			res.unknown |= 1 << uint(ci)
-			res.errs = append(res.errs, PodError{ID: ch.ID(), Pod: name, Err: err.Error()})
+			res.errs = append(res.errs, PodError{ID: id, Pod: name, Err: fmt.Sprintf("%s panicked: %v\n%s", id, r, debug.Stack())})
+			next = k + 1
+		}
+	}()
+	for ; k < len(run); k++ {
+		ci = run[k]
+		inCheck = true
+		hits := w.fns[ci](p, w.hits[:0])
+		inCheck = false
+		w.hits = hits
+		if len(hits) == 0 {
 			continue
 		}
+		ch := w.checkers[ci]
 		for k := range hits {
 			f := p.classify(ch, &hits[k])
 			f.chk = ci
@@ -65,15 +149,7 @@ func (w *worker) check(meta *history.Meta, name string, events []history.Event, 
 			res.findings = append(res.findings, f)
 		}
 	}
-}
-
-func safeCheck(ch Checker, p *Pod, buf []Hit) (hits []Hit, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			hits, err = buf[:0], fmt.Errorf("%s panicked: %v\n%s", ch.ID(), r, debug.Stack())
-		}
-	}()
-	return ch.Check(p, buf), nil
+	return k
 }
 
 // Option configures a Runner.
@@ -105,6 +181,11 @@ type PodVerdict struct {
 // OnPod sets a hook called for every pod once it is checked and folded.
 func OnPod(fn PodHook) Option { return func(r *Runner) { r.onPod = fn } }
 
+// Ungated runs every checker on every pod, even where the pod's history
+// rules its precondition out (inv.needs): the same report, at a higher
+// cost. It is the reference the gating is tested against.
+func Ungated() Option { return func(r *Runner) { r.ungated = true } }
+
 // WithCheckers replaces the registered checkers (tests, or a subset).
 func WithCheckers(cs ...Checker) Option { return func(r *Runner) { r.checkers = cs } }
 
@@ -119,6 +200,7 @@ type Runner struct {
 	keepO    int
 	keepView atomic.Pointer[keepView] // what the keeper still takes (KeepPods)
 	checkers []Checker
+	ungated  bool
 	seq      uint64
 	agg      *aggregator
 	onPod    PodHook
@@ -215,7 +297,7 @@ func NewRunner(opts ...Option) *Runner {
 	r.keepView.Store(r.agg.keep.view())
 	r.stored = make([]atomic.Int64, len(r.checkers))
 	if r.workers == 1 {
-		r.sync = &worker{checkers: r.checkers, stored: r.stored, cap: r.cap}
+		r.sync = &worker{checkers: r.checkers, stored: r.stored, cap: r.cap, ungated: r.ungated}
 		return r
 	}
 	inflight := 4 * r.workers
@@ -258,7 +340,7 @@ func (r *Runner) Add(meta *history.Meta, pod string, events []history.Event) {
 		// A long history is checked here rather than copied for a worker:
 		// the copy would cost as much as the check.
 		if r.big == nil {
-			r.big = &worker{checkers: r.checkers, stored: r.stored, cap: r.cap}
+			r.big = &worker{checkers: r.checkers, stored: r.stored, cap: r.cap, ungated: r.ungated}
 		}
 		res := &podResult{seq: r.seq, name: pod}
 		r.big.check(meta, pod, events, res)
@@ -282,7 +364,7 @@ func (r *Runner) Add(meta *history.Meta, pod string, events []history.Event) {
 
 func (r *Runner) work() {
 	defer r.wg.Done()
-	w := &worker{checkers: r.checkers, stored: r.stored, cap: r.cap}
+	w := &worker{checkers: r.checkers, stored: r.stored, cap: r.cap, ungated: r.ungated}
 	for j := range r.jobs {
 		res := &podResult{seq: j.seq, name: j.name}
 		w.check(j.meta, j.name, *j.events, res)

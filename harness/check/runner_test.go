@@ -129,6 +129,40 @@ func TestPanickingCheckerIsUnknown(t *testing.T) {
 	}
 }
 
+// TestPanicResumesWithNextChecker: the worker recovers once per pod, so
+// after a checker panics the following ones must still run on that pod,
+// and a second panic on the same pod must be recorded too.
+func TestPanicResumesWithNextChecker(t *testing.T) {
+	bad1 := &panicky{inv{id: "INV-X1", rule: "panics", level: Hard}}
+	bad2 := &panicky{inv{id: "INV-X2", rule: "panics", level: Hard}}
+	var t3 Checker
+	for _, c := range registry {
+		if c.ID() == "INV-T3" {
+			t3 = c
+		}
+	}
+	ev := realistic().events()
+	ev = moveBefore(ev, find(ev, history.ContainerStopRequested, "log", 0), find(ev, history.ContainerExited, "app", 0))
+	for _, workers := range []int{1, 2} {
+		rep := CheckEvents(withRun(ev), Workers(workers), WithCheckers(bad1, t3, bad2, registry[0]))
+		for _, id := range []string{"INV-X1", "INV-X2"} {
+			if row := rep.Row(id); row.Unknown != 1 || row.Checked != 0 {
+				t.Fatalf("workers=%d: row %s: %+v", workers, id, row)
+			}
+		}
+		if row := rep.Row("INV-T3"); row.Checked != 1 || row.Violations == 0 {
+			t.Fatalf("workers=%d: the checker after a panic must run: %+v", workers, row)
+		}
+		if row := rep.Row(registry[0].ID()); row.Checked != 1 || row.Unknown != 0 {
+			t.Fatalf("workers=%d: the checker after the second panic must run: %+v", workers, row)
+		}
+		if len(rep.Errors) != 2 || rep.Errors[0].ID != "INV-X1" || rep.Errors[1].ID != "INV-X2" ||
+			!strings.HasPrefix(rep.Errors[0].Err, "INV-X1 panicked: boom\n") || !strings.Contains(rep.Errors[0].Err, "goroutine ") {
+			t.Fatalf("workers=%d: errors: %+v", workers, rep.Errors)
+		}
+	}
+}
+
 func TestMerge(t *testing.T) {
 	for _, tc := range []struct{ a, b, want Validity }{
 		{Valid, Valid, Valid}, {Valid, Unknown, Unknown}, {Unknown, Invalid, Invalid}, {Invalid, Valid, Invalid},

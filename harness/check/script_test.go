@@ -62,6 +62,7 @@ func TestScripts(t *testing.T) {
 }
 
 func checkAllExcerpts(t *testing.T, meta *history.Meta, ev []history.Event) []Finding {
+	record(meta, ev)
 	p, err := BuildPod(meta, ev[0].Pod, ev)
 	if err != nil {
 		t.Fatal(err)

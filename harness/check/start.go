@@ -8,9 +8,12 @@ import "github.com/sidebench/sidebench/harness/history"
 var startInvs = []*inv{
 	{id: "INV-S1", level: Hard, ex: exDefault, fn: checkS1,
 		rule: "init container i+1 starts only after init i exited 0 (regular) or is started (sidecar)"},
-	{id: "INV-S2", level: Hard, ex: exDefault, fn: checkS2,
+	// Vacuous without a sidecar with a startup probe: it skips the others.
+	{id: "INV-S2", level: Hard, ex: exDefault, fn: checkS2, needs: fSpecStartupSidecar,
 		rule: "a sidecar with a startupProbe is Started only after the probe succeeded; a startup-probe kill runs preStop and restarts it"},
-	{id: "INV-S3", level: Hard, ex: exDefault, fn: checkS3,
+	// Vacuous without a postStart hook in the spec: both parts skip the
+	// sidecars and mains without one.
+	{id: "INV-S3", level: Hard, ex: exDefault, fn: checkS3, needs: fSpecPostStart,
 		rule: "a sidecar is Started only after its postStart returned; main containers start one after another behind postStart"},
 	{id: "INV-S4", level: Hard, ex: exDefault, fn: checkS4,
 		rule: "readiness does not gate the next container: it starts promptly once the sidecar is started"},
@@ -20,7 +23,9 @@ var startInvs = []*inv{
 	// kubelet saw it (it exited while the kubelet was down) leaves nothing
 	// that says it failed, and computeInitContainerActions starts the init
 	// sequence again.
-	{id: "INV-S6", level: Hard, ex: exDefault | ExGC, fn: checkS6,
+	// Vacuous without a regular init's exit with a code other than 0
+	// outside a pod kill: it looks at those failures only.
+	{id: "INV-S6", level: Hard, ex: exDefault | ExGC, fn: checkS6, needs: fInitFailAlone,
 		rule: "a failed regular init blocks every later container until it succeeds; under Never it is not retried and the pod fails"},
 }
 

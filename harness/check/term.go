@@ -6,25 +6,32 @@ import "github.com/sidebench/sidebench/harness/history"
 // judged per whole-pod kill (Term): which containers were running when
 // pod.terminating was recorded, and what each of them got afterwards.
 var termInvs = []*inv{
-	{id: "INV-T1", level: BestEffort, ex: exDefault | ExOOM, fn: checkT1,
+	// Vacuous without a preStop hook in the spec: it skips the others.
+	{id: "INV-T1", level: BestEffort, ex: exDefault | ExOOM, fn: checkT1, needs: fSpecPreStop,
 		rule: "at pod termination the preStop hooks of all running containers begin together (1 s skew + tolerance)"},
-	{id: "INV-T2", level: Hard, ex: exDefault, fn: checkT2,
+	// T2-T5 and T9 judge each pod kill: vacuous without one.
+	{id: "INV-T2", level: Hard, ex: exDefault, fn: checkT2, needs: fTerm,
 		rule: "a main container's SIGTERM follows its own preStop promptly and waits for no other container"},
-	{id: "INV-T3", level: BestEffort, ex: exDefault, fn: checkT3,
+	{id: "INV-T3", level: BestEffort, ex: exDefault, fn: checkT3, needs: fTerm,
 		rule: "a sidecar's SIGTERM comes after every main container running at kill time exited (until the grace expires)"},
-	{id: "INV-T4", level: BestEffort, ex: exDefault, fn: checkT4,
+	{id: "INV-T4", level: BestEffort, ex: exDefault, fn: checkT4, needs: fTerm,
 		rule: "sidecars stop in reverse spec order: SIGTERM(Si) after EXIT(next sidecar) (until the grace expires)"},
-	{id: "INV-T5", level: Hard, ex: exDefault, fn: checkT5,
+	{id: "INV-T5", level: Hard, ex: exDefault, fn: checkT5, needs: fTerm,
 		rule: "every container running at kill time has exited by grace + 2s (+ 1s of whole-second truncation, + tolerance); no stop grace below 2s"},
-	{id: "INV-T6", level: BestEffort, ex: exDefault | ExOOM, fn: checkT6,
+	// Vacuous without an attempt first stopped while its preStop ran: it
+	// judges a.PreStop < a.Stop with no a.PreStopEnd before a.Stop.
+	{id: "INV-T6", level: BestEffort, ex: exDefault | ExOOM, fn: checkT6, needs: fStopInHook,
 		rule: "a container's SIGTERM is never sent before its own preStop finished, unless its budget expired"},
-	{id: "INV-T7", level: Hard, ex: exDefault | ExOOM, fn: checkT7,
+	// Vacuous without a container.stop-requested (Attempt.Stop).
+	{id: "INV-T7", level: Hard, ex: exDefault | ExOOM, fn: checkT7, needs: fStop,
 		rule: "after SIGKILL the exit is 137/Error; after SIGTERM alone exit 0 means Completed; no SIGKILL before the stop grace"},
-	{id: "INV-T8", level: Hard, ex: exDefault | ExGC, fn: checkT8,
+	// Vacuous without pod.deleted.
+	{id: "INV-T8", level: Hard, ex: exDefault | ExGC, fn: checkT8, needs: fDeleted,
 		rule: "a deleted pod reaches a terminal phase before removal: Succeeded iff every main exited 0"},
-	{id: "INV-T9", level: Hard, ex: exDefault, fn: checkT9,
+	{id: "INV-T9", level: Hard, ex: exDefault, fn: checkT9, needs: fTerm,
 		rule: "containers not running at kill time are ignored by ordering: a sidecar with nothing running to wait for is signalled promptly"},
-	{id: "INV-T10", level: Hard, ex: exDefault, fn: checkT10,
+	// Vacuous without an attempt begun after a pod.terminating.
+	{id: "INV-T10", level: Hard, ex: exDefault, fn: checkT10, needs: fStartAfterKill,
 		rule: "after pod.terminating no container is started or restarted until a new sandbox"},
 }
 

@@ -29,7 +29,8 @@ import (
 var userInvs = []*inv{
 	{id: "USER-APP-PROXY", level: User, fn: checkAppProxy,
 		rule: "app-never-without-proxy: from its start until the pod terminates, no main's application runs while a sidecar does not serve (a start before the sidecar served, a sidecar crash, OOM kill or readiness failure)"},
-	{id: "USER-PROXY-OUTLIVES", level: User, fn: checkProxyOutlives,
+	// Vacuous without a pod kill or a node outage.
+	{id: "USER-PROXY-OUTLIVES", level: User, fn: checkProxyOutlives, needs: fTerm | fNodeDown,
 		rule: "proxy-outlives-app: when the pod is killed (deletion, completion, node shutdown) or its node goes down, every sidecar running then is still running when the last main exits"},
 	{id: "USER-JOB-COMPLETES", level: User, fn: checkJobCompletes,
 		rule: "job-completes: a Job pod (restartPolicy not Always) reaches a terminal phase within grace + 2 s of its mains finishing, Succeeded if they all exited 0, and no main waits forever for a sidecar that will not restart"},
@@ -69,13 +70,7 @@ type span struct{ from, to, cause int32 }
 // served appends the stretches during which sidecar s served, in order,
 // to out.
 func (p *Pod) served(s int, out []span) []span {
-	runtimeTruth := false
-	for _, i := range p.Ctrs[s].Ev {
-		if p.Ev[i].Kind == history.ContainerServing {
-			runtimeTruth = true
-			break
-		}
-	}
+	runtimeTruth := p.Ctrs[s].serving // a container.serving among its events
 	for k := range p.Ctrs[s].Att {
 		a := &p.Ctrs[s].Att[k]
 		if a.Running == none {
