@@ -78,38 +78,37 @@ func BenchmarkSimChecked(b *testing.B) {
 }
 
 // runChecked runs a trial with the streaming checker, as `sidebench run`
-// checks a pipelined trial (harness/runner runTrial): the sim's events
-// filed per pod on the sim's goroutine (a deferred partitioner, fed the
-// sim's prefetch hints), each finished pod assembled and checked on
-// another goroutine (history.PodWorker), every checker on every pod
-// (workers checker goroutines behind it; 1: on the PodWorker's, as the
-// runner does on two cores). workers 0 is a trial that is not pipelined
-// (the runner's when parallel trials fill the cores): partitioning and
-// checking on the sim's goroutine.
+// checks a pipelined trial that keeps no whole history (harness/runner
+// runTrial; soak's default): the sim's events handed to another goroutine
+// in batches, partitioned per pod, every checker on every pod (workers
+// checker goroutines; 1: on the partitioning goroutine, as the runner
+// does on two cores). workers 0 is a trial that is not pipelined (the
+// runner's when parallel trials fill the cores): partitioning (with the
+// sim's prefetch hints) and checking on the sim's goroutine. A trial that
+// keeps its whole history files on the sim's goroutine and checks on
+// another (history.PodWorker): BenchmarkRunCertify measures that one.
 func runChecked(b *testing.B, cfg *sim.Config, seed uint64, workers int) {
 	runner := check.NewRunner(check.Workers(max(workers, 1)))
-	checkPod := func(meta *history.Meta, pod string, events []history.Event) error {
+	part := history.NewPartitioner(func(meta *history.Meta, pod string, events []history.Event) error {
 		runner.Add(meta, pod, events)
 		return nil
-	}
-	var part *history.Partitioner
-	var worker *history.PodWorker
+	})
+	var sink history.Sink = part
+	var async *history.AsyncSink
 	if workers > 0 {
-		worker = history.NewPodWorker(checkPod)
-		part = history.NewDeferredPartitioner(worker.Take)
-	} else {
-		part = history.NewPartitioner(checkPod)
+		async = history.NewAsyncSink(part, 0)
+		sink = async
 	}
-	if _, err := sim.Run(context.Background(), cfg, seed, part); err != nil {
+	if _, err := sim.Run(context.Background(), cfg, seed, sink); err != nil {
 		b.Fatal(err)
+	}
+	if async != nil {
+		if err := async.Close(); err != nil {
+			b.Fatal(err)
+		}
 	}
 	if err := part.Close(); err != nil {
 		b.Fatal(err)
-	}
-	if worker != nil {
-		if err := worker.Close(); err != nil {
-			b.Fatal(err)
-		}
 	}
 	if rep := runner.Close(); rep.Violations() != 0 {
 		b.Fatalf("%d violations", rep.Violations())
