@@ -157,6 +157,56 @@ func BenchmarkCheckingCost(b *testing.B) {
 	}
 }
 
+// BenchmarkCheckingStages splits what checking costs a trial on one
+// goroutine (mixed faults), in CPU time per lifecycle: the sim alone
+// (history discarded), the sim with its events filed per pod and each
+// finished pod's history assembled (the partitioner, delivering to a
+// function that does nothing), and with every checker on every pod. The
+// differences are what partitioning, and then the checkers, add: session
+// 15 found the partitioner, not the checkers, most of the cost.
+func BenchmarkCheckingStages(b *testing.B) {
+	cfg, seed := benchConfig(b, mixedFaults)
+	for _, st := range []struct {
+		name string
+		sink func() (history.Sink, func() error)
+	}{
+		{"sim", func() (history.Sink, func() error) { return history.Discard, func() error { return nil } }},
+		{"sim+partition", func() (history.Sink, func() error) {
+			p := history.NewPartitioner(func(*history.Meta, string, []history.Event) error { return nil })
+			return p, p.Close
+		}},
+		{"sim+partition+check", func() (history.Sink, func() error) {
+			cr := check.NewRunner(check.Workers(1))
+			p := history.NewPartitioner(func(m *history.Meta, pod string, evs []history.Event) error {
+				cr.Add(m, pod, evs)
+				return nil
+			})
+			return p, func() error {
+				err := p.Close()
+				if rep := cr.Close(); rep.Violations() != 0 {
+					b.Fatalf("%d violations", rep.Violations())
+				}
+				return err
+			}
+		}},
+	} {
+		b.Run(st.name, func(b *testing.B) {
+			cpu0 := perfstat.CPUTime()
+			for b.Loop() {
+				sink, done := st.sink()
+				if _, err := sim.Run(context.Background(), cfg, seed, sink); err != nil {
+					b.Fatal(err)
+				}
+				if err := done(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64((perfstat.CPUTime()-cpu0).Nanoseconds())/float64(b.N)/benchLifecycles, "cpu-ns/lifecycle")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
 // recordTrial runs a trial once and keeps its history in memory.
 func recordTrial(b *testing.B, cfg *sim.Config, seed uint64) (events []history.Event, pods int) {
 	b.Helper()
