@@ -562,7 +562,7 @@ func (p *Partitioner) finish(pb *podBuf, end *Event) {
 	if p.err == nil {
 		h := &p.hist
 		if p.deferred != nil {
-			h = new(PodHistory)
+			h = histories.Get().(*PodHistory)
 		}
 		err := p.view(h, pb, end)
 		switch {
@@ -700,10 +700,17 @@ func (h *PodHistory) Len() int {
 func (h *PodHistory) Release() {
 	if h.back != nil {
 		h.back.put(h.own)
+		clear(h.ext) // drop Spec/Meta pointers
+		*h = PodHistory{}
+		histories.Put(h)
+		return
 	}
-	clear(h.ext) // drop Spec/Meta pointers
+	clear(h.ext)
 	*h = PodHistory{}
 }
+
+// histories recycles deferred pods' PodHistory values (one a pod).
+var histories = sync.Pool{New: func() any { return new(PodHistory) }}
 
 // returned collects the own-event buffers deferred consumers release,
 // from any goroutine, until the Partitioner takes them for new pods.
