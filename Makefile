@@ -44,7 +44,7 @@ bench:
 ## checking cost, 300,000 faulted lifecycles end to end, the scale envelope, --parallel 2).
 bench-perf:
 	$(GO) test -run '^$$' -bench 'Lifecycles$$|Scale' -benchtime 1x -count 3 ./harness/sim/
-	$(GO) test -run '^$$' -bench 'CheckingCost|CheckingStages|Consume' -benchtime 1x -count 3 ./internal/integration/
+	$(GO) test -run '^$$' -bench 'CheckingCost|CheckingStages|CheckingFloor|Consume' -benchtime 1x -count 3 ./internal/integration/
 	$(GO) test -run '^$$' -bench 'RunCertify/lifecycles=300000|RunEnvelope|RunParallel' -benchtime 1x -count 3 ./harness/runner/
 
 ## lint: go vet plus the import-rules test.
