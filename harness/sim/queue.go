@@ -5,14 +5,35 @@ import "math/bits"
 // event is one scheduled happening. It is a small value (32 bytes) so the
 // queue holds flat slices with no per-event allocation and no pointers for
 // the garbage collector to scan (ANCHORS.md §4).
+//
+// Four fields of 8 bytes, not eight flat ones: the compiler keeps a struct
+// of at most four fields and 32 bytes in registers (ssagen.TypeOK) and
+// moves it as 8-byte words. With eight fields an event passed by value
+// (push, place, pop) was spilled to the stack field by field, 4, 2 and 1
+// byte stores, and then copied with 16-byte loads that the store buffer
+// cannot forward from narrower stores: each such load waited for the
+// buffer to drain, the previous event's cache-missing stores included
+// (push, place and pop were 27% of the CPU at 10k pods, most of it on
+// those loads; docs/performance.md, session 15, "The event in registers").
+// TestEventInRegisters guards the shape.
 type event struct {
 	t   int64  // virtual time, ns since trial start
 	seq uint64 // push order: deterministic tie-break for equal t
+	evWho
+	evWhat
+}
+
+// evWho is what an event is about.
+type evWho struct {
 	// slot indexes the pod (pod events), the node (node events), the
 	// workload (arrivals) or the fault (fault events).
 	slot int32
 	// id is the pod's unique id (stale-slot check) or a fault instance.
-	id   uint32
+	id uint32
+}
+
+// evWhat is what happens.
+type evWhat struct {
 	gen  uint32 // generation the event belongs to (meaning depends on kind)
 	kind evKind
 	c    uint8 // container index (pod events) or probe kind

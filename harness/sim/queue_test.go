@@ -104,7 +104,7 @@ func TestQueueMatchesHeap(t *testing.T) {
 			}
 			for k := r.IntN(pushes + 1); k > 0; k-- {
 				id++
-				e := event{t: now + delay(r), id: id}
+				e := event{t: now + delay(r), evWho: evWho{id: id}}
 				q.push(e)
 				ref.push(e)
 			}
@@ -143,7 +143,7 @@ func TestQueueOrder(t *testing.T) {
 	var q queue
 	for round := 0; round < 3; round++ {
 		for i := 0; i < 5000; i++ {
-			q.push(event{t: int64(r.IntN(100 << bucketShift)), slot: int32(i)})
+			q.push(event{t: int64(r.IntN(100 << bucketShift)), evWho: evWho{slot: int32(i)}})
 		}
 		prev := event{t: -1}
 		for n := 0; n < 2500; n++ {
