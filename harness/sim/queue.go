@@ -44,18 +44,29 @@ func (a *event) less(b *event) bool {
 	return a.t < b.t || (a.t == b.t && a.seq < b.seq)
 }
 
-// Calendar geometry: buckets of 2^bucketShift ns (about 2 ms) and a year
-// of 2^yearBits buckets (about 34 s; yearBits >= 12 for the two-level
-// bitmap). Almost every timer of a pod lifecycle (API delays, start
-// latencies, probe periods, grace periods, most lifetimes) falls within
-// the year; the few beyond it wait in a heap. Chosen by measurement:
-// narrower buckets scan more empty ones, wider ones make the current
-// bucket's heap deeper (the sift-down was the sim's largest instruction
-// count with 16-ms buckets at 100k pods).
+// Calendar geometry: fine buckets of 2^bucketShift ns (about 2 ms),
+// segments of 2^segBits fine buckets (about 268 ms) and a year of
+// 2^yearSegs segments (about 34 s). Almost every timer of a pod lifecycle
+// (API delays, start latencies, probe periods, grace periods, most
+// lifetimes) falls within the year; the few beyond it wait in a heap. The
+// fine width was chosen by measurement: narrower buckets scan more empty
+// ones, wider ones make the current bucket's heap deeper (the sift-down
+// was the sim's largest instruction count with 16-ms buckets at 100k
+// pods).
 const (
 	bucketShift = 21
-	yearBits    = 14
-	yearBuckets = 1 << yearBits
+	segBits     = 7
+	segShift    = bucketShift + segBits
+	segBuckets  = 1 << segBits
+	yearSegs    = 128
+	// yearBuckets is the year in fine buckets.
+	yearBuckets = yearSegs << segBits
+)
+
+// The bitmaps are whole words, and the rings' indexes masks.
+var (
+	_ = [1]int{}[segBuckets%64+yearSegs%64]
+	_ = [1]int{}[yearSegs&(yearSegs-1)]
 )
 
 // queue orders events by (t, seq), exactly as one min-heap would, but
@@ -67,21 +78,37 @@ const (
 // event (the 4-ary heap's sift-down over 10^5-10^6 events was the sim's
 // largest cache-miss cost at 100k pods).
 //
+// The calendar has two levels, as a ladder queue does (Tang, Goh and
+// Thng 2005): fine buckets only for the current segment (128 buckets,
+// about 268 ms), and one coarse bucket per later segment of the year. A
+// timer seconds away (a probe period, a lifetime) is appended to one of
+// 128 coarse buckets, not to one of 16,384 fine ones: a one-level
+// calendar's push there missed the cache twice (the bucket's header, then
+// its tail) and the bucket's events were cold again when it became
+// current. Here the 256 tails a push may write stay cached, and a coarse
+// bucket is spread over the fine ones, in one sequential pass, when its
+// segment becomes current.
+//
 // Invariant: near holds exactly the events with t < nearEnd = next <<
-// bucketShift; bucket b of the year [next, next+yearBuckets) holds the
-// events whose t>>bucketShift is b (unordered); far holds the rest (a
-// heap). Every event outside near is later than every event in near, so
-// near's minimum is the queue's. The zero value is an empty queue.
+// bucketShift; fine bucket b (absolute fine number, next <= b < seg <<
+// segBits, all in segment seg-1) holds the events whose t>>bucketShift is
+// b; coarse bucket s of the year [seg, seg+yearSegs) holds the events
+// whose t>>segShift is s; far holds the rest (a heap). Every event outside
+// near is later than every event in near, so near's minimum is the
+// queue's. The zero value is an empty queue.
 type queue struct {
 	seq     uint64
 	n       int
 	near    evHeap
 	nearEnd int64
-	next    int64 // absolute number of the year's first bucket
-	buckets [yearBuckets][]event
-	full    [yearBuckets / 64]uint64      // bit set: bucket non-empty
-	words   [yearBuckets / 64 / 64]uint64 // bit set: word of full non-zero
-	nfull   int                           // events in buckets
+	next    int64 // absolute number of the next fine bucket
+	seg     int64 // absolute number of the year's first segment
+	nfine   int   // events in fine buckets
+	ncoarse int   // events in coarse buckets
+	fine    [segBuckets][]event
+	coarse  [yearSegs][]event
+	fineBit [segBuckets / 64]uint64 // bit set: fine bucket non-empty
+	segBit  [yearSegs / 64]uint64   // bit set: coarse bucket non-empty
 	far     evHeap
 }
 
@@ -101,16 +128,22 @@ func (q *queue) place(e event) {
 		q.near.push(e)
 		return
 	}
-	b := e.t >> bucketShift
-	if b-q.next >= yearBuckets {
+	s := e.t >> segShift
+	if s < q.seg {
+		i := e.t >> bucketShift & (segBuckets - 1)
+		q.fine[i] = append(q.fine[i], e)
+		q.fineBit[i>>6] |= 1 << (i & 63)
+		q.nfine++
+		return
+	}
+	if s-q.seg >= yearSegs {
 		q.far.push(e)
 		return
 	}
-	i := b & (yearBuckets - 1)
-	q.buckets[i] = append(q.buckets[i], e)
-	q.full[i>>6] |= 1 << (i & 63)
-	q.words[i>>12] |= 1 << ((i >> 6) & 63)
-	q.nfull++
+	i := s & (yearSegs - 1)
+	q.coarse[i] = append(q.coarse[i], e)
+	q.segBit[i>>6] |= 1 << (i & 63)
+	q.ncoarse++
 }
 
 // peek returns the earliest event; the queue must not be empty.
@@ -130,72 +163,93 @@ func (q *queue) pop() event {
 	return q.near.pop()
 }
 
-// advance moves the calendar to the next non-empty bucket and makes its
-// events the near heap. near is empty; the queue is not.
+// advance moves the calendar to the next non-empty fine bucket and makes
+// its events the near heap. near is empty; the queue is not.
 func (q *queue) advance() {
-	for len(q.near) == 0 {
-		if q.nfull == 0 {
-			// The year is empty: jump to the far heap's first bucket.
-			q.next = q.far[0].t >> bucketShift
+	for q.nfine == 0 {
+		if q.ncoarse == 0 {
+			// The year is empty: jump to the far heap's first segment.
+			q.seg = q.far[0].t >> segShift
+			q.next = q.seg << segBits
 			q.nearEnd = q.next << bucketShift
 			q.migrate()
 			continue
 		}
-		b := q.nextFull()
-		i := b & (yearBuckets - 1)
-		q.next = b + 1
+		// Spread the next non-empty segment over the fine buckets.
+		s := q.nextSeg()
+		i := s & (yearSegs - 1)
+		q.seg = s + 1
+		q.next = s << segBits
 		q.nearEnd = q.next << bucketShift
-		// The bucket's slice becomes the heap and the empty heap's
-		// storage the bucket's: no copy.
-		evs := q.buckets[i]
-		q.nfull -= len(evs)
-		if q.full[i>>6] &^= 1 << (i & 63); q.full[i>>6] == 0 {
-			q.words[i>>12] &^= 1 << ((i >> 6) & 63)
+		evs := q.coarse[i]
+		q.coarse[i] = evs[:0]
+		q.segBit[i>>6] &^= 1 << (i & 63)
+		q.ncoarse -= len(evs)
+		for k := range evs {
+			q.place(evs[k])
 		}
-		q.buckets[i], q.near = q.near[:0], evHeap(evs)
-		q.near.init()
 		q.migrate()
 	}
+	b := q.nextFine()
+	i := b & (segBuckets - 1)
+	q.next = b + 1
+	q.nearEnd = q.next << bucketShift
+	// The bucket's slice becomes the heap and the empty heap's storage
+	// the bucket's: no copy.
+	evs := q.fine[i]
+	q.nfine -= len(evs)
+	q.fineBit[i>>6] &^= 1 << (i & 63)
+	q.fine[i], q.near = q.near[:0], evHeap(evs)
+	q.near.init()
 }
 
 // migrate moves the far events that the year now covers into it.
 func (q *queue) migrate() {
-	for len(q.far) > 0 && q.far[0].t>>bucketShift-q.next < yearBuckets {
+	for len(q.far) > 0 && q.far[0].t>>segShift-q.seg < yearSegs {
 		q.place(q.far.pop())
 	}
 }
 
-// nextFull returns the absolute number of the first non-empty bucket of
-// the year; some bucket is non-empty. Two levels of bitmaps make the
-// search a few word scans however sparse the year is.
-func (q *queue) nextFull() int64 {
-	start := q.next & (yearBuckets - 1)
-	// The rest of start's word of buckets.
-	w := start >> 6
-	if m := q.full[w] &^ (1<<(start&63) - 1); m != 0 {
-		return q.abs(w<<6 + int64(bits.TrailingZeros64(m)))
-	}
-	// The following words of start's summary word, then whole summary
-	// words around the circle (the last one covers the buckets before
-	// start).
-	sw := w >> 6
-	if m := q.words[sw] &^ (1<<((w&63)+1) - 1); m != 0 {
-		ww := sw<<6 + int64(bits.TrailingZeros64(m))
-		return q.abs(ww<<6 + int64(bits.TrailingZeros64(q.full[ww])))
-	}
-	for k := int64(1); k <= int64(len(q.words)); k++ {
-		s := (sw + k) & int64(len(q.words)-1)
-		if m := q.words[s]; m != 0 {
-			ww := s<<6 + int64(bits.TrailingZeros64(m))
-			return q.abs(ww<<6 + int64(bits.TrailingZeros64(q.full[ww])))
+// nextFine returns the absolute number of the first non-empty fine
+// bucket; some is non-empty. The fine buckets from next on are the rest of
+// one segment: no wrap.
+func (q *queue) nextFine() int64 {
+	base := q.next &^ (segBuckets - 1)
+	for w := (q.next & (segBuckets - 1)) >> 6; w < int64(len(q.fineBit)); w++ {
+		m := q.fineBit[w]
+		if w == (q.next&(segBuckets-1))>>6 {
+			m &^= 1<<(q.next&63) - 1
+		}
+		if m != 0 {
+			return base + w<<6 + int64(bits.TrailingZeros64(m))
 		}
 	}
-	panic("sim: queue: no full bucket")
+	panic("sim: queue: no full fine bucket")
 }
 
-// abs maps a bucket index to its absolute number in the year.
-func (q *queue) abs(i int64) int64 {
-	return q.next + (i-q.next)&(yearBuckets-1)
+// nextSeg returns the absolute number of the first non-empty segment of
+// the year; some coarse bucket is non-empty.
+func (q *queue) nextSeg() int64 {
+	start := q.seg & (yearSegs - 1)
+	w := start >> 6
+	if m := q.segBit[w] &^ (1<<(start&63) - 1); m != 0 {
+		return q.absSeg(w<<6 + int64(bits.TrailingZeros64(m)))
+	}
+	// The following words around the circle (the last one is start's
+	// again, for the segments before start).
+	for k := int64(1); k <= int64(len(q.segBit)); k++ {
+		ww := (w + k) & int64(len(q.segBit)-1)
+		if m := q.segBit[ww]; m != 0 {
+			return q.absSeg(ww<<6 + int64(bits.TrailingZeros64(m)))
+		}
+	}
+	panic("sim: queue: no full coarse bucket")
+}
+
+// absSeg maps a coarse bucket index to its absolute segment number in the
+// year.
+func (q *queue) absSeg(i int64) int64 {
+	return q.seg + (i-q.seg)&(yearSegs-1)
 }
 
 // evHeap is a binary min-heap of events by (t, seq).
