@@ -1,6 +1,11 @@
 package sim
 
-import "math/bits"
+import (
+	"cmp"
+	"math/bits"
+	"slices"
+	"sort"
+)
 
 // event is one scheduled happening. It is a small value (32 bytes) so the
 // queue holds flat slices with no per-event allocation and no pointers for
@@ -50,9 +55,9 @@ func (a *event) less(b *event) bool {
 // (API delays, start latencies, probe periods, grace periods, most
 // lifetimes) falls within the year; the few beyond it wait in a heap. The
 // fine width was chosen by measurement: narrower buckets scan more empty
-// ones, wider ones make the current bucket's heap deeper (the sift-down
-// was the sim's largest instruction count with 16-ms buckets at 100k
-// pods).
+// ones, wider ones make the current bucket deeper to order (a heap's
+// sift-down was the sim's largest instruction count with 16-ms buckets at
+// 100k pods).
 const (
 	bucketShift = 21
 	segBits     = 7
@@ -72,11 +77,13 @@ var (
 // queue orders events by (t, seq), exactly as one min-heap would, but
 // shaped for a discrete-event simulation with many near-future timers: a
 // calendar queue (Brown 1988) with two-millisecond buckets. A push is an
-// append to its bucket; a pop takes the minimum of a small heap holding
-// only the current bucket's events, so the hot data is the few dozen
-// events of the next milliseconds rather than a heap of every pending
-// event (the 4-ary heap's sift-down over 10^5-10^6 events was the sim's
-// largest cache-miss cost at 100k pods).
+// append to its bucket; a pop takes the next event of the current
+// bucket's events, sorted when the bucket becomes current, so the hot data
+// is the few dozen events of the next milliseconds rather than a heap of
+// every pending event (the 4-ary heap's sift-down over 10^5-10^6 events
+// was the sim's largest cache-miss cost at 100k pods). Sorted rather than
+// a heap (as it was) so that the engine knows the next events exactly:
+// it prefetches their state (engine.prefetchNext).
 //
 // The calendar has two levels, as a ladder queue does (Tang, Goh and
 // Thng 2005): fine buckets only for the current segment (128 buckets,
@@ -89,17 +96,20 @@ var (
 // bucket is spread over the fine ones, in one sequential pass, when its
 // segment becomes current.
 //
-// Invariant: near holds exactly the events with t < nearEnd = next <<
+// Invariant: near[head:] holds exactly the events with t < nearEnd = next <<
 // bucketShift; fine bucket b (absolute fine number, next <= b < seg <<
 // segBits, all in segment seg-1) holds the events whose t>>bucketShift is
 // b; coarse bucket s of the year [seg, seg+yearSegs) holds the events
 // whose t>>segShift is s; far holds the rest (a heap). Every event outside
-// near is later than every event in near, so near's minimum is the
-// queue's. The zero value is an empty queue.
+// near[head:] is later than every event in it, so near[head] is the
+// queue's minimum. The zero value is an empty queue.
 type queue struct {
-	seq     uint64
-	n       int
-	near    evHeap
+	seq uint64
+	n   int
+	// near[head:] is the current bucket's events sorted by (t, seq);
+	// near[:head] were popped.
+	near    []event
+	head    int
 	nearEnd int64
 	next    int64 // absolute number of the next fine bucket
 	seg     int64 // absolute number of the year's first segment
@@ -125,7 +135,7 @@ func (q *queue) push(e event) {
 // place files e where the invariant wants it.
 func (q *queue) place(e event) {
 	if e.t < q.nearEnd {
-		q.near.push(e)
+		q.insertNear(e)
 		return
 	}
 	s := e.t >> segShift
@@ -146,25 +156,42 @@ func (q *queue) place(e event) {
 	q.ncoarse++
 }
 
+// insertNear files e in the current bucket's sorted run: after every
+// event with t <= e.t (e's seq is the largest yet).
+func (q *queue) insertNear(e event) {
+	run := q.near[q.head:]
+	i := sort.Search(len(run), func(i int) bool { return run[i].t > e.t })
+	q.near = append(q.near, event{})
+	run = q.near[q.head:]
+	copy(run[i+1:], run[i:])
+	run[i] = e
+}
+
+// upcoming returns the next events in the order pop returns them, as far
+// as the current bucket goes (the prefetch reads them).
+func (q *queue) upcoming() []event { return q.near[q.head:] }
+
 // peek returns the earliest event; the queue must not be empty.
 func (q *queue) peek() *event {
-	if len(q.near) == 0 {
+	if q.head == len(q.near) {
 		q.advance()
 	}
-	return &q.near[0]
+	return &q.near[q.head]
 }
 
 // pop removes and returns the earliest event; the queue must not be empty.
 func (q *queue) pop() event {
-	if len(q.near) == 0 {
+	if q.head == len(q.near) {
 		q.advance()
 	}
 	q.n--
-	return q.near.pop()
+	e := q.near[q.head]
+	q.head++
+	return e
 }
 
 // advance moves the calendar to the next non-empty fine bucket and makes
-// its events the near heap. near is empty; the queue is not.
+// its events the sorted run. The run is empty; the queue is not.
 func (q *queue) advance() {
 	for q.nfine == 0 {
 		if q.ncoarse == 0 {
@@ -194,13 +221,18 @@ func (q *queue) advance() {
 	i := b & (segBuckets - 1)
 	q.next = b + 1
 	q.nearEnd = q.next << bucketShift
-	// The bucket's slice becomes the heap and the empty heap's storage
+	// The bucket's slice becomes the run and the empty run's storage
 	// the bucket's: no copy.
 	evs := q.fine[i]
 	q.nfine -= len(evs)
 	q.fineBit[i>>6] &^= 1 << (i & 63)
-	q.fine[i], q.near = q.near[:0], evHeap(evs)
-	q.near.init()
+	q.fine[i], q.near, q.head = q.near[:0], evs, 0
+	slices.SortFunc(evs, func(a, b event) int {
+		if a.t != b.t {
+			return cmp.Compare(a.t, b.t)
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
 }
 
 // migrate moves the far events that the year now covers into it.
@@ -298,12 +330,4 @@ func (s evHeap) down(i int, x event, n int) {
 		i = c
 	}
 	s[i] = x
-}
-
-// init establishes the heap order over the whole slice.
-func (h evHeap) init() {
-	n := len(h)
-	for i := n/2 - 1; i >= 0; i-- {
-		h.down(i, h[i], n)
-	}
 }
