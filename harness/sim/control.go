@@ -22,7 +22,7 @@ func (e *engine) onArrive(w int) {
 		e.createPod(w)
 	}
 	if next, ok := ws.arrivals.Peek(); ok {
-		e.push(event{t: int64(next), kind: evArrive, slot: int32(w)})
+		e.push(event{t: int64(next), evWho: evWho{slot: int32(w)}, evWhat: evWhat{kind: evArrive}})
 	}
 }
 
@@ -62,7 +62,7 @@ func (e *engine) createPod(w int) {
 	e.ev.Node, e.ev.Spec = "", ws.hspec
 	e.write()
 	if ws.lifetime {
-		e.push(event{t: e.now + e.drawLifetime(p), kind: evLifetime, slot: slot, id: p.id})
+		e.push(event{t: e.now + e.drawLifetime(p), evWho: evWho{slot: slot, id: p.id}, evWhat: evWhat{kind: evLifetime}})
 	}
 	e.schedule(p)
 }
@@ -133,7 +133,7 @@ func (e *engine) bind(p *pod, k int) {
 	e.podEvent(history.PodScheduled, p)
 	e.ev.Node, e.ev.CPU, e.ev.Mem = n.name, ws.cpu, ws.mem
 	e.write()
-	e.push(event{t: e.now + int64(e.cfg.Cluster.APIDelay), kind: evBind, slot: p.slot, id: p.id})
+	e.push(event{t: e.now + int64(e.cfg.Cluster.APIDelay), evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evBind}})
 }
 
 // allocateCPUs gives p's containers their exclusive CPUs of node n at
@@ -261,7 +261,7 @@ func (e *engine) deletePod(p *pod, grace int64) {
 	case p.kdone:
 		e.scheduleRemoval(p)
 	default:
-		e.push(event{t: e.now + int64(e.cfg.Cluster.APIDelay), kind: evDeliverDelete, slot: p.slot, id: p.id})
+		e.push(event{t: e.now + int64(e.cfg.Cluster.APIDelay), evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evDeliverDelete}})
 	}
 }
 
@@ -278,7 +278,7 @@ func (e *engine) scheduleRemoval(p *pod) {
 		return
 	}
 	p.removing = true
-	e.push(event{t: e.now + int64(e.cfg.Cluster.APIDelay), kind: evRemove, slot: p.slot, id: p.id})
+	e.push(event{t: e.now + int64(e.cfg.Cluster.APIDelay), evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evRemove}})
 }
 
 // removePod writes pod.removed and releases the pod's memory and node room.

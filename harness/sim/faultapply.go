@@ -107,7 +107,7 @@ func (e *engine) onFault(fi int, ev *event) {
 		}
 	}
 	if t, ok := s.When.Next(time.Duration(e.now), f.fired, f.sched); ok {
-		e.push(event{t: int64(t), kind: evFault, slot: int32(fi)})
+		e.push(event{t: int64(t), evWho: evWho{slot: int32(fi)}, evWhat: evWhat{kind: evFault}})
 	}
 }
 
@@ -117,7 +117,7 @@ func (e *engine) onPhase(p *pod, ph faults.PodPhase) {
 		f := &e.faults[fi]
 		if f.spec.When.Triggers(ph, time.Duration(e.now), f.fired, f.sched) {
 			f.fired++
-			e.push(event{t: e.now + int64(f.spec.When.Delay), kind: evFaultPod, slot: p.slot, id: p.id, aux: uint16(fi)})
+			e.push(event{t: e.now + int64(f.spec.When.Delay), evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evFaultPod, aux: uint16(fi)}})
 		}
 	}
 }
@@ -202,7 +202,7 @@ func (e *engine) applyKubeletCrash(fi int, id uint32, k int, recrash bool) {
 	e.faultNodeEffect(fi, id, k, "kubelet process gone; "+strconv.Itoa(dropped)+" pod machines discarded")
 	n.kFault, n.kFaultIdx = id, uint16(fi)
 	n.recrashLeft = recrash
-	e.push(event{t: e.now + int64(e.faults[fi].spec.Downtime), kind: evKubeletUp, slot: int32(k), gen: n.kgen})
+	e.push(event{t: e.now + int64(e.faults[fi].spec.Downtime), evWho: evWho{slot: int32(k)}, evWhat: evWhat{kind: evKubeletUp, gen: n.kgen}})
 }
 
 // crashKubelet discards every machine of node k (their memory, timers,
@@ -254,7 +254,7 @@ func (e *engine) onKubeletUp(k int, ev *event) {
 			if d == 0 {
 				d = faults.DefaultRecoveryCrashAfter
 			}
-			e.push(event{t: e.now + int64(d), kind: evKubeletCrash, slot: int32(k), gen: n.kgen, aux: uint16(fi)})
+			e.push(event{t: e.now + int64(d), evWho: evWho{slot: int32(k)}, evWhat: evWhat{kind: evKubeletCrash, gen: n.kgen, aux: uint16(fi)}})
 		}
 	}
 }
@@ -327,7 +327,7 @@ func (e *engine) applyRuntimeRestart(fi int, id uint32, k int) {
 	}
 	e.faultNodeEffect(fi, id, k, msg)
 	n.rFault, n.rFaultIdx = id, uint16(fi)
-	e.push(event{t: e.now + int64(s.Downtime), kind: evRuntimeUp, slot: int32(k), gen: n.rgen})
+	e.push(event{t: e.now + int64(s.Downtime), evWho: evWho{slot: int32(k)}, evWhat: evWhat{kind: evRuntimeUp, gen: n.rgen}})
 }
 
 // failInFlight fails p's runtime calls in flight (sandbox creation,
@@ -420,8 +420,8 @@ func (e *engine) applyNodeShutdown(fi int, id uint32, k int) {
 	e.write()
 	e.shutdownPods(k, false)
 	e.maybeShutdownCritical(k)
-	e.push(event{t: e.now + int64(s.ShutdownGracePeriod-s.ShutdownGracePeriodCriticalPods), kind: evShutdownCritical, slot: int32(k), gen: n.ngen})
-	e.push(event{t: e.now + int64(s.ShutdownGracePeriod), kind: evShutdownEnd, slot: int32(k), gen: n.ngen})
+	e.push(event{t: e.now + int64(s.ShutdownGracePeriod-s.ShutdownGracePeriodCriticalPods), evWho: evWho{slot: int32(k)}, evWhat: evWhat{kind: evShutdownCritical, gen: n.ngen}})
+	e.push(event{t: e.now + int64(s.ShutdownGracePeriod), evWho: evWho{slot: int32(k)}, evWhat: evWhat{kind: evShutdownEnd, gen: n.ngen}})
 }
 
 // shutdownPods tells the kubelet to terminate the regular (or critical)
@@ -515,7 +515,7 @@ func (e *engine) afterDown(fi int, id uint32, k int) {
 	s := e.faults[fi].spec
 	if s.Return {
 		n.nFault, n.nFaultIdx = id, uint16(fi)
-		e.push(event{t: e.now + int64(s.Downtime), kind: evNodeUp, slot: int32(k), gen: n.ngen})
+		e.push(event{t: e.now + int64(s.Downtime), evWho: evWho{slot: int32(k)}, evWhat: evWhat{kind: evNodeUp, gen: n.ngen}})
 		return
 	}
 	n.nFault = 0
@@ -728,7 +728,7 @@ func (e *engine) applyProbeFailure(fi int, id uint32, p *pod, c int) {
 	cs.forcedFaultID[k] = id + 1
 	cs.forcedIdx[k] = uint16(fi)
 	e.rearmProbes(p, c)
-	e.push(event{t: e.now + int64(s.Window), kind: evProbeFaultEnd, slot: p.slot, id: p.id, gen: id, c: uint8(c), aux: uint16(fi)})
+	e.push(event{t: e.now + int64(s.Window), evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evProbeFaultEnd, gen: id, c: uint8(c), aux: uint16(fi)}})
 }
 
 func (e *engine) onProbeFaultEnd(p *pod, c int, ev *event) {

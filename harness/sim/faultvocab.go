@@ -33,7 +33,7 @@ func (e *engine) applyPullFailure(fi int, id uint32, p *pod, c int) {
 	fx.pullUntil = int64(api.Never)
 	if s.Window > 0 {
 		fx.pullUntil = e.now + int64(s.Window)
-		e.push(event{t: fx.pullUntil, kind: evPullFaultEnd, slot: p.slot, id: p.id, gen: id, c: uint8(c), aux: uint16(fi)})
+		e.push(event{t: fx.pullUntil, evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evPullFaultEnd, gen: id, c: uint8(c), aux: uint16(fi)}})
 	}
 }
 
@@ -56,7 +56,7 @@ func (e *engine) failPull(p *pod, c int, attempt uint32) {
 		fx.pullApplied = true
 		e.faultEffect(int(fx.pullIdx), fx.pullFault-1, p, c, "pull of "+p.spec.At(c).Image+" failed: ErrImagePull, then image pull back-off")
 	}
-	e.push(event{t: e.now, kind: evPullFailed, slot: p.slot, id: p.id, gen: p.mgen, c: uint8(c)})
+	e.push(event{t: e.now, evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evPullFailed, gen: p.mgen, c: uint8(c)}})
 }
 
 func (e *engine) onPullFaultEnd(p *pod, c int, ev *event) {
@@ -120,7 +120,7 @@ func (e *engine) applyContainerKill(fi int, id uint32, p *pod, c int) {
 		return
 	}
 	cs.stopping, cs.killAt = true, int64(api.Never)
-	e.push(event{t: e.now + int64(cs.plan.termHandling), kind: evTermExit, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
+	e.push(event{t: e.now + int64(cs.plan.termHandling), evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evTermExit, gen: cs.gen, c: uint8(c)}})
 	e.faultEffect(fi, id, p, c, "SIGTERM delivered (attempt "+attempt+"); the process exits "+strconv.Itoa(int(cs.plan.termExitCode))+" after "+time.Duration(cs.plan.termHandling).String())
 	e.faultEnd(fi, id, p, c)
 }
@@ -192,7 +192,7 @@ func (e *engine) onContainerEvent(p *pod, c int) {
 		f := &e.faults[fi]
 		if f.spec.When.TriggersOn(name, ce, time.Duration(e.now), f.fired, f.sched) {
 			f.fired++
-			e.push(event{t: e.now + int64(f.spec.When.Delay), kind: evFaultPod, slot: p.slot, id: p.id, aux: uint16(fi)})
+			e.push(event{t: e.now + int64(f.spec.When.Delay), evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evFaultPod, aux: uint16(fi)}})
 		}
 	}
 }

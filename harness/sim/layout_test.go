@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"reflect"
 	"testing"
 	"unsafe"
 
@@ -63,6 +64,21 @@ func TestSlotLayout(t *testing.T) {
 			if end := uintptr(unsafe.Pointer(&p.cs[:s.k][s.k-1])) + unsafe.Sizeof(ctr{}); end > uintptr(unsafe.Pointer(p))+s.stride {
 				t.Fatalf("k=%d: the containers end past the slot", k)
 			}
+		}
+	}
+}
+
+// TestEventInRegisters: the queue's event stays a struct the compiler keeps
+// in registers and copies by words (at most four fields, each at most 8
+// bytes, 32 bytes in all; the event type's comment says why).
+func TestEventInRegisters(t *testing.T) {
+	typ := reflect.TypeOf(event{})
+	if typ.Size() != 32 || typ.NumField() > 4 {
+		t.Fatalf("event is %d bytes in %d fields: keep it 32 bytes in at most four fields", typ.Size(), typ.NumField())
+	}
+	for i := range typ.NumField() {
+		if f := typ.Field(i); f.Type.Size() != 8 || f.Offset%8 != 0 {
+			t.Errorf("event.%s is %d bytes at offset %d: each field (or embedded group) must be one aligned 8-byte word", f.Name, f.Type.Size(), f.Offset)
 		}
 	}
 }

@@ -154,7 +154,7 @@ func (e *engine) drive(p *pod) {
 			p.wakeAt = w
 			p.wgen++
 			if rd.WakeAt != api.Never {
-				e.push(event{t: w, kind: evWake, slot: p.slot, id: p.id, gen: p.wgen})
+				e.push(event{t: w, evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evWake, gen: p.wgen}})
 			}
 		}
 		m.Advance(rd)
@@ -214,7 +214,7 @@ func (e *engine) trace(p *pod, t *api.TraceEvent, st *api.PodStatus) {
 			if !p.deleted {
 				// Job completion (or a pod failed by node shutdown): the
 				// control plane deletes terminal pods once it sees them.
-				e.push(event{t: e.now + int64(e.cfg.Cluster.APIDelay), kind: evAPIDelete, slot: p.slot, id: p.id})
+				e.push(event{t: e.now + int64(e.cfg.Cluster.APIDelay), evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evAPIDelete}})
 			}
 		}
 	case api.TraceTerminating:

@@ -54,7 +54,7 @@ func (e *engine) armAfterStartup(p *pod, c int) {
 }
 
 func (e *engine) armProbe(p *pod, c int, k api.ProbeKind, t int64) {
-	e.push(event{t: t, kind: evProbe, slot: p.slot, id: p.id, gen: p.cs[c].pgen, c: uint8(c), aux: uint16(k)})
+	e.push(event{t: t, evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evProbe, gen: p.cs[c].pgen, c: uint8(c), aux: uint16(k)}})
 }
 
 // outcome is the raw result of one probe of c at now.

@@ -64,11 +64,11 @@ func (q *refHeap) pop() event {
 	return top
 }
 
-// delay draws a timer the way a sim trial arms them: mostly within
-// milliseconds to seconds, some exactly on bucket edges or tied, a few
-// beyond the calendar's year.
-func delay(r *rand.Rand) int64 {
-	switch r.IntN(10) {
+// delay draws a timer the way a sim trial arms them at time now: mostly
+// within milliseconds to seconds, some exactly on fine bucket or segment
+// edges or tied, a few beyond the calendar's year.
+func delay(r *rand.Rand, now int64) int64 {
+	switch r.IntN(11) {
 	case 0:
 		return 1 // the next nanosecond
 	case 1:
@@ -81,6 +81,9 @@ func delay(r *rand.Rand) int64 {
 		return int64(r.IntN(60e9))
 	case 8:
 		return int64(yearBuckets)<<bucketShift + int64(r.IntN(3))<<bucketShift - 1 + int64(r.IntN(3)) // around the year's end
+	case 9:
+		// around the start of this segment's next or the one after
+		return (now>>segShift+1+int64(r.IntN(2)))<<segShift - now - 1 + int64(r.IntN(3))
 	default:
 		return int64(r.IntN(2 * 3600e9)) // far beyond the year
 	}
@@ -104,7 +107,7 @@ func TestQueueMatchesHeap(t *testing.T) {
 			}
 			for k := r.IntN(pushes + 1); k > 0; k-- {
 				id++
-				e := event{t: now + delay(r), id: id}
+				e := event{t: now + delay(r, now), evWho: evWho{id: id}}
 				q.push(e)
 				ref.push(e)
 			}
@@ -143,7 +146,7 @@ func TestQueueOrder(t *testing.T) {
 	var q queue
 	for round := 0; round < 3; round++ {
 		for i := 0; i < 5000; i++ {
-			q.push(event{t: int64(r.IntN(100 << bucketShift)), slot: int32(i)})
+			q.push(event{t: int64(r.IntN(100 << bucketShift)), evWho: evWho{slot: int32(i)}})
 		}
 		prev := event{t: -1}
 		for n := 0; n < 2500; n++ {
@@ -180,13 +183,13 @@ func benchHold(b *testing.B, n int, push func(event), pop func() event) {
 func benchHoldMixed(b *testing.B, n int, push func(event), pop func() event) {
 	r := rand.New(rand.NewPCG(1, 1))
 	for i := 0; i < n; i++ {
-		push(event{t: delay(r)})
+		push(event{t: delay(r, 0)})
 	}
 	b.ResetTimer()
 	cpu0 := perfstat.CPUTime()
 	for i := 0; i < b.N; i++ {
 		e := pop()
-		e.t += delay(r)
+		e.t += delay(r, e.t)
 		push(e)
 	}
 	b.ReportMetric(float64(perfstat.CPUTime()-cpu0)/float64(b.N), "cpu-ns/op")

@@ -25,7 +25,7 @@ func (e *engine) failAction(p *pod, k api.ActionKind, c int) {
 // failActionAfter reports the refusal delay after now (0: a call whose
 // caller hears of the failure at once).
 func (e *engine) failActionAfter(p *pod, k api.ActionKind, c int, delay int64) {
-	e.push(event{t: e.now + delay, kind: evActionFailed, slot: p.slot, id: p.id, gen: p.mgen, c: uint8(c), aux: uint16(k)})
+	e.push(event{t: e.now + delay, evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evActionFailed, gen: p.mgen, c: uint8(c), aux: uint16(k)}})
 	if delay > 0 && p.node >= 0 {
 		n := &e.nodes[p.node]
 		drop := 0 // reported ones: their events fired before now
@@ -49,7 +49,7 @@ func (e *engine) act(p *pod, a *api.Action) {
 		p.sbGen++
 		p.sbBusy = true
 		p.sbAttempt = a.Attempt
-		e.push(event{t: e.now + int64(e.cfg.Cluster.SandboxLatency), kind: evSandbox, slot: p.slot, id: p.id, gen: p.sbGen})
+		e.push(event{t: e.now + int64(e.cfg.Cluster.SandboxLatency), evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evSandbox, gen: p.sbGen}})
 
 	case api.ActStartContainer:
 		if !e.runtimeOK(p) {
@@ -90,7 +90,7 @@ func (e *engine) act(p *pod, a *api.Action) {
 			e.ev.CPUs = p.cpuNames[c]
 		}
 		e.write()
-		e.push(event{t: e.now + int64(latency), kind: evRunning, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
+		e.push(event{t: e.now + int64(latency), evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evRunning, gen: cs.gen, c: uint8(c)}})
 
 	case api.ActRunPreStop:
 		cs := &p.cs[c]
@@ -104,7 +104,7 @@ func (e *engine) act(p *pod, a *api.Action) {
 			d = 0 // the hook's exec fails at once
 		}
 		if d != behavior.Never {
-			e.push(event{t: e.now + int64(d), kind: evPreStop, slot: p.slot, id: p.id, gen: cs.hgen, c: uint8(c)})
+			e.push(event{t: e.now + int64(d), evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evPreStop, gen: cs.hgen, c: uint8(c)}})
 		}
 		e.wirePreStop(p, c)
 
@@ -135,7 +135,7 @@ func (e *engine) act(p *pod, a *api.Action) {
 			// Stopping a container whose start is in flight: it never runs.
 			cs := &p.cs[c]
 			cs.gen++
-			e.push(event{t: e.now, kind: evKill, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
+			e.push(event{t: e.now, evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evKill, gen: cs.gen, c: uint8(c)}})
 		}
 
 	case api.ActRemoveContainer:
@@ -156,7 +156,7 @@ func (e *engine) act(p *pod, a *api.Action) {
 		e.ev.Msg = "RemoveContainer"
 		e.write()
 		p.cs[c].rec = api.ContainerRecord{}
-		e.push(event{t: e.now, kind: evRemoved, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
+		e.push(event{t: e.now, evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evRemoved, gen: cs.gen, c: uint8(c)}})
 
 	case api.ActResizeContainer:
 		if !e.runtimeOK(p) {
@@ -174,7 +174,7 @@ func (e *engine) act(p *pod, a *api.Action) {
 		e.emitC(history.ContainerResized, p, c)
 		e.ev.CPU, e.ev.Mem, e.ev.CPULimit, e.ev.MemLimit = a.Resources.CPURequest, a.Resources.MemRequest, a.Resources.CPULimit, a.Resources.MemLimit
 		e.write()
-		e.push(event{t: e.now, kind: evResized, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
+		e.push(event{t: e.now, evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evResized, gen: cs.gen, c: uint8(c)}})
 
 	case api.ActStopSandbox:
 		// StopPodSandbox stops every container still running in the
@@ -208,7 +208,7 @@ func (e *engine) act(p *pod, a *api.Action) {
 				e.emitC(history.ContainerKilled, p, c)
 				e.write()
 				e.recordExit(p, c, 137, api.ReasonError)
-				e.push(event{t: e.now, kind: evExitSeen, slot: p.slot, id: p.id, gen: p.cs[c].gen, c: uint8(c)})
+				e.push(event{t: e.now, evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evExitSeen, gen: p.cs[c].gen, c: uint8(c)}})
 			}
 		}
 		e.stopSandbox(p)
@@ -256,7 +256,7 @@ func (e *engine) stopContainer(p *pod, c int, grace int64) {
 	if cs.stopping {
 		if deadline < cs.killAt {
 			cs.killAt = deadline
-			e.push(event{t: deadline, kind: evKill, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
+			e.push(event{t: deadline, evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evKill, gen: cs.gen, c: uint8(c)}})
 		}
 		return
 	}
@@ -266,10 +266,10 @@ func (e *engine) stopContainer(p *pod, c int, grace int64) {
 	if th != behavior.Never {
 		// Even past the deadline: a runtime restart can lose the SIGKILL
 		// timer (failInFlight), and the handler's exit comes all the same.
-		e.push(event{t: e.now + int64(th), kind: evTermExit, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
+		e.push(event{t: e.now + int64(th), evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evTermExit, gen: cs.gen, c: uint8(c)}})
 	}
 	if th == behavior.Never || e.now+int64(th) > deadline {
-		e.push(event{t: deadline, kind: evKill, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
+		e.push(event{t: deadline, evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evKill, gen: cs.gen, c: uint8(c)}})
 	}
 }
 
@@ -303,7 +303,7 @@ func (e *engine) onRunning(p *pod, c int) {
 		fx.imageFault = 0
 	}
 	if cs.plan.exitAfter != behavior.Never {
-		e.push(event{t: e.now + int64(cs.plan.exitAfter), kind: evExit, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
+		e.push(event{t: e.now + int64(cs.plan.exitAfter), evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evExit, gen: cs.gen, c: uint8(c)}})
 	}
 	if p.hasM {
 		// The kubelet runs the postStart hook after StartContainer returns,
@@ -312,7 +312,7 @@ func (e *engine) onRunning(p *pod, c int) {
 			cs.hgen++
 			cs.postStartOn = true
 			if d := cs.plan.postStart; d != behavior.Never {
-				e.push(event{t: e.now + int64(d), kind: evPostStart, slot: p.slot, id: p.id, gen: cs.hgen, c: uint8(c)})
+				e.push(event{t: e.now + int64(d), evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evPostStart, gen: cs.hgen, c: uint8(c)}})
 			}
 		}
 		e.startProbes(p, c, false)

@@ -415,7 +415,7 @@ func (e *engine) start() {
 			continue
 		}
 		if at, ok := e.wls[i].arrivals.Peek(); ok {
-			e.push(event{t: int64(at), kind: evArrive, slot: int32(i)})
+			e.push(event{t: int64(at), evWho: evWho{slot: int32(i)}, evWhat: evWhat{kind: evArrive}})
 		}
 	}
 	for i := range e.faults {
@@ -424,7 +424,7 @@ func (e *engine) start() {
 			continue
 		}
 		if t, ok := f.spec.When.First(f.sched); ok {
-			e.push(event{t: int64(t), kind: evFault, slot: int32(i)})
+			e.push(event{t: int64(t), evWho: evWho{slot: int32(i)}, evWhat: evWhat{kind: evFault}})
 		}
 	}
 }

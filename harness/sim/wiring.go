@@ -99,22 +99,22 @@ func (e *engine) wireRunning(p *pod, c int) {
 	}
 	cs := &p.cs[c]
 	if w.Serving && cs.plan.readyAfter != behavior.Never {
-		e.push(event{t: cs.startedAt + int64(cs.plan.readyAfter), kind: evServing, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
+		e.push(event{t: cs.startedAt + int64(cs.plan.readyAfter), evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evServing, gen: cs.gen, c: uint8(c)}})
 	}
 	if w.Wait != nil {
 		x := e.wireState(p, c)
 		x.waiting, x.waitFrom = true, e.now
 		cs.startedAt = notStarted
-		e.push(event{t: e.now, kind: evWirePoll, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c), aux: pollWait})
+		e.push(event{t: e.now, evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evWirePoll, gen: cs.gen, c: uint8(c), aux: pollWait}})
 	}
 	if w.Hold != nil && cs.postStartOn {
 		e.wireState(p, c).hookFrom = e.now
-		e.push(event{t: e.now, kind: evWirePoll, slot: p.slot, id: p.id, gen: cs.hgen, c: uint8(c), aux: pollHold})
+		e.push(event{t: e.now, evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evWirePoll, gen: cs.hgen, c: uint8(c), aux: pollHold}})
 	}
 	if w.Quit != nil && w.Quit.File && p.quitFile {
 		// A sidecar (re)started after the quit file was written finds it
 		// on its wrapper's first look.
-		e.push(event{t: e.now, kind: evQuit, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
+		e.push(event{t: e.now, evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evQuit, gen: cs.gen, c: uint8(c)}})
 	}
 }
 
@@ -125,7 +125,7 @@ func (e *engine) wirePreStop(p *pod, c int) {
 	if w == nil || w.Drain == nil || !cs.preStopOn || !e.runtimeOK(p) || cs.rec.State != api.StateRunning {
 		return
 	}
-	e.push(event{t: e.now, kind: evWirePoll, slot: p.slot, id: p.id, gen: cs.hgen, c: uint8(c), aux: pollDrain})
+	e.push(event{t: e.now, evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evWirePoll, gen: cs.hgen, c: uint8(c), aux: pollDrain}})
 }
 
 // ready reports whether container j's application answers its readiness
@@ -171,7 +171,7 @@ func (e *engine) onWire(p *pod, ev *event) {
 			case w.Hold.Timeout > 0 && e.now-x.hookFrom >= int64(w.Hold.Timeout):
 				e.postStartEnd(p, c, false) // pilot-agent wait timed out: the hook fails
 			default:
-				e.push(event{t: e.now + int64(w.Hold.Period), kind: evWirePoll, slot: p.slot, id: p.id, gen: cs.hgen, c: uint8(c), aux: pollHold})
+				e.push(event{t: e.now + int64(w.Hold.Period), evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evWirePoll, gen: cs.hgen, c: uint8(c), aux: pollHold}})
 			}
 		case pollDrain:
 			if ev.gen != cs.hgen || !cs.preStopOn {
@@ -179,7 +179,7 @@ func (e *engine) onWire(p *pod, ev *event) {
 			}
 			for _, name := range w.Drain.Of {
 				if j := e.index(p, name); j >= 0 && p.cs[j].rec.State == api.StateRunning {
-					e.push(event{t: e.now + int64(w.Drain.Period), kind: evWirePoll, slot: p.slot, id: p.id, gen: cs.hgen, c: uint8(c), aux: pollDrain})
+					e.push(event{t: e.now + int64(w.Drain.Period), evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evWirePoll, gen: cs.hgen, c: uint8(c), aux: pollDrain}})
 					return
 				}
 			}
@@ -214,7 +214,7 @@ func (e *engine) pollWait(p *pod, c int, w *behavior.Wait, gen uint32) {
 			e.exitContainer(p, c, 1, api.ReasonError)
 		}
 	default:
-		e.push(event{t: e.now + int64(w.Period), kind: evWirePoll, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c), aux: pollWait})
+		e.push(event{t: e.now + int64(w.Period), evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evWirePoll, gen: cs.gen, c: uint8(c), aux: pollWait}})
 	}
 }
 
@@ -230,7 +230,7 @@ func (e *engine) execApp(p *pod, c int, ok bool) {
 	e.ev.Value = ok
 	e.write()
 	if x.exitAt != int64(behavior.Never) {
-		e.push(event{t: e.now + x.exitAt, kind: evExit, slot: p.slot, id: p.id, gen: cs.gen, c: uint8(c)})
+		e.push(event{t: e.now + x.exitAt, evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evExit, gen: cs.gen, c: uint8(c)}})
 	}
 	if p.hasM {
 		e.rearmProbes(p, c)
@@ -276,7 +276,7 @@ func (e *engine) wireExit(p *pod, c int, reason api.Reason) {
 			// The sidecar's wrapper sees the file on its next poll.
 			at = js.startedAt + ((e.now-js.startedAt)/int64(jw.Quit.Period)+1)*int64(jw.Quit.Period)
 		}
-		e.push(event{t: at, kind: evQuit, slot: p.slot, id: p.id, gen: js.gen, c: uint8(j)})
+		e.push(event{t: at, evWho: evWho{slot: p.slot, id: p.id}, evWhat: evWhat{kind: evQuit, gen: js.gen, c: uint8(j)}})
 	}
 }
 
