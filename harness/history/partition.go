@@ -71,16 +71,16 @@ type Partitioner struct {
 	deferred func(*PodHistory) error
 	hist     PodHistory // fn's, reused
 	returned returned   // buffers deferred histories gave back
-	run     int
-	meta    *Meta
-	pods    map[string]*podBuf
-	nodes   map[string]*sharedLog
-	cluster sharedLog
-	seq     uint64
-	order   []*podBuf // scratch for end-of-run delivery
-	out     []Event   // scratch for the delivered history
-	err     error
-	peak    int
+	run      int
+	meta     *Meta
+	pods     map[string]*podBuf
+	nodes    map[string]*sharedLog
+	cluster  sharedLog
+	seq      uint64
+	order    []*podBuf // scratch for end-of-run delivery
+	out      []Event   // scratch for the delivered history
+	err      error
+	peak     int
 	// last is the pod of the previous pod event: a backend emits a pod's
 	// events in bursts, so this skips most map lookups.
 	last *podBuf
@@ -130,9 +130,9 @@ const eventSize = int64(unsafe.Sizeof(Event{}))
 // are kept apart so that a run of entries is copied into a pod's history
 // in one move.
 type sharedLog struct {
-	base    uint64
-	seq     []uint64
-	ev      []Event
+	base uint64
+	seq  []uint64
+	ev   []Event
 	// members are the pods bound to the node (node logs only), in no
 	// particular order: a pod knows its index (podBuf.member), so it
 	// leaves by a swap with the last (a map cost a hash per binding and
@@ -199,7 +199,7 @@ type recOwner struct {
 
 type podBuf struct {
 	recOwner
-	seq uint64 // order of first appearance, for deterministic delivery
+	seq  uint64 // order of first appearance, for deterministic delivery
 	slot int32  // the producer's slot hint + 1 it is registered under, 0 none
 	// member is pb's index in its node log's members
 	member int32
