@@ -49,10 +49,10 @@ func BenchmarkCheckingFloor(b *testing.B) {
 
 // floorCtr is a container's current attempt, as a monitor would keep it.
 type floorCtr struct {
-	name                                  string
-	req, running, started, ready, exited  int64
-	stop, preStop, preStopEnd, postStart  int64
-	attempts, code, out                   int32
+	name                                 string
+	req, running, started, ready, exited int64
+	stop, preStop, preStopEnd, postStart int64
+	attempts, code, out                  int32
 }
 
 type floorPod struct {
